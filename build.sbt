@@ -1,0 +1,71 @@
+// Root sbt build. JVM pieces live in subprojects so each can pin its own RocketMQ version:
+//  - conformanceCommon: version-independent helpers of the conformance generators (JSON writer, files).
+//  - conformanceRmq49 / conformanceRmq5: fixture generators linked against real RocketMQ 4.9.8 / 5.x
+//    (separate projects because classes moved between the lines, e.g. MessageExtBrokerInner).
+// A JVM DataSource V2 connector can be added later as `lazy val connector = project.in(file("connector"))`.
+// Bootstrap on a fresh machine (Maven Central only): .ci/sbt <command>.
+
+ThisBuild / organization := "io.rmqstore"
+ThisBuild / version := "0.1.0-SNAPSHOT"
+ThisBuild / scalaVersion := "2.13.16"
+
+val rocketmq49Version = "4.9.8"
+val rocketmq5Version = "5.5.1"
+
+lazy val javaOnly = Seq(
+  crossPaths := false,
+  autoScalaLibrary := false,
+  javacOptions ++= Seq("--release", "17", "-encoding", "UTF-8", "-Xlint:unchecked"),
+  Compile / doc / sources := Seq.empty,
+  publish / skip := true
+)
+
+// Generators run in a forked JVM from the repository root, with a fixed time zone and headless
+// logging so their output does not depend on the machine.
+lazy val generatorRun = Seq(
+  Compile / run / fork := true,
+  Compile / run / baseDirectory := (LocalRootProject / baseDirectory).value,
+  Compile / run / connectInput := false,
+  Compile / run / javaOptions ++= Seq(
+    "-Xmx1g",
+    "-XX:MaxDirectMemorySize=512m",
+    "-Duser.timezone=UTC",
+    "-Drocketmq.client.logUseSlf4j=true",
+    "-Drocketmq.log.level=WARN",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED"
+  )
+)
+
+lazy val root = (project in file("."))
+  .aggregate(conformanceCommon, conformanceRmq49, conformanceRmq5)
+  .settings(publish / skip := true)
+
+lazy val conformanceCommon = (project in file("tests/conformance/generator/common"))
+  .settings(javaOnly)
+
+lazy val conformanceRmq49 = (project in file("tests/conformance/generator/rocketmq-4.9"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun)
+  .settings(
+    libraryDependencies ++= Seq(
+      "org.apache.rocketmq" % "rocketmq-store" % rocketmq49Version,
+      "org.apache.rocketmq" % "rocketmq-common" % rocketmq49Version,
+      "org.apache.rocketmq" % "rocketmq-remoting" % rocketmq49Version
+    )
+  )
+
+lazy val conformanceRmq5 = (project in file("tests/conformance/generator/rocketmq-5"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun)
+  .settings(
+    libraryDependencies ++= Seq(
+      "org.apache.rocketmq" % "rocketmq-store" % rocketmq5Version,
+      "org.apache.rocketmq" % "rocketmq-broker" % rocketmq5Version,
+      "org.apache.rocketmq" % "rocketmq-namesrv" % rocketmq5Version,
+      "org.apache.rocketmq" % "rocketmq-client" % rocketmq5Version
+    )
+  )
