@@ -94,5 +94,11 @@ def body_length_offset(sys_flag: int) -> int:
 def record_length(sys_flag: int, magic: int, body_len: int, topic_len: int, properties_len: int) -> int:
     """TOTALSIZE for the given field lengths (`MessageExtEncoder.calMsgLength`, §2.2)."""
     return (
-        body_length_offset(sys_flag) + 4 + body_len + topic_length_width(magic) + topic_len + 2 + properties_len
+        body_length_offset(sys_flag)
+        + 4
+        + body_len
+        + topic_length_width(magic)
+        + topic_len
+        + 2
+        + properties_len
     )

@@ -25,7 +25,9 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
     including a port outside 0..65535 (which is how a UNIQ_KEY is usually rejected, §3.3).
     """
     if len(msg_id) not in (_IPV4_ID_CHARS, _IPV6_ID_CHARS):
-        raise ValueError(f"offsetMsgId must be {_IPV4_ID_CHARS} or {_IPV6_ID_CHARS} hex chars, got {len(msg_id)}")
+        raise ValueError(
+            f"offsetMsgId must be {_IPV4_ID_CHARS} or {_IPV6_ID_CHARS} hex chars, got {len(msg_id)}"
+        )
     try:
         raw = bytes.fromhex(msg_id)
     except ValueError:
