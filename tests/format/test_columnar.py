@@ -1,0 +1,445 @@
+"""walk_records / decode_records against the scalar reference (`record.py`) and the spec vectors."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmqstore.format import columnar
+from rmqstore.format.columnar import decode_records, walk_records
+from rmqstore.format.compression import compress_body
+from rmqstore.format.layout import (
+    COMPRESSION_TYPE_SHIFT,
+    MAGIC_V1,
+    MAGIC_V2,
+    SYSFLAG_COMPRESSED,
+    body_length_offset,
+    topic_length_width,
+)
+from rmqstore.format.properties import parse_properties
+from rmqstore.format.record import check_record, decode_record, encode_blank, encode_record
+from rmqstore.format.table import COLUMN_NAMES, arrow_schema
+
+TIMESTAMP_COLUMNS = ("bornTimestamp", "storeTimestamp")
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+"""Fixtures used under @given are read-only (copied before use); monkeypatch is re-set per example."""
+
+# ---------------------------------------------------------------------------------------------
+# strategies
+
+ipv4_hosts = st.builds(
+    lambda addr, port: f"{ipaddress.IPv4Address(addr)}:{port}",
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 65535),
+)
+ipv6_hosts = st.builds(
+    lambda addr, port: f"[{ipaddress.IPv6Address(addr)}]:{port}",
+    st.one_of(st.integers(0, 2**128 - 1), st.sampled_from([1, 0x20010DB8 << 96])),
+    st.integers(0, 65535),
+)
+hosts = st.one_of(ipv4_hosts, ipv4_hosts, ipv6_hosts)
+text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=12)
+key_tokens = st.lists(st.sampled_from(["", "k1", "k2", "订单-1", "a b"]), max_size=4).map(" ".join)
+property_maps = st.dictionaries(
+    st.one_of(st.sampled_from(["KEYS", "TAGS", "UNIQ_KEY", "WAIT", "CLUSTER", "ключ"]), text),
+    st.one_of(text, key_tokens),
+    max_size=6,
+)
+property_names = st.sampled_from([b"KEYS", b"TAGS", b"UNIQ_KEY", b"WAIT", b"", b"n\xff", "ключ".encode()])
+property_values = st.sampled_from([b"", b"v", b"k1  k2 ", b" a", b"x\x01y", b"\xfe\xff", "订单".encode()])
+property_segments = st.one_of(
+    st.builds(lambda name, value: name + b"\x01" + value, property_names, property_values),
+    st.binary(max_size=6),
+)
+raw_properties = st.builds(
+    lambda segments, closed: b"\x02".join(segments) + (b"\x02" if closed and segments else b""),
+    st.lists(property_segments, max_size=8),
+    st.booleans(),
+)
+"""Raw PROPERTIES bytes: repeated names, empty names/values, 0x01 in values, bad UTF-8, open ends."""
+topics = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=20).filter(
+        lambda t: len(t.encode()) <= 127
+    ),
+    st.integers(128, 260).map(lambda n: "%RETRY%" + "g" * (n - 7)),
+)
+
+
+@st.composite
+def message_specs(draw: Any) -> dict[str, Any]:
+    """Keyword arguments of `encode_record` (without the offsets)."""
+    body = draw(st.binary(max_size=300))
+    sys_flag = draw(st.sampled_from([0, 0x2, 0x4, 0x8, 0xC]))
+    compression = draw(st.sampled_from([None, None, 0, 1, 2, 3]))
+    if compression is not None:
+        body = compress_body(body, compression)
+        sys_flag |= SYSFLAG_COMPRESSED | compression << COMPRESSION_TYPE_SHIFT
+    topic = draw(topics)
+    short_topic = len(topic) <= 127
+    return {
+        "topic": topic,
+        "queue_id": draw(st.integers(-(2**31), 2**31 - 1)),
+        "body": body,
+        "properties": draw(st.one_of(property_maps, raw_properties)),
+        "queue_offset": draw(st.integers(0, 2**63 - 1)),
+        "born_timestamp": draw(st.integers(0, 2**42)),
+        "store_timestamp": draw(st.integers(0, 2**42)),
+        "born_host": draw(hosts),
+        "store_host": draw(hosts),
+        "flag": draw(st.integers(-(2**31), 2**31 - 1)),
+        "sys_flag": sys_flag,
+        "reconsume_times": draw(st.integers(0, 16)),
+        "prepared_transaction_offset": draw(st.integers(0, 2**40)),
+        "magic": draw(st.sampled_from([None, MAGIC_V2])) if short_topic else None,
+        "append_crc_property": draw(st.booleans()),
+    }
+
+
+def build_segment(specs: list[dict[str, Any]], base: int, blank: int = 0) -> tuple[np.ndarray, list[int]]:
+    """Records back to back from position 0 of a segment at `base`, then a BLANK of `blank` bytes."""
+    out = bytearray()
+    starts = []
+    for spec in specs:
+        starts.append(len(out))
+        out += encode_record(physical_offset=base + len(out), **spec)
+    if blank:
+        out += encode_blank(blank) + bytes(blank - 8)
+    return np.frombuffer(bytes(out), dtype=np.uint8), starts
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def raw_properties_of(buf: np.ndarray, pos: int) -> bytes:
+    """PROPERTIES bytes of the record at pos, located with the reference decoder's lengths."""
+    raw = decode_record(buf, pos, decompress=False)
+    start = (
+        pos
+        + body_length_offset(raw.sys_flag)
+        + 4
+        + len(raw.body)
+        + topic_length_width(raw.magic)
+        + len(raw.topic.encode())
+        + 2
+    )
+    return bytes(buf[start : pos + raw.store_size])
+
+
+def expected_row(buf: np.ndarray, pos: int, decompress: bool = True) -> dict[str, Any]:
+    """The reference row; `properties` keeps a trailing `__CRC32#`, as RocketMQ's decoder does."""
+    row = decode_record(buf, pos, decompress=decompress).to_row()
+    row["properties"] = parse_properties(raw_properties_of(buf, pos))
+    return row
+
+
+def batch_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """Rows of a batch with timestamps as epoch ms and maps as dicts (duplicate keys fail)."""
+    columns = {}
+    for name in batch.schema.names:
+        column = batch.column(name)
+        if name in TIMESTAMP_COLUMNS:
+            columns[name] = [None if v is None else v // 1000 for v in column.cast(pa.int64()).to_pylist()]
+        elif name == "properties":
+            values = column.to_pylist()
+            assert all(len(dict(v)) == len(v) for v in values), "a map repeats a key"
+            columns[name] = [dict(v) for v in values]
+        else:
+            columns[name] = column.to_pylist()
+    return [{name: columns[name][i] for name in batch.schema.names} for i in range(batch.num_rows)]
+
+
+def reference_walk(
+    buf: np.ndarray, base: int, start: int, end: int, check_crc: bool
+) -> tuple[list[int], int, str]:
+    """The recovery loop of §2.12 with the scalar checker."""
+    pos, starts = start, []
+    end = min(end, len(buf))
+    while pos < end:
+        verdict = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=base + pos)
+        if verdict.kind != "record":
+            return starts, pos, verdict.kind
+        starts.append(pos)
+        pos += verdict.size
+    return starts, pos, "end"
+
+
+# ---------------------------------------------------------------------------------------------
+# spec vectors
+
+
+def test_golden_record_every_column(golden_record: bytes) -> None:
+    buf = np.frombuffer(golden_record + encode_blank(8), dtype=np.uint8)
+    walk = walk_records(buf, 0, 0, len(buf))
+    assert walk.starts.tolist() == [0]
+    assert (walk.stop_pos, walk.stop_kind) == (178, "blank")
+    batch = decode_records(buf, walk.starts, 0, None)
+    assert batch.schema == arrow_schema()
+    row = batch_rows(batch)[0]
+    assert row == {
+        "topic": "TopicTest",
+        "queueId": 0,
+        "queueOffset": 0,
+        "commitLogOffset": 0,
+        "storeSize": 178,
+        "msgId": "7F00000100002A9F0000000000000000",
+        "uniqKey": "7F00000104D21B6D358605265C000000",
+        "key": "k1 k2",
+        "keys": ["k1", "k2"],
+        "tags": "TagA",
+        "body": b"hello",
+        "bodyCrc": 907060870,
+        "flag": 0,
+        "sysFlag": 0,
+        "bornTimestamp": 1_700_000_000_000,
+        "storeTimestamp": 1_700_000_000_123,
+        "bornHost": "127.0.0.1:53010",
+        "storeHost": "127.0.0.1:10911",
+        "reconsumeTimes": 0,
+        "preparedTransactionOffset": 0,
+        "properties": {
+            "KEYS": "k1 k2",
+            "UNIQ_KEY": "7F00000104D21B6D358605265C000000",
+            "WAIT": "true",
+            "TAGS": "TagA",
+        },
+    }
+
+
+def test_blank_example_of_spec_2_6(golden_fields: dict[str, Any]) -> None:
+    """512-byte segments, 178-byte records at 0 and 178, BLANK of 156 bytes at 356 (§2.6)."""
+    first = encode_record(**golden_fields)
+    second = encode_record(**{**golden_fields, "physical_offset": 178, "queue_offset": 1})
+    segment = first + second + encode_blank(156) + bytes(148)
+    assert len(segment) == 512
+    walk = walk_records(np.frombuffer(segment, dtype=np.uint8), 0, 0, 512)
+    assert walk.starts.tolist() == [0, 178]
+    assert (walk.stop_pos, walk.stop_kind) == (356, "blank")
+    ids = decode_records(np.frombuffer(segment, dtype=np.uint8), walk.starts, 0, ["msgId", "queueOffset"])
+    assert ids.column("msgId").to_pylist() == [
+        "7F00000100002A9F0000000000000000",
+        "7F00000100002A9F00000000000000B2",
+    ]
+    assert ids.column("queueOffset").to_pylist() == [0, 1]
+
+
+def test_golden_crc_property_stays_in_the_map(golden_fields: dict[str, Any]) -> None:
+    """§8.2 with `enabledAppendPropCRC`: the 20-byte `__CRC32#` property is a normal map entry."""
+    record = encode_record(**golden_fields, append_crc_property=True)
+    assert len(record) == 198
+    batch = decode_records(np.frombuffer(record, dtype=np.uint8), np.array([0]), 0, ["properties", "uniqKey"])
+    props = dict(batch.column("properties").to_pylist()[0])
+    assert props["__CRC32#"] == "8767504411"
+    assert batch.column("uniqKey").to_pylist() == ["7F00000104D21B6D358605265C000000"]
+
+
+# ---------------------------------------------------------------------------------------------
+# differential: decode_records vs decode_record
+
+
+@SETTINGS
+@given(
+    specs=st.lists(message_specs(), min_size=1, max_size=8),
+    base=st.sampled_from([0, 1 << 30, 20_000_000_000]),
+    decompress=st.booleans(),
+)
+def test_decode_matches_scalar_reference(specs: list[dict[str, Any]], base: int, decompress: bool) -> None:
+    buf, starts = build_segment(specs, base, blank=64)
+    walk = walk_records(buf, base, 0, len(buf))
+    assert walk.starts.tolist() == starts
+    assert (walk.stop_pos, walk.stop_kind) == (len(buf) - 64, "blank")
+    batch = decode_records(buf, walk.starts, base, None, decompress=decompress)
+    assert batch.schema == arrow_schema()
+    assert batch_rows(batch) == [expected_row(buf, p, decompress) for p in starts]
+
+
+@SETTINGS
+@given(
+    specs=st.lists(message_specs(), min_size=1, max_size=5),
+    columns=st.permutations(COLUMN_NAMES).flatmap(
+        lambda names: st.integers(1, len(names)).map(lambda k: names[:k])
+    ),
+    order=st.randoms(use_true_random=False),
+)
+def test_column_subsets_in_any_order_and_any_row_order(
+    specs: list[dict[str, Any]], columns: list[str], order: Any
+) -> None:
+    buf, starts = build_segment(specs, 4096)
+    rows = [*starts, *order.sample(starts, k=min(2, len(starts)))]
+    order.shuffle(rows)
+    batch = decode_records(buf, np.array(rows), 4096, columns)
+    assert batch.schema == arrow_schema(columns)
+    expected = [{name: expected_row(buf, p)[name] for name in columns} for p in rows]
+    assert batch_rows(batch) == expected
+
+
+@SETTINGS
+@given(raw=st.lists(raw_properties, min_size=1, max_size=12))
+def test_properties_parsing_matches_reference(raw: list[bytes], golden_fields: dict[str, Any]) -> None:
+    """Separators anywhere, empty names/values, duplicates, invalid UTF-8, missing trailing 0x02."""
+    specs = [{**golden_fields, "properties": props} for props in raw]
+    for spec in specs:
+        spec.pop("physical_offset")
+    buf, starts = build_segment(specs, 0)
+    columns = ["properties", "key", "keys", "tags", "uniqKey"]
+    batch = decode_records(buf, np.array(starts), 0, columns)
+    assert batch_rows(batch) == [{c: expected_row(buf, p)[c] for c in columns} for p in starts]
+
+
+def test_mixed_host_layouts_and_magics_in_one_batch(golden_fields: dict[str, Any]) -> None:
+    variants = [
+        {"born_host": "[::1]:1", "store_host": "10.0.0.1:10911"},
+        {"born_host": "10.0.0.2:2", "store_host": "[2001:db8::7]:10911"},
+        {"born_host": "[fe80::1]:3", "store_host": "[::ffff:1.2.3.4]:10911", "magic": MAGIC_V2},
+        {"born_host": "127.0.0.1:4", "store_host": "127.0.0.1:10911", "magic": MAGIC_V1},
+    ]
+    specs = [{**golden_fields, **v} for v in variants]
+    for spec in specs:
+        spec.pop("physical_offset")
+    buf, starts = build_segment(specs, 1 << 30)
+    batch = decode_records(buf, np.array(starts), 1 << 30, ["storeHost", "msgId", "bornHost", "topic"])
+    rows = batch_rows(batch)
+    store_hosts = ["10.0.0.1:10911", "[2001:db8::7]:10911", "[::ffff:102:304]:10911", "127.0.0.1:10911"]
+    assert [r["storeHost"] for r in rows] == store_hosts
+    assert [len(r["msgId"]) for r in rows] == [32, 56, 56, 32]
+    assert rows == [{c: expected_row(buf, p)[c] for c in batch.schema.names} for p in starts]
+
+
+def test_corrupt_compressed_body_names_the_offset(golden_fields: dict[str, Any]) -> None:
+    record = encode_record(**{**golden_fields, "physical_offset": 512, "sys_flag": SYSFLAG_COMPRESSED})
+    buf = np.frombuffer(bytes(512) + record, dtype=np.uint8)
+    with pytest.raises(ValueError, match="physical offset 1024"):
+        decode_records(buf, np.array([512]), 512, ["body"])
+    raw = decode_records(buf, np.array([512]), 512, ["body"], decompress=False)
+    assert raw.column("body").to_pylist() == [b"hello"]
+
+
+def test_unknown_column_is_named() -> None:
+    with pytest.raises(ValueError, match="nope"):
+        decode_records(np.zeros(8, np.uint8), np.array([0]), 0, ["topic", "nope"])
+
+
+# ---------------------------------------------------------------------------------------------
+# walk
+
+
+@SETTINGS
+@given(
+    specs=st.lists(message_specs(), min_size=1, max_size=6),
+    damage=st.sampled_from(["torn", "zeroed", "garbage", "flip", "blank", "none"]),
+    where=st.floats(0, 1),
+    check_crc=st.booleans(),
+    window=st.sampled_from([64, 1000, columnar.WALK_WINDOW]),
+    data=st.data(),
+)
+def test_walk_matches_recovery_loop(
+    specs: list[dict[str, Any]],
+    damage: str,
+    where: float,
+    check_crc: bool,
+    window: int,
+    data: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(columnar, "WALK_WINDOW", window)
+    base = 1 << 30
+    clean, _ = build_segment(specs, base)
+    buf = bytearray(clean.tobytes())
+    cut = int(where * len(buf))
+    if damage == "torn":
+        del buf[cut:]
+    elif damage == "zeroed":
+        buf[cut : cut + 200] = bytes(len(buf[cut : cut + 200]))
+    elif damage == "garbage":
+        buf += data.draw(st.binary(min_size=1, max_size=200))
+    elif damage == "flip" and buf:
+        buf[min(cut, len(buf) - 1)] ^= data.draw(st.integers(1, 255))
+    elif damage == "blank":
+        buf += encode_blank(100) + bytes(92)
+    arr = np.frombuffer(bytes(buf), dtype=np.uint8)
+    start = data.draw(st.sampled_from([0, *_starts_of(clean)]))
+    end = data.draw(st.integers(0, len(arr) + 10))
+    walk = walk_records(arr, base, start, end, check_crc=check_crc)
+    assert (walk.starts.tolist(), walk.stop_pos, walk.stop_kind) == reference_walk(
+        arr, base, start, end, check_crc
+    )
+    if walk.stop_kind == "invalid":
+        assert walk.reason
+
+
+def _starts_of(buf: np.ndarray) -> list[int]:
+    return walk_records(buf, 1 << 30, 0, len(buf)).starts.tolist()
+
+
+def test_walk_skips_a_record_hidden_inside_a_body(golden_fields: dict[str, Any]) -> None:
+    """A body holding a complete record whose PHYSICALOFFSET matches its own position is no record."""
+    base = 1 << 20
+    inner_at = 88  # the body of a first record with IPv4 hosts starts here
+    inner = encode_record(**{**golden_fields, "physical_offset": base + inner_at})
+    outer = encode_record(**{**golden_fields, "physical_offset": base, "body": inner})
+    second = encode_record(**{**golden_fields, "physical_offset": base + len(outer)})
+    buf = np.frombuffer(outer + second + encode_blank(8), dtype=np.uint8)
+    assert (
+        check_record(buf, inner_at, check_crc=True, expected_physical_offset=base + inner_at).kind == "record"
+    )
+    walk = walk_records(buf, base, 0, len(buf))
+    assert walk.starts.tolist() == [0, len(outer)]
+    assert walk.stop_kind == "blank"
+    assert decode_records(buf, walk.starts, base, ["body"]).column("body").to_pylist()[0] == inner
+
+
+def test_walk_stops_at_a_wrong_physical_offset(golden_fields: dict[str, Any]) -> None:
+    first = encode_record(**golden_fields)
+    moved = encode_record(**{**golden_fields, "physical_offset": 999})
+    buf = np.frombuffer(first + moved, dtype=np.uint8)
+    walk = walk_records(buf, 0, 0, len(buf))
+    assert walk.starts.tolist() == [0]
+    assert (walk.stop_pos, walk.stop_kind) == (178, "invalid")
+    assert "PHYSICALOFFSET" in walk.reason
+
+
+def test_walk_crc_check(golden_fields: dict[str, Any]) -> None:
+    record = bytearray(encode_record(**golden_fields))
+    record[88] ^= 0x20  # one body byte: "hello" -> "Hello"
+    buf = np.frombuffer(bytes(record), dtype=np.uint8)
+    assert walk_records(buf, 0, 0, len(buf)).starts.tolist() == [0]
+    checked = walk_records(buf, 0, 0, len(buf), check_crc=True)
+    assert (checked.starts.tolist(), checked.stop_kind) == ([], "invalid")
+    assert "CRC" in checked.reason
+
+
+def test_invalid_utf8_topic_is_replaced_like_the_reference(golden_record: bytes) -> None:
+    record = bytearray(golden_record)
+    record[94] = 0xFF  # first topic byte
+    buf = np.frombuffer(bytes(record), dtype=np.uint8)
+    topic = decode_records(buf, np.array([0]), 0, ["topic"]).column("topic").to_pylist()
+    assert topic == [decode_record(buf, 0).topic] == ["\ufffdopicTest"]
+
+
+@pytest.mark.parametrize(("delay", "valid"), [("3", True), ("x3", False)])
+def test_walk_checks_delay_of_schedule_topic_records(
+    delay: str, valid: bool, golden_fields: dict[str, Any]
+) -> None:
+    """§2.12 step 6: a SCHEDULE_TOPIC_XXXX record whose DELAY is not an int ends the log."""
+    scheduled = {**golden_fields, "topic": "SCHEDULE_TOPIC_XXXX", "properties": {"DELAY": delay}}
+    first = encode_record(**scheduled)
+    second = encode_record(**{**golden_fields, "physical_offset": len(first)})
+    buf = np.frombuffer(first + second, dtype=np.uint8)
+    walk = walk_records(buf, 0, 0, len(buf))
+    expected = ([0, len(first)], "end") if valid else ([], "invalid")
+    assert (walk.starts.tolist(), walk.stop_kind) == expected
+
+
+def test_negative_start_is_rejected() -> None:
+    with pytest.raises(ValueError, match="start"):
+        walk_records(np.zeros(200, np.uint8), 0, -1, 200)
