@@ -1,0 +1,113 @@
+"""The random-access read interface every store file goes through.
+
+A `StoreFileSystem` lists directories and opens files; a `RandomAccessFile` hands out byte ranges as
+read-only numpy uint8 arrays (zero-copy views for local memory maps, fresh buffers for remote ranged
+reads). Nothing here can write, lock or create a file.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class IOStats:
+    """Counters of what the I/O layer really read; tests use them to prove pushdown."""
+
+    bytes_read: int = 0
+    """Bytes handed out by `RandomAccessFile.read` (views of a local map count as read)."""
+    read_calls: int = 0
+    files_opened: int = 0
+    paths_read: set[str] = field(default_factory=set)
+    """Every file a byte was read from."""
+
+    def record_read(self, path: str, length: int) -> None:
+        self.bytes_read += length
+        self.read_calls += 1
+        self.paths_read.add(path)
+
+    def reset(self) -> None:
+        """Zero every counter (the object stays shared with the file system that updates it)."""
+        for name, value in vars(type(self)()).items():
+            setattr(self, name, value)
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One directory entry."""
+
+    name: str
+    path: str
+    size: int
+    is_dir: bool
+
+
+class RandomAccessFile(ABC):
+    """A file opened for positioned reads."""
+
+    path: str
+    size: int
+    zero_copy: bool
+    """True when `read` returns views of a memory map: large reads cost nothing until touched."""
+
+    @abstractmethod
+    def read(self, offset: int, length: int) -> np.ndarray:
+        """Bytes [offset, offset + length) clipped to the end of the file, as a read-only uint8 array.
+
+        Raises ValueError for a negative offset or length.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the file; arrays handed out earlier stay valid."""
+
+
+class StoreFileSystem(ABC):
+    """Directory listing and read-only file access, local or remote."""
+
+    stats: IOStats
+
+    @abstractmethod
+    def join(self, base: str, *names: str) -> str:
+        """`base/name/...` in this file system's path syntax."""
+
+    @abstractmethod
+    def list_dir(self, path: str) -> list[FileEntry]:
+        """Entries of a directory sorted by name; an empty list when it does not exist."""
+
+    @abstractmethod
+    def info(self, path: str) -> FileEntry | None:
+        """The entry for `path`, None when nothing is there."""
+
+    @abstractmethod
+    def open(self, path: str) -> RandomAccessFile:
+        """Open a file for positioned reads; FileNotFoundError naming the path when it is missing."""
+
+    def exists(self, path: str) -> bool:
+        return self.info(path) is not None
+
+    def is_dir(self, path: str) -> bool:
+        entry = self.info(path)
+        return entry is not None and entry.is_dir
+
+    def size(self, path: str) -> int:
+        entry = self.info(path)
+        if entry is None or entry.is_dir:
+            raise FileNotFoundError(f"{path}: no such file")
+        return entry.size
+
+    def read_bytes(self, path: str) -> bytes:
+        """The whole file as bytes (for small files: checkpoint, JSON config)."""
+        handle = self.open(path)
+        try:
+            return handle.read(0, handle.size).tobytes()
+        finally:
+            handle.close()
+
+
+def check_range(offset: int, length: int) -> None:
+    if offset < 0 or length < 0:
+        raise ValueError(f"invalid read range: offset {offset}, length {length}")

@@ -1,0 +1,37 @@
+"""A RocketMQ broker store opened read-only: segments, valid end, scans, lookups, queues, metadata."""
+
+from rmqstore.store.commitlog import LogEnd
+from rmqstore.store.consumequeue import UNIT_DTYPE, ConsumeQueue, tags_candidate_mask, tags_codes
+from rmqstore.store.errors import (
+    FAILFAST,
+    PERMISSIVE,
+    IndexUnavailableError,
+    InvalidTopicError,
+    StoreCorruptionError,
+    StoreError,
+    StoreLayoutError,
+)
+from rmqstore.store.index import IndexFileInfo
+from rmqstore.store.segments import Segment
+from rmqstore.store.stats import StoreStats
+from rmqstore.store.store import SEEK_TIME_MARGIN_MS, Store
+
+__all__ = [
+    "FAILFAST",
+    "PERMISSIVE",
+    "SEEK_TIME_MARGIN_MS",
+    "UNIT_DTYPE",
+    "ConsumeQueue",
+    "IndexFileInfo",
+    "IndexUnavailableError",
+    "InvalidTopicError",
+    "LogEnd",
+    "Segment",
+    "Store",
+    "StoreCorruptionError",
+    "StoreError",
+    "StoreLayoutError",
+    "StoreStats",
+    "tags_candidate_mask",
+    "tags_codes",
+]

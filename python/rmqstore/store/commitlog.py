@@ -1,0 +1,258 @@
+"""The commit log read-only: segments, the valid end of the log, windowed record walks (§2.1, §2.12).
+
+Valid end (what recovery would keep, §2.12/§6.3): the last segment whose first record is valid (or a
+BLANK) holds the end; later segments are pre-allocated or stale and count as empty. That segment is
+walked from 0 with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first
+invalid record (a torn tail after a crash, zeros, garbage, a length past the end) ends the log there
+and is not an error. An invalid record in an *older* segment does not move the end: scans report it
+(FAILFAST) or skip to the next segment (PERMISSIVE), as records never span segments.
+
+Reads go through windows: a local map hands out zero-copy views, a remote file is read in ranged
+requests of at most `remote_window` bytes; a record cut by a window edge is re-read whole.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+
+from rmqstore.format.columnar import walk_records
+from rmqstore.format.layout import BLANK_MAGIC, OFF_MAGIC, OFF_SYSFLAG, store_timestamp_offset
+from rmqstore.format.record import check_record
+from rmqstore.format.resync import next_record_start
+from rmqstore.store.errors import FAILFAST, ReadMode, StoreCorruptionError
+from rmqstore.store.segments import OpenFiles, Segment, common_segment_size, find_segment
+from rmqstore.store.stats import StoreStats
+
+LOCAL_WINDOW = 64 << 20
+"""Largest window handed to the decoder at once for a memory-mapped file."""
+REMOTE_WINDOW = 8 << 20
+"""Largest single ranged read of a remote segment."""
+TAIL_SLACK = 64 << 10
+"""Read this much past a range end so the range's last record usually arrives in the same request."""
+PROBE_BYTES = 4 << 10
+"""First read at a single record: most records fit, bigger ones get a second read."""
+
+StopKind = Literal["end", "blank", "invalid"]
+_INT = struct.Struct(">i")
+_UINT = struct.Struct(">I")
+_LONG = struct.Struct(">q")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Valid records found in one window: `buf[0]` is at position `start` of `segment`."""
+
+    segment: Segment
+    start: int
+    buf: np.ndarray
+    starts: np.ndarray
+    """Record positions inside `buf` (int64)."""
+
+    @property
+    def base_offset(self) -> int:
+        """Physical offset of `buf[0]`."""
+        return self.segment.base_offset + self.start
+
+
+@dataclass
+class WalkStop:
+    """Why a walk over a segment ended: `end` of the range, a `blank`, or an `invalid` record."""
+
+    kind: StopKind = "end"
+    position: int = 0
+    """Position in the segment where the walk stopped."""
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class LogEnd:
+    """The valid end of the log and why it is there."""
+
+    offset: int
+    segment: Segment | None
+    reason: str
+
+
+class CommitLog:
+    """Segments of one commit log (possibly spread over several directories)."""
+
+    def __init__(self, segments: Sequence[Segment], files: OpenFiles, stats: StoreStats, *,
+                 check_crc_at_end: bool = True) -> None:
+        self.segments = list(segments)
+        self.segment_size = common_segment_size(self.segments)
+        self._files = files
+        self._stats = stats
+        self._check_crc_at_end = check_crc_at_end
+
+    # ---- bounds -------------------------------------------------------------------------------
+
+    @property
+    def min_offset(self) -> int:
+        """First byte of the first segment (older segments were deleted by retention, §2.1)."""
+        return self.segments[0].base_offset if self.segments else 0
+
+    @cached_property
+    def end(self) -> LogEnd:
+        """The valid end of the log, found like recovery (module docstring)."""
+        for seg in reversed(self.segments):
+            first = self.check_at(seg, 0, check_crc=self._check_crc_at_end)
+            if first.kind == "invalid":
+                continue
+            if first.kind == "blank":
+                return LogEnd(seg.end_offset, seg, f"{seg.path} starts with a BLANK")
+            stop = WalkStop()
+            for _ in self.walk(seg, 0, seg.size, check_crc=self._check_crc_at_end, stop=stop):
+                pass
+            if stop.kind == "invalid":
+                return LogEnd(seg.base_offset + stop.position, seg,
+                              f"{seg.path}: first invalid record at position {stop.position}: {stop.reason}")
+            return LogEnd(seg.end_offset, seg, f"{seg.path} is complete ({stop.kind})")
+        return LogEnd(self.min_offset, None, "no segment starts with a valid record: the log is empty")
+
+    @property
+    def max_offset(self) -> int:
+        return self.end.offset
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    def segment_at(self, offset: int) -> Segment | None:
+        return find_segment(self.segments, offset)
+
+    def read(self, seg: Segment, pos: int, length: int) -> np.ndarray:
+        """Bytes [pos, pos + length) of a segment, clipped to the file."""
+        self._stats.segments_touched.add(seg.base_offset)
+        return self._files.get(seg.path).read(pos, length)
+
+    def _window_cap(self, seg: Segment) -> int:
+        return LOCAL_WINDOW if self._files.get(seg.path).zero_copy else REMOTE_WINDOW
+
+    def check_at(self, seg: Segment, pos: int, *, check_crc: bool) -> RecordCheckResult:
+        """The broker's record check at one position, reading just that record (two reads at most)."""
+        buf = self.read(seg, pos, PROBE_BYTES)
+        if len(buf) >= 8 and _UINT.unpack_from(buf, OFF_MAGIC)[0] == BLANK_MAGIC:
+            return RecordCheckResult("blank", seg.size - pos, None, buf)
+        if len(buf) >= 4:
+            total = _INT.unpack_from(buf, 0)[0]
+            if len(buf) < total <= seg.size - pos:
+                buf = self.read(seg, pos, total)
+        checked = check_record(buf, 0, check_crc=check_crc, expected_physical_offset=seg.base_offset + pos)
+        return RecordCheckResult(checked.kind, checked.size, checked.reason, buf)
+
+    def store_time_at(self, seg: Segment, pos: int) -> int:
+        """STORETIMESTAMP of the record at pos (a record start found by a walk or resync)."""
+        head = self.read(seg, pos, OFF_SYSFLAG + 4)
+        offset = store_timestamp_offset(_INT.unpack_from(head, OFF_SYSFLAG)[0])
+        return _LONG.unpack_from(self.read(seg, pos + offset, 8), 0)[0]
+
+    def resync(self, seg: Segment, pos: int, hi: int, *, window: int | None = None) -> int | None:
+        """Position of the first record start in [pos, hi) of a segment, None when there is none.
+
+        Reads windows of at most `window` bytes (default: the file's window cap).
+        """
+        cap = window or self._window_cap(seg)
+        while pos < hi:
+            length = min(seg.size - pos, hi - pos + TAIL_SLACK, cap)
+            buf = self.read(seg, pos, length)
+            found = next_record_start(buf, 0, seg.base_offset + pos, min(hi - pos, len(buf)))
+            if found is not None:
+                return pos + found
+            if pos + len(buf) >= min(hi, seg.size) or len(buf) <= TAIL_SLACK:
+                return None
+            pos += len(buf) - TAIL_SLACK
+        return None
+
+    def walk(self, seg: Segment, pos: int, hi: int, *, check_crc: bool, stop: WalkStop) -> Iterator[Chunk]:
+        """Valid records starting in [pos, hi) of a segment, `pos` being a record start.
+
+        Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where.
+        """
+        cap = self._window_cap(seg)
+        need = 0
+        while pos < hi:
+            length = min(seg.size - pos, max(min(hi - pos + TAIL_SLACK, cap), need))
+            buf = self.read(seg, pos, length)
+            walked = walk_records(buf, seg.base_offset + pos, 0, min(hi - pos, len(buf)), check_crc=check_crc)
+            self._stats.records_walked += len(walked.starts)
+            if len(walked.starts):
+                yield Chunk(seg, pos, buf, np.asarray(walked.starts, dtype=np.int64))
+            at = int(walked.stop_pos)
+            need = 0
+            if walked.stop_kind == "end":
+                pos += at
+                continue
+            if walked.stop_kind == "invalid" and pos + len(buf) < seg.size:
+                cut = _cut_by_window(buf, at, seg.size - pos)
+                if cut == "blank":
+                    stop.kind, stop.position, stop.reason = "blank", pos + at, None
+                    return
+                if cut:
+                    pos, need = pos + at, cut
+                    continue
+            stop.kind, stop.position, stop.reason = walked.stop_kind, pos + at, walked.reason
+            return
+        stop.kind, stop.position, stop.reason = "end", pos, None
+
+    def chunks(self, start: int, end: int, *, check_crc: bool, mode: ReadMode,
+               problems: list[str] | None = None) -> Iterator[Chunk]:
+        """Valid records whose start is in [start, end) ∩ [min_offset, max_offset), in log order.
+
+        `start` may be any byte: the first record start at or after it is found by resync (a range
+        [a, b) owns exactly the records starting in it). An invalid record before the valid end
+        raises StoreCorruptionError (FAILFAST) or skips the rest of its segment (PERMISSIVE).
+        """
+        lo_limit, hi_limit = max(start, self.min_offset), min(end, self.max_offset)
+        for seg in self.segments:
+            lo, hi = max(lo_limit, seg.base_offset), min(hi_limit, seg.end_offset)
+            if lo >= hi:
+                continue
+            pos = lo - seg.base_offset
+            if pos:
+                found = self.resync(seg, pos, hi - seg.base_offset)
+                if found is None:
+                    continue
+                pos = found
+            stop = WalkStop()
+            yield from self.walk(seg, pos, hi - seg.base_offset, check_crc=check_crc, stop=stop)
+            if stop.kind == "invalid":
+                self._invalid(seg, stop, mode, problems)
+
+    def _invalid(self, seg: Segment, stop: WalkStop, mode: ReadMode, problems: list[str] | None) -> None:
+        offset = seg.base_offset + stop.position
+        cause = f"invalid record ({stop.reason}); the rest of the segment is skipped"
+        if mode == FAILFAST:
+            raise StoreCorruptionError(seg.path, offset, f"invalid record: {stop.reason}")
+        self._stats.invalid_records_skipped += 1
+        self._stats.bytes_skipped += seg.size - stop.position
+        if problems is not None:
+            problems.append(f"{seg.path}: at physical offset {offset}: {cause}")
+
+
+@dataclass(frozen=True)
+class RecordCheckResult:
+    """`check_record`'s verdict at one position plus the bytes read (the record starts at buf[0])."""
+
+    kind: StopKind | Literal["record"]
+    size: int
+    reason: str | None
+    buf: np.ndarray
+
+
+def _cut_by_window(buf: np.ndarray, at: int, left_in_segment: int) -> int | Literal["blank", False]:
+    """Whether the walk stopped at `at` only because the window ended inside the record.
+
+    Returns "blank" for a BLANK whose size runs past the window, the number of bytes to re-read
+    from `at` for a cut record, or False for a truly invalid record.
+    """
+    left_in_buf = len(buf) - at
+    if left_in_buf < 8:
+        return min(PROBE_BYTES, left_in_segment) if left_in_segment > left_in_buf else False
+    if _UINT.unpack_from(buf, at + OFF_MAGIC)[0] == BLANK_MAGIC:
+        return "blank"
+    total = _INT.unpack_from(buf, at)[0]
+    return total if left_in_buf < total <= left_in_segment else False

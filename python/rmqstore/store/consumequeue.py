@@ -1,0 +1,139 @@
+"""One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3).
+
+Queue offset q lives at byte q*20 of the queue's own address space, in the segment named by the
+offset of its first byte. The valid units run to the first unit with phyOffset < 0 or size <= 0
+(recovery's rule); pre-blank fillers are skipped; units that point before the commit log's min
+offset are gone (retention), units at or past the log's valid end are truncated by recovery, so
+neither is returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+
+import numpy as np
+
+from rmqstore.format.consumequeue import (
+    CQ_DTYPE,
+    CQ_UNIT_SIZE,
+    EXT_ADDRESS_MAX,
+    is_filler,
+    parse_units,
+    valid_unit_count,
+)
+from rmqstore.format.javahash import tags_code
+from rmqstore.format.record import SCHEDULE_TOPIC
+from rmqstore.store.segments import OpenFiles, Segment, find_segment
+
+UNIT_DTYPE = np.dtype([("queue_offset", "<i8"), ("phy", "<i8"), ("size", "<i4"), ("tags_code", "<i8")])
+"""Units as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields."""
+
+
+def tags_codes(tags: Iterable[str]) -> np.ndarray:
+    """The tagsCodes (Java hash of the TAGS string, §4.2) of the given tag strings."""
+    return np.array(sorted({tags_code(t) for t in tags}), dtype=np.int64)
+
+
+def tags_candidate_mask(topic: str, units: np.ndarray, tags: Iterable[str]) -> np.ndarray:
+    """Units whose record may carry one of `tags`; callers still confirm TAGS on the record.
+
+    Hashes collide, so a match is a candidate only. A tagsCode that is not a tag hash cannot be
+    ruled out: ConsumeQueueExt addresses (§4.4), and every unit of `SCHEDULE_TOPIC_XXXX` (its
+    tagsCode is a delivery time, §4.2).
+    """
+    if topic == SCHEDULE_TOPIC:
+        return np.ones(len(units), dtype=bool)
+    codes = units["tags_code"]
+    return np.isin(codes, tags_codes(tags)) | (codes <= EXT_ADDRESS_MAX)
+
+
+class ConsumeQueue:
+    """Units of one (topic, queueId), bounded by the commit log's [min_offset, max_offset)."""
+
+    def __init__(self, topic: str, queue_id: int, segments: list[Segment], files: OpenFiles,
+                 log_min_offset: int, log_max_offset: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.segments = segments
+        self._files = files
+        self._log_min = log_min_offset
+        self._log_max = log_max_offset
+
+    def __repr__(self) -> str:
+        return f"ConsumeQueue({self.topic!r}, {self.queue_id}, [{self.min_offset}, {self.max_offset}))"
+
+    @cached_property
+    def max_offset(self) -> int:
+        """One past the last unit that is valid and points before the log's valid end."""
+        for seg in reversed(self.segments):
+            units = self._segment_units(seg, 0, seg.size // CQ_UNIT_SIZE)
+            count = valid_unit_count(units)
+            if count == 0:
+                continue
+            live = units[:count]
+            # Phy offsets grow along a queue; a unit at/after the log end was truncated by recovery.
+            reaching = np.flatnonzero((live["phy"] < self._log_max) | is_filler(live))
+            if reaching.size:
+                return seg.base_offset // CQ_UNIT_SIZE + int(reaching[-1]) + 1
+        return self._first_offset
+
+    @cached_property
+    def min_offset(self) -> int:
+        """The first unit that is not a filler and points at or after the log's min offset (§4.3)."""
+        end = self.max_offset
+        for seg in self.segments:
+            first = seg.base_offset // CQ_UNIT_SIZE
+            if first >= end:
+                break
+            units = self._segment_units(seg, 0, min(seg.size // CQ_UNIT_SIZE, end - first))
+            usable = np.flatnonzero(~is_filler(units) & (units["phy"] >= self._log_min) & (units["size"] > 0))
+            if usable.size:
+                return first + int(usable[0])
+        return end
+
+    @property
+    def _first_offset(self) -> int:
+        return self.segments[0].base_offset // CQ_UNIT_SIZE if self.segments else 0
+
+    def units(self, start: int | None = None, end: int | None = None, *,
+              tags: Iterable[str] | None = None) -> np.ndarray:
+        """Units with queue offset in [start, end) ∩ [min_offset, max_offset), as `UNIT_DTYPE`.
+
+        Fillers, invalid units and units pointing outside the log's [min, max) are left out. With
+        `tags`, only units whose tagsCode may match (see `tags_candidate_mask`).
+        """
+        lo = self.min_offset if start is None else max(start, self.min_offset)
+        hi = self.max_offset if end is None else min(end, self.max_offset)
+        parts = []
+        q = lo
+        while q < hi:
+            seg = find_segment(self.segments, q * CQ_UNIT_SIZE)
+            if seg is None:  # a missing segment: skip to the next file that exists
+                later = [s for s in self.segments if s.base_offset > q * CQ_UNIT_SIZE]
+                if not later:
+                    break
+                q = -(-later[0].base_offset // CQ_UNIT_SIZE)
+                continue
+            seg_first = seg.base_offset // CQ_UNIT_SIZE
+            take = min(hi, (seg.end_offset // CQ_UNIT_SIZE)) - q
+            raw = self._segment_units(seg, q - seg_first, take)
+            out = np.empty(len(raw), dtype=UNIT_DTYPE)
+            out["queue_offset"] = np.arange(q, q + len(raw), dtype=np.int64)
+            out["phy"] = raw["phy"]
+            out["size"] = raw["size"]
+            out["tags_code"] = raw["tags_code"]
+            parts.append(out)
+            q += take
+        units = np.concatenate(parts) if parts else np.empty(0, dtype=UNIT_DTYPE)
+        keep = (~is_filler(units) & (units["size"] > 0) & (units["phy"] >= self._log_min)
+                & (units["phy"] < self._log_max))
+        if tags is not None:
+            keep &= tags_candidate_mask(self.topic, units, tags)
+        return units[keep]
+
+    def _segment_units(self, seg: Segment, first_unit: int, count: int) -> np.ndarray:
+        """`count` units of a segment from unit index `first_unit` (as stored, big-endian)."""
+        data = self._files.get(seg.path).read(first_unit * CQ_UNIT_SIZE, max(count, 0) * CQ_UNIT_SIZE)
+        whole = len(data) - len(data) % CQ_UNIT_SIZE
+        return parse_units(data[:whole]) if whole else np.empty(0, dtype=CQ_DTYPE)

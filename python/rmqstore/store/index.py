@@ -1,0 +1,140 @@
+"""The `index/` directory: index files listed oldest -> newest by name (§1.2, §5.7), geometry, probes.
+
+Each file's geometry (hash slots S, entries N) is detected from the file (`detect_geometry`) unless
+the user gave it. A file that cannot be read as an index (undetectable geometry, size or header that
+contradict the geometry) is listed with its `problem`; lookups then refuse to answer
+(IndexUnavailableError) so the caller scans instead and no row is lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from rmqstore.format.indexfile import (
+    IndexFileView,
+    IndexHeader,
+    detect_geometry,
+    index_key,
+    parse_index_header,
+)
+from rmqstore.io.base import StoreFileSystem
+from rmqstore.store.segments import OpenFiles
+
+INDEX_DIR = "index"
+INDEX_NAME_DIGITS = 17
+"""`timeMillisToHumanString`: yyyyMMddHHmmssSSS of the file's creation (§1.2)."""
+_FAR_FUTURE_MS = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class IndexFileInfo:
+    """One index file and whether it can be used."""
+
+    name: str
+    path: str
+    size: int
+    geometry: tuple[int, int] | None
+    """(hash slots S, index entries N), None when it could not be determined."""
+    header: IndexHeader | None
+    problem: str | None
+    """Why the file cannot be used for lookups, None when it can."""
+
+
+def _is_index_name(name: str) -> bool:
+    return len(name) == INDEX_NAME_DIGITS and name.isascii() and name.isdigit()
+
+
+class IndexFiles:
+    """The index files of a store with lazily opened views."""
+
+    def __init__(self, fs: StoreFileSystem, directory: str, files: OpenFiles,
+                 geometry: tuple[int, int] | None) -> None:
+        self._fs = fs
+        self._directory = directory
+        self._files = files
+        self._geometry = geometry
+        self._views: dict[str, IndexFileView] = {}
+
+    @cached_property
+    def infos(self) -> list[IndexFileInfo]:
+        """Every 17-digit file in `index/`, oldest first (the broker sorts names the same way)."""
+        entries = [e for e in self._fs.list_dir(self._directory) if not e.is_dir and _is_index_name(e.name)]
+        return [self._inspect(e.name, e.path, e.size) for e in entries]
+
+    def _inspect(self, name: str, path: str, size: int) -> IndexFileInfo:
+        data = self._data(path)
+        try:
+            header = parse_index_header(data)
+        except ValueError as exc:
+            return IndexFileInfo(name, path, size, None, None, str(exc))
+        try:
+            geometry = self._geometry or detect_geometry(size, data)
+            view = IndexFileView(data, *geometry)
+        except ValueError as exc:
+            return IndexFileInfo(name, path, size, None, header, str(exc))
+        problem = _header_problem(header, *geometry)
+        if problem is None and self._geometry is not None:
+            problem = _chain_problem(view)
+        if problem is None:
+            self._views[path] = view
+        return IndexFileInfo(name, path, size, geometry, header, problem)
+
+    def _data(self, path: str) -> np.ndarray:
+        """The whole file: a zero-copy map locally, one full read for a remote file (views need it)."""
+        handle = self._files.get(path)
+        return handle.read(0, handle.size)
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{info.path}: {info.problem}" for info in self.infos if info.problem]
+
+    @property
+    def indexed_end(self) -> int:
+        """endPhyOffset of the newest file: records after it are not indexed yet (§5.5, §5.7)."""
+        for info in reversed(self.infos):
+            if info.header is not None and info.header.entry_count > 0:
+                return info.header.end_phy_offset
+        return 0
+
+    def candidates(self, topic: str, key: str) -> list[int]:
+        """Hash-matching physical offsets for `topic#key` in every file, newest file first, no cap.
+
+        Time bounds are not applied here: the index keeps 1-second times with a roll-over quirk
+        (§5.5), so callers filter on the record's own store timestamp instead.
+        """
+        full_key = index_key(topic, key)
+        found: list[int] = []
+        for info in reversed(self.infos):
+            view = self._views.get(info.path)
+            if view is not None:
+                found.extend(view.candidates(full_key, -_FAR_FUTURE_MS, _FAR_FUTURE_MS))
+        return found
+
+
+def _chain_problem(view: IndexFileView) -> str | None:
+    """A chain link that does not point to an older entry (a loop or a forward jump) loses entries.
+
+    `detect_geometry` already rejects such files; this check covers a user-given geometry.
+    """
+    entries = view.entries()
+    numbers = np.arange(1, len(entries) + 1)
+    bad = np.flatnonzero((entries["prev"] < 0) | (entries["prev"] >= numbers))
+    if bad.size:
+        number = int(bad[0]) + 1
+        return f"entry {number} chains to entry {int(entries['prev'][bad[0]])}, not to an older entry"
+    return None
+
+
+def _header_problem(header: IndexHeader, hash_slots: int, index_entries: int) -> str | None:
+    """Header values that no index file with this geometry can have (§5.1, §5.2)."""
+    if not 0 <= header.index_count <= index_entries:
+        return f"indexCount {header.index_count} outside 0..{index_entries}"
+    if not 0 <= header.used_slots <= hash_slots:
+        return f"hashSlotCount {header.used_slots} outside 0..{hash_slots}"
+    if header.entry_count and header.begin_phy_offset > header.end_phy_offset:
+        return f"beginPhyOffset {header.begin_phy_offset} > endPhyOffset {header.end_phy_offset}"
+    return None
+

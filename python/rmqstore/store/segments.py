@@ -1,0 +1,113 @@
+"""Segment files: listing (several directories merge, §1.1), and one open-file cache per store.
+
+Commit-log and consume-queue segments are named by the offset of their first byte (§1.2); the
+listing of every directory is merged and sorted by that offset, like `MultiPathMappedFileQueue`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from rmqstore.io.base import RandomAccessFile, StoreFileSystem
+from rmqstore.store.errors import StoreLayoutError
+from rmqstore.store.names import parse_segment_name
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment file: its first byte is at `base_offset` of the log's address space."""
+
+    base_offset: int
+    path: str
+    size: int
+
+    @property
+    def end_offset(self) -> int:
+        """One past the last byte of the file."""
+        return self.base_offset + self.size
+
+    def contains(self, offset: int) -> bool:
+        return self.base_offset <= offset < self.end_offset
+
+
+def list_segments(fs: StoreFileSystem, directories: Sequence[str]) -> tuple[list[Segment], list[str]]:
+    """Segments of every directory, sorted by base offset, and the problems found on the way.
+
+    Files not named by 20 digits are ignored; zero-length files are left out (the broker deletes an
+    empty last file, §1.2) and reported. The same name in two directories is a StoreLayoutError.
+    """
+    found: dict[int, Segment] = {}
+    problems: list[str] = []
+    for directory in directories:
+        for entry in fs.list_dir(directory):
+            base = parse_segment_name(entry.name)
+            if base is None or entry.is_dir:
+                continue
+            if entry.size == 0:
+                problems.append(f"{entry.path}: empty segment file ignored")
+                continue
+            if base in found:
+                raise StoreLayoutError(
+                    f"segment {entry.name} exists twice: {found[base].path} and {entry.path}"
+                )
+            found[base] = Segment(base, entry.path, entry.size)
+    segments = [found[base] for base in sorted(found)]
+    return segments, problems + _layout_problems(segments)
+
+
+def common_segment_size(segments: Sequence[Segment]) -> int:
+    """The size most segments have (all of them, in a healthy store); 0 without segments."""
+    if not segments:
+        return 0
+    return Counter(s.size for s in segments).most_common(1)[0][0]
+
+
+def _layout_problems(segments: Sequence[Segment]) -> list[str]:
+    problems = []
+    size = common_segment_size(segments)
+    for seg in segments:
+        if seg.size != size:
+            problems.append(f"{seg.path}: {seg.size} bytes, the other segments have {size}")
+    for prev, seg in pairwise(segments):
+        if prev.end_offset > seg.base_offset:
+            raise StoreLayoutError(f"{prev.path} ({prev.size} bytes) overlaps {seg.path}")
+        if prev.end_offset < seg.base_offset:
+            problems.append(f"missing segment(s) between {prev.path} and {seg.path}")
+    return problems
+
+
+def find_segment(segments: Sequence[Segment], offset: int) -> Segment | None:
+    """The segment holding byte `offset`, by binary search; None when no file covers it."""
+    lo, hi = 0, len(segments)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if segments[mid].base_offset <= offset:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        return None
+    seg = segments[lo - 1]
+    return seg if seg.contains(offset) else None
+
+
+class OpenFiles:
+    """Files opened once and kept for the life of a Store (memory maps or remote handles)."""
+
+    def __init__(self, fs: StoreFileSystem) -> None:
+        self.fs = fs
+        self._files: dict[str, RandomAccessFile] = {}
+
+    def get(self, path: str) -> RandomAccessFile:
+        handle = self._files.get(path)
+        if handle is None:
+            handle = self._files[path] = self.fs.open(path)
+        return handle
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()

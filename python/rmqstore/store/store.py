@@ -1,0 +1,495 @@
+"""`Store`: one RocketMQ broker store, opened read-only (design §1, §5).
+
+Never writes, locks, truncates or recovers anything: the bytes on disk are the same after any read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+
+from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
+from rmqstore.format.columnar import decode_records
+from rmqstore.format.msgid import decode_offset_msg_id
+from rmqstore.format.record import check_record
+from rmqstore.format.table import arrow_schema
+from rmqstore.io.location import is_uri, resolve_location
+from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
+from rmqstore.store.config import CONFIG_DIR, load_consumer_offsets, load_topic_configs
+from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.errors import (
+    FAILFAST,
+    PERMISSIVE,
+    IndexUnavailableError,
+    StoreCorruptionError,
+    StoreLayoutError,
+    check_mode,
+)
+from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
+from rmqstore.store.names import check_topic_dir_name, topic_dir_problem
+from rmqstore.store.segments import OpenFiles, Segment, list_segments
+from rmqstore.store.stats import StoreStats
+
+COMMITLOG_DIR = "commitlog"
+CONSUMEQUEUE_DIR = "consumequeue"
+CHECKPOINT_FILE = "checkpoint"
+ABORT_FILE = "abort"
+MULTI_PATH_SPLITTER = ","
+"""`storePathCommitLog` lists several directories separated by `,` (§1.1, `MixAll.MULTI_PATH_SPLITTER`)."""
+
+DEFAULT_BATCH_ROWS = 16_384
+SEEK_TIME_MARGIN_MS = 5_000
+"""`seek_time` searches this much earlier than asked and walks forward (clock steps, see there)."""
+INDEX_TAIL_SCAN_LIMIT = 64 << 20
+"""Lookups scan at most this many not-yet-indexed bytes at the end of the log themselves."""
+READ_RUN_GAP = 64 << 10
+"""`read_offsets` reads records closer than this in one request."""
+_LOOKUP_COLUMNS = ("commitLogOffset", "topic", "keys", "uniqKey", "storeTimestamp")
+
+
+def _split_dirs(commitlog_dirs: str | Sequence[str]) -> list[str]:
+    parts = commitlog_dirs.split(MULTI_PATH_SPLITTER) if isinstance(commitlog_dirs, str) else commitlog_dirs
+    return [p.strip() for p in parts if p.strip()]
+
+
+class Store:
+    """A broker store directory: commit log, consume queues, index files, checkpoint, config.
+
+    Open with `Store.open`. Offsets are physical commit-log offsets unless named queue offsets.
+    """
+
+    def __init__(self, location: str, *, index_geometry: tuple[int, int] | None = None,
+                 commitlog_dirs: str | Sequence[str] | None = None,
+                 filesystem: pafs.FileSystem | None = None, check_crc_at_end: bool = True,
+                 index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT) -> None:
+        self._open_args: dict[str, Any] = {
+            "index_geometry": index_geometry, "commitlog_dirs": commitlog_dirs, "filesystem": filesystem,
+            "check_crc_at_end": check_crc_at_end, "index_tail_scan_limit": index_tail_scan_limit,
+        }
+        self.location = location
+        self.stats = StoreStats()
+        self.fs, self.path = resolve_location(location, filesystem=filesystem, stats=self.stats)
+        if not self.fs.is_dir(self.path):
+            raise StoreLayoutError(f"{location}: no such store directory")
+        self.commitlog_dirs = self._commitlog_dirs(commitlog_dirs)
+        self._files = OpenFiles(self.fs)
+        segments, self._layout_problems = list_segments(self.fs, self.commitlog_dirs)
+        self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end)
+        if index_geometry is not None and (len(index_geometry) != 2 or min(index_geometry) <= 0):
+            raise ValueError(f"index_geometry must be (hash slots, index entries) > 0: {index_geometry!r}")
+        self._index = IndexFiles(self.fs, self.fs.join(self.path, INDEX_DIR), self._files,
+                                 tuple(index_geometry) if index_geometry else None)
+        self._index_tail_scan_limit = index_tail_scan_limit
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._scan_problems: list[str] = []
+
+    @classmethod
+    def open(cls, path_or_uri: str | os.PathLike[str], *, index_geometry: tuple[int, int] | None = None,
+             commitlog_dirs: str | Sequence[str] | None = None, filesystem: pafs.FileSystem | None = None,
+             check_crc_at_end: bool = True, index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT) -> Store:
+        """Open a store read-only.
+
+        `path_or_uri`: the store root (`storePathRootDir`): a local path, or a URI that
+        `pyarrow.fs.FileSystem.from_uri` understands (s3://bucket/prefix, gs://, hdfs://). For S3
+        test servers: `s3://bucket/store?endpoint_override=127.0.0.1:9000&scheme=http`; or pass a
+        configured pyarrow `filesystem` and a path inside it.
+        `commitlog_dirs`: the broker's `storePathCommitLog` when it is not `<root>/commitlog`: one
+        directory or several, as a list or comma-separated like the broker config (read-only
+        `readOnlyCommitLogStorePaths` too); relative entries are under the root. Listings merge and
+        sort by segment name.
+        `index_geometry`: (maxHashSlotNum, maxIndexNum) from broker.conf; detected per file if None.
+        `check_crc_at_end`: check BODYCRC while finding the valid end, like `checkCRCOnRecover`.
+        `index_tail_scan_limit`: see `find_by_key`.
+        """
+        return cls(os.fspath(path_or_uri), index_geometry=index_geometry, commitlog_dirs=commitlog_dirs,
+                   filesystem=filesystem, check_crc_at_end=check_crc_at_end,
+                   index_tail_scan_limit=index_tail_scan_limit)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as its open arguments (Spark ships stores to executors); reopened on load."""
+        return (_reopen, (self.location, self._open_args))
+
+    def __repr__(self) -> str:
+        return f"Store({self.location!r}, segments={len(self.segments)})"
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release open files (maps, remote handles); arrays handed out stay valid."""
+        self._files.close()
+
+    def _commitlog_dirs(self, commitlog_dirs: str | Sequence[str] | None) -> list[str]:
+        if commitlog_dirs is None:
+            dirs = [self.fs.join(self.path, COMMITLOG_DIR)]
+        else:
+            dirs = [self._path_in_store_fs(d) for d in _split_dirs(commitlog_dirs)]
+            if not dirs:
+                raise ValueError("commitlog_dirs names no directory")
+        missing = [d for d in dirs if not self.fs.is_dir(d)]
+        if missing:
+            raise StoreLayoutError(
+                f"{self.location}: commit-log directory {', '.join(missing)} does not exist (a store root "
+                f"holds {COMMITLOG_DIR}/; for storePathCommitLog elsewhere pass commitlog_dirs)"
+            )
+        return dirs
+
+    def _path_in_store_fs(self, entry: str) -> str:
+        if is_uri(entry):
+            return resolve_location(entry)[1]
+        return entry if os.path.isabs(entry) else self.fs.join(self.path, entry)
+
+    # ---- commit log ---------------------------------------------------------------------------
+
+    @property
+    def segments(self) -> list[Segment]:
+        """Every commit-log segment file, pre-allocated ones included, by base offset."""
+        return self.log.segments
+
+    @property
+    def segment_size(self) -> int:
+        return self.log.segment_size
+
+    @property
+    def min_offset(self) -> int:
+        return self.log.min_offset
+
+    @property
+    def max_offset(self) -> int:
+        """The valid end of the log (recovery rules, §2.12); see `log_end` for why it is there."""
+        return self.log.max_offset
+
+    @property
+    def log_end(self) -> LogEnd:
+        return self.log.end
+
+    @property
+    def problems(self) -> list[str]:
+        """Everything odd found so far: layout, skipped records, bad topic names, unusable index files."""
+        return self._layout_problems + self._scan_problems + self._index.problems
+
+    def scan(self, start: int | None = None, end: int | None = None, columns: Sequence[str] | None = None,
+             *, check_crc: bool = False, mode: str = FAILFAST, decompress: bool = True,
+             batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+        """Record batches of the records whose commitLogOffset is in [start, end), in log order.
+
+        `start` may be any byte (the first record start at or after it is found by resync); None
+        means the log's min / max offset. Only `columns` are decoded (all when None). An invalid
+        record raises StoreCorruptionError (FAILFAST) or is counted in `stats` and the rest of its
+        segment skipped (PERMISSIVE).
+        """
+        mode = check_mode(mode)
+        cols = list(arrow_schema(columns).names)
+        lo = self.min_offset if start is None else start
+        hi = self.max_offset if end is None else end
+        for chunk in self.log.chunks(lo, hi, check_crc=check_crc, mode=mode, problems=self._scan_problems):
+            for first in range(0, len(chunk.starts), batch_rows):
+                starts = chunk.starts[first : first + batch_rows]
+                batch = decode_records(chunk.buf, starts, chunk.base_offset, cols, decompress=decompress)
+                self.stats.records_decoded += len(starts)
+                yield batch
+
+    def split_ranges(self, max_bytes: int) -> list[tuple[int, int]]:
+        """Byte ranges of at most `max_bytes` covering [min_offset, max_offset), never crossing segments.
+
+        Scanning each range with `scan(a, b)` yields every record exactly once: a range owns the
+        records whose start is in it (alignment happens at read time by resync).
+        """
+        if max_bytes <= 0:
+            raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+        ranges = []
+        lo_limit, hi_limit = self.min_offset, self.max_offset
+        for seg in self.segments:
+            lo, hi = max(lo_limit, seg.base_offset), min(hi_limit, seg.end_offset)
+            if lo >= hi:
+                continue
+            pieces = -(-(hi - lo) // max_bytes)
+            bounds = [lo + (hi - lo) * i // pieces for i in range(pieces)] + [hi]
+            ranges.extend(pairwise(bounds))
+        return ranges
+
+    def read_offsets(self, offsets: Iterable[int], columns: Sequence[str] | None = None, *,
+                     mode: str = FAILFAST, decompress: bool = True, check_crc: bool = False,
+                     strict: bool = True) -> pa.RecordBatch:
+        """The records starting at the given physical offsets, ascending, each offset once.
+
+        Offsets outside [min_offset, max_offset) hold no record and are left out. With `strict`, an
+        offset inside that range that is not a valid record start (checked like §2.12 plus
+        PHYSICALOFFSET == offset) raises StoreCorruptionError (FAILFAST) or is counted (PERMISSIVE);
+        without it such offsets are simply left out (for index candidates and user-typed offsets).
+        """
+        mode = check_mode(mode)
+        cols = list(arrow_schema(columns).names)
+        wanted = np.unique(np.fromiter((int(o) for o in offsets), dtype=np.int64))
+        wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
+        batches = []
+        for seg, run in self._runs(wanted):
+            buf, starts = self._checked_run(seg, run, check_crc=check_crc, mode=mode, strict=strict)
+            if len(starts):
+                batches.append(decode_records(buf, starts, int(run[0]), cols, decompress=decompress))
+                self.stats.records_decoded += len(starts)
+        if not batches:
+            return _empty(cols)
+        return pa.concat_batches(batches) if len(batches) > 1 else batches[0]
+
+    def _runs(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
+        """Offsets grouped by segment and into runs close enough to read in one request."""
+        i = 0
+        while i < len(offsets):
+            seg = self.log.segment_at(int(offsets[i]))
+            if seg is None:
+                i += 1
+                continue
+            j = i + 1
+            while (j < len(offsets) and offsets[j] < seg.end_offset
+                   and offsets[j] - offsets[j - 1] < READ_RUN_GAP):
+                j += 1
+            yield seg, offsets[i:j]
+            i = j
+
+    def _checked_run(self, seg: Segment, run: np.ndarray, *, check_crc: bool, mode: str,
+                     strict: bool) -> tuple[np.ndarray, np.ndarray]:
+        """One window over a run of offsets and the positions in it that hold valid records."""
+        first = int(run[0]) - seg.base_offset
+        length = int(run[-1]) - seg.base_offset - first + PROBE_BYTES
+        while True:
+            buf = self.log.read(seg, first, length)
+            starts, longest = [], length
+            for offset in run.tolist():
+                pos = offset - seg.base_offset - first
+                checked = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=offset)
+                if checked.kind == "record":
+                    starts.append(pos)
+                    continue
+                total = _total_size(buf, pos)
+                if first + len(buf) < seg.size and len(buf) - pos < total <= seg.size - first - pos:
+                    longest = max(longest, pos + total)  # cut by the window: read more
+                    continue
+                if strict:
+                    self._bad_offset(seg, offset, checked.reason or "BLANK record", mode)
+            if longest == length:
+                return buf, np.asarray(starts, dtype=np.int64)
+            length = longest
+
+    def _bad_offset(self, seg: Segment, offset: int, reason: str, mode: str) -> None:
+        if mode == FAILFAST:
+            raise StoreCorruptionError(seg.path, offset, f"no valid record: {reason}")
+        self.stats.invalid_records_skipped += 1
+        self._scan_problems.append(f"{seg.path}: at physical offset {offset}: no valid record: {reason}")
+
+    # ---- lookups ------------------------------------------------------------------------------
+
+    @property
+    def index_files(self) -> list[IndexFileInfo]:
+        """Index files oldest first, each with its geometry, header and `problem` (None when usable)."""
+        return self._index.infos
+
+    def find_by_key(self, key: str, topics: Iterable[str] | None = None, begin_ms: int | None = None,
+                    end_ms: int | None = None) -> list[int]:
+        """Physical offsets, ascending, of every record whose KEYS tokens include `key` (no cap).
+
+        Like `queryMsgByKey` but exact: index candidates of `topic#key` for each topic (all topics
+        the store knows when None), newest index file first, each confirmed against the record's
+        topic and KEYS tokens; candidates outside the valid log or not pointing at a valid record are
+        ignored. `begin_ms`/`end_ms` bound the record's storeTimestamp (inclusive). Records after
+        the index's end (not indexed yet) are found by scanning that tail. Raises
+        IndexUnavailableError when the index cannot answer completely (a damaged file, or a tail
+        longer than `index_tail_scan_limit`, e.g. no index at all): scan instead.
+        """
+        return self._lookup(key, topics, begin_ms, end_ms, lambda t, k: k in (t or ()), "keys")
+
+    def find_by_uniq_key(self, uniq_key: str, topics: Iterable[str] | None = None,
+                         begin_ms: int | None = None, end_ms: int | None = None) -> list[int]:
+        """Like `find_by_key` for the UNIQ_KEY property (the client message id), no cap."""
+        return self._lookup(uniq_key, topics, begin_ms, end_ms, lambda u, k: u == k, "uniqKey")
+
+    def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
+                matches: Any, column: str) -> list[int]:
+        problems = self._index.problems
+        if problems:
+            raise IndexUnavailableError("index files unusable: " + "; ".join(problems))
+        tail_start = max(self._index.indexed_end, self.min_offset)
+        if self.max_offset - tail_start > self._index_tail_scan_limit:
+            raise IndexUnavailableError(
+                f"the index ends at physical offset {tail_start}, {self.max_offset - tail_start} bytes "
+                f"before the end of the log (limit {self._index_tail_scan_limit}): scan instead"
+            )
+        wanted_topics = set(self.topics() if topics is None else topics)
+        candidates: set[int] = set()
+        for topic in sorted(wanted_topics):
+            self.stats.index_files_probed += len(self._index.infos)
+            candidates.update(self._index.candidates(topic, key))
+        parts = [self.read_offsets(sorted(candidates), _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)]
+        parts.extend(self.scan(tail_start, self.max_offset, _LOOKUP_COLUMNS, mode=PERMISSIVE))
+        found: set[int] = set()
+        for batch in parts:
+            rows = batch.to_pydict()
+            times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_pylist()
+            for offset, topic, value, t_us in zip(rows["commitLogOffset"], rows["topic"], rows[column],
+                                                   times, strict=True):
+                t_ms = t_us // 1000
+                if (topic in wanted_topics and matches(value, key)
+                        and (begin_ms is None or t_ms >= begin_ms) and (end_ms is None or t_ms <= end_ms)):
+                    found.add(offset)
+        return sorted(found)
+
+    def find_by_msg_id(self, msg_id: str) -> list[int]:
+        """[offset] when `msg_id` is an offsetMsgId (§3.1) of a record in this store, else [].
+
+        The id's offset is read and the record's store host and offset must match the id. Ids that
+        are not offsetMsgIds (e.g. a UNIQ_KEY) give [].
+        """
+        try:
+            host, offset = decode_offset_msg_id(msg_id)
+        except ValueError:
+            return []
+        batch = self.read_offsets([offset], ["commitLogOffset", "storeHost"], strict=False)
+        return [offset] if batch.num_rows and batch.column("storeHost")[0].as_py() == host else []
+
+    # ---- consume queues -----------------------------------------------------------------------
+
+    @property
+    def _consumequeue_dir(self) -> str:
+        return self.fs.join(self.path, CONSUMEQUEUE_DIR)
+
+    def topics(self) -> list[str]:
+        """Topics with a consume-queue directory or an entry in topics.json, sorted.
+
+        Names that cannot be a directory inside the store (`..`, separators) are left out and
+        reported in `problems`.
+        """
+        names = {e.name for e in self.fs.list_dir(self._consumequeue_dir) if e.is_dir}
+        names.update(self.topic_configs())
+        good = []
+        for name in sorted(names):
+            problem = topic_dir_problem(name)
+            if problem is None:
+                good.append(name)
+            elif (note := f"topic {name!r} skipped: {problem}") not in self._scan_problems:
+                self._scan_problems.append(note)
+        return good
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Queue ids that have a directory under `consumequeue/<topic>/`, sorted."""
+        directory = self.fs.join(self._consumequeue_dir, check_topic_dir_name(topic))
+        return sorted(int(e.name) for e in self.fs.list_dir(directory) if e.is_dir and e.name.isdigit())
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The consume queue of (topic, queueId); empty (min = max = 0) when it has no files."""
+        check_topic_dir_name(topic)
+        if queue_id < 0:
+            raise ValueError(f"queue id must be >= 0, got {queue_id}")
+        queue = self._queues.get((topic, queue_id))
+        if queue is None:
+            directory = self.fs.join(self._consumequeue_dir, topic, str(queue_id))
+            segments, problems = list_segments(self.fs, [directory])
+            self._layout_problems.extend(problems)
+            queue = ConsumeQueue(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
+            self._queues[(topic, queue_id)] = queue
+        return queue
+
+    # ---- time ---------------------------------------------------------------------------------
+
+    def seek_time(self, ts_ms: int, *, margin_ms: int = SEEK_TIME_MARGIN_MS) -> int:
+        """Physical offset of the first record with storeTimestamp >= ts_ms (max_offset if none).
+
+        The broker assigns STORETIMESTAMP under the put lock, so it never decreases in log order
+        unless the broker's clock is stepped back. Binary search (segments by their first record's
+        store time, then bisection inside the segment with resync) looks for `ts_ms - margin_ms`,
+        then walks forward to the first record >= ts_ms: a clock step of up to `margin_ms` cannot
+        make the result skip a record with storeTimestamp >= ts_ms.
+        """
+        start = self._seek_before(ts_ms - margin_ms)
+        columns = ["commitLogOffset", "storeTimestamp"]
+        for batch in self.scan(start, self.max_offset, columns, mode=PERMISSIVE):
+            times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_numpy() // 1000
+            hit = np.flatnonzero(times >= ts_ms)
+            if hit.size:
+                return int(batch.column("commitLogOffset")[int(hit[0])].as_py())
+        return self.max_offset
+
+    def _seek_before(self, target_ms: int) -> int:
+        """A record start at or before every record with storeTimestamp >= target_ms (monotonic times)."""
+        segs = [s for s in self.segments if self.min_offset <= s.base_offset < self.max_offset]
+        lo, hi = 0, len(segs)
+        while lo < hi:  # first segment whose first record is at or after target_ms
+            mid = (lo + hi) // 2
+            first = self._first_record_time(segs[mid])
+            if first is not None and first >= target_ms:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo == 0:
+            return self.min_offset
+        seg = segs[lo - 1]
+        if self._first_record_time(seg) is None:
+            return seg.base_offset
+        low, high = 0, min(seg.size, self.max_offset - seg.base_offset)
+        while high - low > PROBE_BYTES:
+            found = self.log.resync(seg, (low + high) // 2, high, window=PROBE_BYTES * 16)
+            if found is None:
+                high = (low + high) // 2
+            elif self.log.store_time_at(seg, found) < target_ms:
+                low = found
+            else:
+                high = found
+        return seg.base_offset + low
+
+    def _first_record_time(self, seg: Segment) -> int | None:
+        if self.log.check_at(seg, 0, check_crc=False).kind != "record":
+            return None
+        return self.log.store_time_at(seg, 0)
+
+    # ---- metadata -----------------------------------------------------------------------------
+
+    @property
+    def _config_dir(self) -> str:
+        return self.fs.join(self.path, CONFIG_DIR)
+
+    def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
+        """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)."""
+        return load_consumer_offsets(self.fs, self._config_dir)
+
+    def topic_configs(self) -> dict[str, dict]:
+        """topic -> TopicConfig fields from config/topics.json (.bak fallback); {} when absent."""
+        return load_topic_configs(self.fs, self._config_dir)
+
+    @cached_property
+    def checkpoint(self) -> Checkpoint | None:
+        """The `checkpoint` file (§6.1), None when the store has none."""
+        path = self.fs.join(self.path, CHECKPOINT_FILE)
+        if not self.fs.exists(path):
+            return None
+        try:
+            return parse_checkpoint(self.fs.read_bytes(path))
+        except ValueError as exc:
+            raise StoreCorruptionError(path, 0, str(exc)) from None
+
+    @property
+    def abort_present(self) -> bool:
+        """True when `abort` exists: the broker is running or did not shut down cleanly (§6.2)."""
+        return self.fs.exists(self.fs.join(self.path, ABORT_FILE))
+
+
+def _total_size(buf: np.ndarray, pos: int) -> int:
+    return int.from_bytes(bytes(buf[pos : pos + 4]), "big", signed=True) if len(buf) - pos >= 4 else 1 << 62
+
+
+def _empty(columns: list[str]) -> pa.RecordBatch:
+    schema = arrow_schema(columns)
+    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
+
+
+def _reopen(location: str, options: dict[str, Any]) -> Store:
+    return Store(location, **options)

@@ -1,0 +1,95 @@
+"""Local files: read-only memory maps, clipped ranged reads, listings; nothing is ever written."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from rmqstore.io import IOStats, LocalFileSystem, resolve_location
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "b.bin").write_bytes(bytes(range(200)))
+    (tmp_path / "d" / "a.bin").write_bytes(b"")
+    (tmp_path / "d" / "sub").mkdir()
+    return tmp_path
+
+
+def test_read_returns_read_only_views_clipped_to_the_file(tree):
+    fs = LocalFileSystem()
+    handle = fs.open(str(tree / "d" / "b.bin"))
+    assert handle.size == 200 and handle.zero_copy
+    view = handle.read(10, 5)
+    assert view.dtype == np.uint8 and bytes(view) == bytes(range(10, 15))
+    assert not view.flags.writeable
+    with pytest.raises(ValueError):
+        view[0] = 1
+    assert bytes(handle.read(195, 100)) == bytes(range(195, 200))
+    assert len(handle.read(500, 10)) == 0
+    with pytest.raises(ValueError, match="invalid read range"):
+        handle.read(-1, 3)
+    assert fs.stats.bytes_read == 10 and fs.stats.read_calls == 3
+
+
+def test_views_survive_close(tree):
+    handle = LocalFileSystem().open(str(tree / "d" / "b.bin"))
+    view = handle.read(0, 200)
+    handle.close()
+    assert bytes(view[:3]) == b"\x00\x01\x02"
+
+
+def test_empty_file_maps_to_empty_reads(tree):
+    handle = LocalFileSystem().open(str(tree / "d" / "a.bin"))
+    assert handle.size == 0 and len(handle.read(0, 10)) == 0
+
+
+def test_listing_info_exists_size(tree):
+    fs = LocalFileSystem()
+    entries = fs.list_dir(str(tree / "d"))
+    assert [(e.name, e.is_dir, e.size) for e in entries] == [("a.bin", False, 0), ("b.bin", False, 200),
+                                                              ("sub", True, 0)]
+    assert fs.list_dir(str(tree / "missing")) == []
+    assert fs.exists(str(tree / "d" / "b.bin")) and not fs.exists(str(tree / "nope"))
+    assert fs.is_dir(str(tree / "d" / "sub")) and not fs.is_dir(str(tree / "d" / "b.bin"))
+    assert fs.size(str(tree / "d" / "b.bin")) == 200
+    with pytest.raises(FileNotFoundError, match="nope"):
+        fs.size(str(tree / "nope"))
+    with pytest.raises(FileNotFoundError):
+        fs.open(str(tree / "nope"))
+    assert fs.read_bytes(str(tree / "d" / "b.bin")) == bytes(range(200))
+
+
+def test_files_are_opened_read_only(tree, monkeypatch):
+    flags_seen = []
+    real_open = os.open
+
+    def spy(path, flags, *args, **kwargs):
+        flags_seen.append(flags)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy)
+    LocalFileSystem().open(str(tree / "d" / "b.bin")).read(0, 1)
+    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC
+    assert flags_seen and all(f & writing == 0 for f in flags_seen)
+
+
+def test_resolve_location_local_and_file_uri(tree):
+    stats = IOStats()
+    fs, path = resolve_location(str(tree / "d"), stats=stats)
+    assert isinstance(fs, LocalFileSystem) and path == str(tree / "d") and fs.stats is stats
+    fs, path = resolve_location(f"file://{tree}/d")
+    assert isinstance(fs, LocalFileSystem) and path == f"{tree}/d"
+
+
+def test_stats_reset_keeps_the_shared_object(tree):
+    fs = LocalFileSystem()
+    fs.open(str(tree / "d" / "b.bin")).read(0, 7)
+    stats = fs.stats
+    stats.reset()
+    assert stats.bytes_read == 0 and stats.paths_read == set()
+    fs.open(str(tree / "d" / "b.bin")).read(0, 3)
+    assert fs.stats is stats and stats.bytes_read == 3

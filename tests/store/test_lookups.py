@@ -1,0 +1,172 @@
+"""Key / uniqKey / msgId lookups against a brute-force scan: collisions, multi-key records, damage."""
+
+from __future__ import annotations
+
+import os
+import struct
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import StoreBuilder, fill
+from rmqstore.format.hosts import encode_host
+from rmqstore.format.indexfile import INDEX_HEADER_SIZE, INDEX_SLOT_SIZE, index_file_size
+from rmqstore.format.javahash import index_key_hash
+from rmqstore.format.msgid import offset_msg_id
+from rmqstore.store import IndexUnavailableError, Store
+
+
+def brute_keys(written, key, topics=None):
+    return [w.offset for w in written
+            if key in (w.keys or "").split(" ") and (topics is None or w.topic in topics)]
+
+
+@pytest.fixture
+def store_with_index(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=4096, hash_slots=4, index_entries=24)
+    written = fill(b, 60)
+    b.append("AaTopic", keys="BB", uniq_key="U1")
+    b.append("BBTopic", keys="Aa", uniq_key="U1")
+    b.append("BBTopic", keys="BB dup dup", uniq_key="U2")
+    written = b.written
+    b.finish()
+    assert len(b.index_files) > 2  # roll-over happened
+    return b, written
+
+
+def test_key_lookup_matches_brute_force(store_with_index):
+    b, written = store_with_index
+    store = Store.open(b.root)
+    assert [i.problem for i in store.index_files] == [None] * len(b.index_files)
+    assert all(i.geometry == (4, 24) for i in store.index_files)
+    for key in ["k0", "k3", "shared", "k12", "BB", "Aa", "dup", "missing"]:
+        assert store.find_by_key(key) == brute_keys(written, key), key
+    assert store.find_by_key("shared", topics=["TopicB"]) == brute_keys(written, "shared", {"TopicB"})
+
+
+def test_hash_collisions_are_confirmed_against_topic():
+    assert index_key_hash("AaTopic#BB") == index_key_hash("BBTopic#Aa")
+
+
+def test_colliding_topics(store_with_index):
+    b, written = store_with_index
+    store = Store.open(b.root)
+    aa = next(w for w in written if w.topic == "AaTopic")
+    assert store.find_by_key("BB", topics=["AaTopic"]) == [aa.offset]
+    assert store.find_by_key("Aa", topics=["AaTopic"]) == []
+    assert store.find_by_key("Aa", topics=["BBTopic"]) == [written[-2].offset]
+
+
+def test_uniq_key_lookup(store_with_index):
+    b, written = store_with_index
+    store = Store.open(b.root)
+    for w in written[::9]:
+        assert store.find_by_uniq_key(w.uniq_key) == [w.offset]
+    assert store.find_by_uniq_key("U1") == [written[-3].offset, written[-2].offset]
+    assert store.find_by_uniq_key("U1", topics=["BBTopic"]) == [written[-2].offset]
+    assert store.find_by_uniq_key("nope") == []
+
+
+def test_time_bounds_use_the_record_time(store_with_index):
+    b, written = store_with_index
+    store = Store.open(b.root)
+    hits = [w for w in written if "shared" in (w.keys or "")]
+    mid = hits[len(hits) // 2]
+    t = mid.store_ts
+    assert store.find_by_key("shared", begin_ms=t) == [w.offset for w in hits if w.store_ts >= t]
+    assert store.find_by_key("shared", end_ms=t) == [w.offset for w in hits if w.store_ts <= t]
+
+
+def test_msg_id_lookup(store_with_index):
+    b, written = store_with_index
+    store = Store.open(b.root)
+    host = encode_host("127.0.0.1:10911")
+    for w in written[::7]:
+        assert store.find_by_msg_id(offset_msg_id(host, w.offset)) == [w.offset]
+    assert store.find_by_msg_id(offset_msg_id(encode_host("10.9.9.9:10911"), written[3].offset)) == []
+    assert store.find_by_msg_id(offset_msg_id(host, written[3].offset + 1)) == []
+    assert store.find_by_msg_id(offset_msg_id(host, store.max_offset + 100)) == []
+    assert store.find_by_msg_id(written[3].uniq_key) == []  # a UNIQ_KEY is not an offsetMsgId
+    assert store.find_by_msg_id("zz") == []
+
+
+def test_unindexed_tail_is_scanned(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"), hash_slots=4, index_entries=400)
+    written = fill(b, 20)
+    snapshot = b.index_files[0].to_bytes()
+    for i in range(10):  # written after the index snapshot: not indexed
+        b.append("TopicA", keys="shared tail", uniq_key=f"tail-{i}")
+    b.index_files = [SimpleNamespace(to_bytes=lambda: snapshot)]
+    b.finish()
+    store = Store.open(b.root)
+    assert store.find_by_key("shared") == brute_keys(b.written, "shared")
+    assert store.find_by_uniq_key(b.written[-1].uniq_key) == [b.written[-1].offset]
+    with pytest.raises(IndexUnavailableError, match="bytes"):
+        Store.open(b.root, index_tail_scan_limit=100).find_by_key("shared")
+    assert written
+
+
+def test_no_index_at_all(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"))
+    fill(b, 10)
+    b.index_files = []
+    b.finish()
+    assert Store.open(b.root).find_by_key("shared") == brute_keys(b.written, "shared")
+    with pytest.raises(IndexUnavailableError):
+        Store.open(b.root, index_tail_scan_limit=0).find_by_key("shared")
+
+
+def _index_path(root, number):
+    names = sorted(os.listdir(os.path.join(root, "index")))
+    return os.path.join(root, "index", names[number])
+
+
+def test_chain_that_loops(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"), hash_slots=4, index_entries=400)
+    fill(b, 20)
+    data = bytearray(b.index_files[0].to_bytes())
+    b.index_files = []
+    b.finish()
+    # entry 5's prevIndex points at itself... then at a newer entry: a loop
+    entry_base = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * 4
+    struct.pack_into(">i", data, entry_base + 5 * 20 + 16, 9)
+    path = os.path.join(b.root, "index", "20240101000000000")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
+    from conftest import _GUARDED, tree_digest
+
+    _GUARDED[-1] = (b.root, tree_digest(b.root))
+    detected = Store.open(b.root)
+    assert detected.index_files[0].problem is not None
+    with pytest.raises(IndexUnavailableError, match="20240101000000000"):
+        detected.find_by_key("shared")
+    given = Store.open(b.root, index_geometry=(4, 400))
+    assert "chains to entry 9" in given.index_files[0].problem
+    with pytest.raises(IndexUnavailableError):
+        given.find_by_key("k1")
+
+
+def test_damaged_index_is_reported_not_silently_empty(store_with_index):
+    b, _ = store_with_index
+    path = _index_path(b.root, 0)
+    size = os.path.getsize(path)
+    assert size == index_file_size(4, 24)
+    # A fresh store copy with a truncated index file.
+    import shutil
+
+    from conftest import _GUARDED, tree_digest
+
+    copy = b.root + "-damaged"
+    shutil.copytree(b.root, copy)
+    with open(os.path.join(copy, "index", os.path.basename(path)), "r+b") as fh:
+        fh.truncate(size - 20)
+    _GUARDED.append((copy, tree_digest(copy)))
+    store = Store.open(copy)
+    assert store.index_files[0].problem and store.index_files[1].problem is None
+    assert any("index" in p for p in store.problems)
+    with pytest.raises(IndexUnavailableError, match=os.path.basename(path)):
+        store.find_by_key("k1")
+    bad_geometry = Store.open(b.root, index_geometry=(5, 24))
+    with pytest.raises(IndexUnavailableError, match="does not match"):
+        bad_geometry.find_by_uniq_key("U1")

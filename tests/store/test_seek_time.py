@@ -1,0 +1,55 @@
+"""seek_time against brute force, including a clock step inside the margin."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import BASE_TS, StoreBuilder, tree_digest
+from rmqstore.store import Store
+
+
+def brute(written, ts, end):
+    return next((w.offset for w in written if w.store_ts >= ts), end)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    b = StoreBuilder(str(tmp_path_factory.mktemp("seek") / "store"), segment_size=2048)
+    for i in range(200):
+        b.append("T", b"q" * (i * 13 % 90), store_ts=BASE_TS + i * 10 - (i % 3 == 0) * 5)
+    b.finish(guard=False)
+    digest = tree_digest(b.root)
+    yield b
+    assert tree_digest(b.root) == digest
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(delta=st.integers(min_value=-100, max_value=2100))
+def test_seek_time_matches_brute_force(built, delta):
+    store = Store.open(built.root)
+    ts = BASE_TS + delta
+    assert store.seek_time(ts) == brute(built.written, ts, store.max_offset)
+
+
+def test_seek_reads_little(built):
+    store = Store.open(built.root)
+    _ = store.max_offset
+    store.stats.reset()
+    store.seek_time(BASE_TS + 1500, margin_ms=20)
+    assert store.stats.records_decoded < 20
+
+
+def test_clock_step_back_within_the_margin_loses_nothing(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=1024)
+    times = [BASE_TS + i * 100 for i in range(30)] + [BASE_TS + 2000 + i * 100 for i in range(30)]
+    times[31:34] = [BASE_TS + 1000, BASE_TS + 1010, BASE_TS + 1020]  # stepped back by ~1.1 s
+    for t in times:
+        b.append("T", b"w" * 50, store_ts=t)
+    b.finish()
+    store = Store.open(b.root)
+    ts = BASE_TS + 1005
+    result = store.seek_time(ts)
+    assert all(w.offset >= result for w in b.written if w.store_ts >= ts)
+    assert result == brute(b.written, ts, store.max_offset)
