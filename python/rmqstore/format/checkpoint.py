@@ -11,7 +11,7 @@ CHECKPOINT_SIZE = 4096
 MIN_TIMESTAMP_MARGIN_MS = 3000
 """`getMinTimestamp` steps back 3 s from the smaller of the physic/logics timestamps (§6.1)."""
 
-_FIELDS = struct.Struct(">qqqqq")
+_FIELDS = struct.Struct(">qqqqqq")
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +19,8 @@ class Checkpoint:
     """`StoreCheckpoint` fields (§6.1).
 
     `master_flushed_offset` is 5.0.0+, `confirm_phy_offset` 5.1.1+ (older files hold zeros there).
+    `logics_physical_offset` (offset 40) is not in the spec: RocketMQ 5.5.0 writes it (seen in the
+    conformance fixtures written by its own `StoreCheckpoint`).
     """
 
     physic_msg_timestamp: int = 0
@@ -26,6 +28,7 @@ class Checkpoint:
     index_msg_timestamp: int = 0
     master_flushed_offset: int = 0
     confirm_phy_offset: int = 0
+    logics_physical_offset: int = 0
 
     def min_timestamp(self) -> int:
         """`getMinTimestamp`: max(0, min(physic, logics) - 3000) (§6.1)."""
@@ -37,7 +40,7 @@ class Checkpoint:
 
 
 def parse_checkpoint(data: Any) -> Checkpoint:
-    """Read the five longs at offsets 0, 8, 16, 24, 32 (§6.1)."""
+    """Read the six longs at offsets 0, 8, ..., 40 (§6.1, plus 5.5's `logicsPhysicalOffset`)."""
     if len(data) < _FIELDS.size:
         raise ValueError(f"checkpoint of {len(data)} bytes is shorter than its {_FIELDS.size}-byte fields")
     return Checkpoint(*_FIELDS.unpack_from(data, 0))
@@ -51,5 +54,6 @@ def encode_checkpoint(cp: Checkpoint) -> bytes:
         cp.index_msg_timestamp,
         cp.master_flushed_offset,
         cp.confirm_phy_offset,
+        cp.logics_physical_offset,
     )
     return fields + bytes(CHECKPOINT_SIZE - len(fields))
