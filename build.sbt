@@ -10,7 +10,7 @@ ThisBuild / version := "0.1.0-SNAPSHOT"
 ThisBuild / scalaVersion := "2.13.16"
 
 val rocketmq49Version = "4.9.8"
-val rocketmq5Version = "5.5.1"
+val rocketmq5Version = "5.5.0" // newest 5.x whose modules (client, namesrv, ...) are all on Maven Central
 
 lazy val javaOnly = Seq(
   crossPaths := false,
@@ -36,8 +36,16 @@ lazy val generatorRun = Seq(
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
     "--add-opens=java.base/java.util=ALL-UNNAMED",
-    "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED"
+    "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED"
   )
+)
+
+// Generator code shared by both RocketMQ lines, compiled once against each version.
+lazy val sharedGeneratorSources = Seq(
+  Compile / unmanagedSourceDirectories +=
+    (LocalRootProject / baseDirectory).value / "tests/conformance/generator/shared/src/main/java"
 )
 
 lazy val root = (project in file("."))
@@ -49,7 +57,7 @@ lazy val conformanceCommon = (project in file("tests/conformance/generator/commo
 
 lazy val conformanceRmq49 = (project in file("tests/conformance/generator/rocketmq-4.9"))
   .dependsOn(conformanceCommon)
-  .settings(javaOnly, generatorRun)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources)
   .settings(
     libraryDependencies ++= Seq(
       "org.apache.rocketmq" % "rocketmq-store" % rocketmq49Version,
@@ -60,7 +68,7 @@ lazy val conformanceRmq49 = (project in file("tests/conformance/generator/rocket
 
 lazy val conformanceRmq5 = (project in file("tests/conformance/generator/rocketmq-5"))
   .dependsOn(conformanceCommon)
-  .settings(javaOnly, generatorRun)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources)
   .settings(
     libraryDependencies ++= Seq(
       "org.apache.rocketmq" % "rocketmq-store" % rocketmq5Version,

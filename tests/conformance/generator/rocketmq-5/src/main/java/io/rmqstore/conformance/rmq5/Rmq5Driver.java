@@ -1,0 +1,179 @@
+package io.rmqstore.conformance.rmq5;
+
+import io.rmqstore.conformance.FixedClock;
+import io.rmqstore.conformance.FixtureGenerator;
+import io.rmqstore.conformance.Oracle;
+import io.rmqstore.conformance.PutOutcome;
+import io.rmqstore.conformance.StoreDriver;
+import io.rmqstore.conformance.StoreSettings;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.rocketmq.broker.offset.ConsumerOffsetManager;
+import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageExtBatch;
+import org.apache.rocketmq.common.message.MessageExtBrokerInner;
+import org.apache.rocketmq.store.AppendMessageResult;
+import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.PutMessageResult;
+import org.apache.rocketmq.store.config.MessageStoreConfig;
+import org.apache.rocketmq.store.exception.ConsumeQueueException;
+import org.apache.rocketmq.store.stats.BrokerStatsManager;
+
+/** RocketMQ 5.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.common.message). */
+public final class Rmq5Driver implements StoreDriver {
+    private DefaultMessageStore store;
+
+    public static void main(String[] args) {
+        FixtureGenerator.main(new Rmq5Driver(), args);
+    }
+
+    @Override
+    public String rocketmqVersion() {
+        return "5.5.0";
+    }
+
+    @Override
+    public boolean supportsLongTopics() {
+        return true;
+    }
+
+    @Override
+    public boolean supportsPropCrc() {
+        return true;
+    }
+
+    @Override
+    public boolean storeRewritesDelay() {
+        return false;
+    }
+
+    @Override
+    public FixedClock open(StoreSettings settings, long initialTime) throws Exception {
+        store = newStore(settings);
+        FixedClock clock = FixedClock.installInto(store, initialTime);
+        if (!store.load()) {
+            throw new IllegalStateException("DefaultMessageStore.load() failed");
+        }
+        store.start();
+        return clock;
+    }
+
+    private static DefaultMessageStore newStore(StoreSettings settings) throws Exception {
+        MessageStoreConfig config = settings.toConfig();
+        config.setEnabledAppendPropCRC(settings.appendPropCrc());
+        return new DefaultMessageStore(config, new BrokerStatsManager("conformance", true),
+            (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { },
+            new BrokerConfig(), new ConcurrentHashMap<>());
+    }
+
+    @Override
+    public MessageExt newMessage() {
+        return new MessageExtBrokerInner();
+    }
+
+    @Override
+    public MessageExt newBatch() {
+        return new MessageExtBatch();
+    }
+
+    @Override
+    public PutOutcome put(MessageExt message) {
+        MessageExtBrokerInner inner = (MessageExtBrokerInner) message;
+        inner.setTagsCode(MessageExtBrokerInner.tagsString2tagsCode(inner.getTags()));
+        inner.setPropertiesString(MessageDecoder.messageProperties2String(inner.getProperties()));
+        PutMessageResult r = inner instanceof MessageExtBatch batch ? store.putMessages(batch) : store.putMessage(inner);
+        AppendMessageResult a = r.getAppendMessageResult();
+        if (a == null) {
+            return new PutOutcome(r.getPutMessageStatus().name(), -1, 0, 0, null, -1);
+        }
+        return new PutOutcome(r.getPutMessageStatus().name(), a.getWroteOffset(), a.getWroteBytes(), a.getMsgNum(),
+            a.getMsgId(), a.getLogicsOffset());
+    }
+
+    @Override
+    public void awaitDispatched() throws InterruptedException {
+        while (store.dispatchBehindBytes() != 0) {
+            Thread.sleep(1);
+        }
+    }
+
+    @Override
+    public List<Long> indexQueryOffsets(String topic, String key, int maxNum, long begin, long end) {
+        return new ArrayList<>(store.getIndexService().queryOffset(topic, key, maxNum, begin, end).getPhyOffsets());
+    }
+
+    @Override
+    public List<Long> queryMessage(String topic, String key, int maxNum, long begin, long end) {
+        return Oracle.offsetsOf(store.queryMessage(topic, key, maxNum, begin, end));
+    }
+
+    @Override
+    public MessageStoreConfig config() {
+        return store.getMessageStoreConfig();
+    }
+
+    @Override
+    public MessageExt lookMessageByOffset(long offset) {
+        return store.lookMessageByOffset(offset);
+    }
+
+    @Override
+    public long minPhyOffset() {
+        return store.getMinPhyOffset();
+    }
+
+    @Override
+    public long maxPhyOffset() {
+        return store.getMaxPhyOffset();
+    }
+
+    @Override
+    public long minOffsetInQueue(String topic, int queueId) {
+        return store.getMinOffsetInQueue(topic, queueId);
+    }
+
+    @Override
+    public long maxOffsetInQueue(String topic, int queueId) {
+        try {
+            return store.getMaxOffsetInQueue(topic, queueId);
+        } catch (ConsumeQueueException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public void shutdown() {
+        store.shutdown();
+        store = null;
+    }
+
+    @Override
+    public long recoverMaxPhyOffset(StoreSettings settings) throws Exception {
+        DefaultMessageStore recovered = newStore(settings);
+        if (!recovered.load()) {
+            throw new IllegalStateException("recovery load() failed for " + settings.root());
+        }
+        long max = recovered.getMaxPhyOffset();
+        recovered.shutdown();
+        return max;
+    }
+
+    /** The 5.x broker's own ConsumerOffsetManager, persisted to the store's config/consumerOffset.json. */
+    @Override
+    public void persistConsumerOffsets(Path storeRoot, Map<String, Map<Integer, Long>> offsetTable) {
+        Path file = storeRoot.resolve("config").resolve("consumerOffset.json");
+        ConsumerOffsetManager manager = new ConsumerOffsetManager() {
+            @Override
+            public String configFilePath() {
+                return file.toString();
+            }
+        };
+        offsetTable.forEach((k, v) -> manager.getOffsetTable().put(k, new ConcurrentHashMap<>(v)));
+        manager.persist();
+    }
+}

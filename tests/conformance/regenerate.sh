@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Regenerates the conformance fixtures with real RocketMQ (4.9.8 and 5.5.0 DefaultMessageStore) into a
+# temporary directory and checks them against tests/conformance/fixtures (compare_fixtures.py rules).
+#   tests/conformance/regenerate.sh            check (CI)
+#   tests/conformance/regenerate.sh --update   replace the committed fixtures with fresh ones
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+fixtures="$root/tests/conformance/fixtures"
+out="$(mktemp -d "${TMPDIR:-/tmp}/rmq-fixtures.XXXXXX")"
+trap 'rm -rf "$out"' EXIT
+
+"$root/.ci/sbt" "conformanceRmq49/run $out" "conformanceRmq5/run $out" < /dev/null
+
+if [[ "${1:-}" == "--update" ]]; then
+  rm -rf "$fixtures"
+  mkdir -p "$fixtures"
+  cp -a "$out"/. "$fixtures"/
+  echo "fixtures updated in $fixtures"
+else
+  python3 "$root/tests/conformance/compare_fixtures.py" "$fixtures" "$out"
+fi
