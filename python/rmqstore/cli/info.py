@@ -1,0 +1,220 @@
+"""`rmqstore info STORE`: what is in a store, without reading every record."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rmqstore.cli.options import add_output_arguments, add_store_arguments, format_time, open_store
+from rmqstore.cli.output import print_fields, print_json, print_table
+from rmqstore.store import Store
+
+_TAIL_RANGE_BYTES = 16 << 20
+"""Scan ranges of this size from the end to find the last record (a record is at most 4 MiB)."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "info", help="segments, topics and queues, index files, checkpoint, abort state"
+    )
+    add_store_arguments(parser)
+    add_output_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _times(batch: pa.RecordBatch) -> list[int]:
+    return [v // 1000 for v in pc.cast(batch.column("storeTimestamp"), pa.int64()).to_pylist()]
+
+
+def store_time_span(store: Store) -> tuple[int | None, int | None]:
+    """(first, last) storeTimestamp of the valid log; reads the first and the last record only."""
+    first = None
+    for batch in store.scan(columns=["storeTimestamp"]):
+        if batch.num_rows:
+            first = _times(batch)[0]
+            break
+    if first is None:
+        return None, None
+    for start, end in reversed(store.split_ranges(_TAIL_RANGE_BYTES)):
+        times = [t for batch in store.scan(start, end, ["storeTimestamp"]) for t in _times(batch)]
+        if times:
+            return first, times[-1]
+    return first, None
+
+
+def collect(store: Store) -> dict[str, Any]:
+    """Everything `info` shows, as one JSON-ready document."""
+    max_offset = store.max_offset
+    segments = [
+        {
+            "baseOffset": s.base_offset,
+            "path": s.path,
+            "size": s.size,
+            "state": "data" if s.base_offset < max_offset else "empty (pre-allocated or stale)",
+        }
+        for s in store.segments
+    ]
+    queues = []
+    for topic in store.topics():
+        for queue_id in store.queue_ids(topic):
+            queue = store.consume_queue(topic, queue_id)
+            queues.append(
+                {
+                    "topic": topic,
+                    "queueId": queue_id,
+                    "minOffset": queue.min_offset,
+                    "maxOffset": queue.max_offset,
+                }
+            )
+    heads = {(q["topic"], q["queueId"]): q["maxOffset"] for q in queues}
+    groups = []
+    for (topic, group), offsets in sorted(store.consumer_offsets().items()):
+        lag = sum(max(heads.get((topic, q), offset) - offset, 0) for q, offset in offsets.items())
+        groups.append({"topic": topic, "group": group, "queues": len(offsets), "lag": lag})
+    index_files = []
+    for info in store.index_files:
+        header = info.header
+        index_files.append(
+            {
+                "name": info.name,
+                "size": info.size,
+                "hashSlots": info.geometry[0] if info.geometry else None,
+                "indexEntries": info.geometry[1] if info.geometry else None,
+                "entries": header.entry_count if header else None,
+                "usedSlots": header.used_slots if header else None,
+                "beginTimestamp": header.begin_timestamp if header else None,
+                "endTimestamp": header.end_timestamp if header else None,
+                "beginPhyOffset": header.begin_phy_offset if header else None,
+                "endPhyOffset": header.end_phy_offset if header else None,
+                "problem": info.problem,
+            }
+        )
+    first, last = store_time_span(store)
+    checkpoint = store.checkpoint
+    return {
+        "store": store.location,
+        "segmentSize": store.segment_size,
+        "minOffset": store.min_offset,
+        "maxOffset": max_offset,
+        "logEnd": store.log_end.reason,
+        "firstStoreTimestamp": first,
+        "lastStoreTimestamp": last,
+        "abortPresent": store.abort_present,
+        "checkpoint": None
+        if checkpoint is None
+        else {
+            "physicMsgTimestamp": checkpoint.physic_msg_timestamp,
+            "logicsMsgTimestamp": checkpoint.logics_msg_timestamp,
+            "indexMsgTimestamp": checkpoint.index_msg_timestamp,
+            "masterFlushedOffset": checkpoint.master_flushed_offset,
+            "confirmPhyOffset": checkpoint.confirm_phy_offset,
+        },
+        "segments": segments,
+        "queues": queues,
+        "indexFiles": index_files,
+        "consumerGroups": groups,
+        "problems": store.problems,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        doc = collect(store)
+    if args.json:
+        print_json(doc)
+        return 0
+    shutdown = (
+        "abort file present: crashed, or a broker is running" if doc["abortPresent"] else "clean shutdown"
+    )
+    print_fields(
+        "Store",
+        [
+            ("path", doc["store"]),
+            ("segment size", doc["segmentSize"]),
+            (
+                "log",
+                f"[{doc['minOffset']}, {doc['maxOffset']})  ({doc['maxOffset'] - doc['minOffset']} bytes)",
+            ),
+            ("log end", doc["logEnd"]),
+            (
+                "store times",
+                f"{format_time(doc['firstStoreTimestamp'])} .. {format_time(doc['lastStoreTimestamp'])}",
+            ),
+            ("state", shutdown),
+        ],
+    )
+    print_table(
+        "Commit-log segments",
+        ["base offset", "size", "state"],
+        [(s["baseOffset"], s["size"], s["state"]) for s in doc["segments"]],
+    )
+    print_table(
+        "Consume queues",
+        ["topic", "queue", "min offset", "max offset", "messages"],
+        [
+            (q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["maxOffset"] - q["minOffset"])
+            for q in doc["queues"]
+        ],
+    )
+    print_table(
+        "Index files",
+        [
+            "name",
+            "slots",
+            "entries cap",
+            "entries",
+            "used slots",
+            "begin time",
+            "end time",
+            "begin phy",
+            "end phy",
+            "problem",
+        ],
+        [
+            (
+                f["name"],
+                f["hashSlots"],
+                f["indexEntries"],
+                f["entries"],
+                f["usedSlots"],
+                format_time(f["beginTimestamp"]),
+                format_time(f["endTimestamp"]),
+                f["beginPhyOffset"],
+                f["endPhyOffset"],
+                f["problem"] or "",
+            )
+            for f in doc["indexFiles"]
+        ],
+    )
+    checkpoint = doc["checkpoint"]
+    if checkpoint is not None:
+        print_fields(
+            "Checkpoint",
+            [
+                (
+                    "physicMsgTimestamp",
+                    f"{checkpoint['physicMsgTimestamp']}  {format_time(checkpoint['physicMsgTimestamp'])}",
+                ),
+                (
+                    "logicsMsgTimestamp",
+                    f"{checkpoint['logicsMsgTimestamp']}  {format_time(checkpoint['logicsMsgTimestamp'])}",
+                ),
+                (
+                    "indexMsgTimestamp",
+                    f"{checkpoint['indexMsgTimestamp']}  {format_time(checkpoint['indexMsgTimestamp'])}",
+                ),
+                ("masterFlushedOffset", checkpoint["masterFlushedOffset"]),
+                ("confirmPhyOffset", checkpoint["confirmPhyOffset"]),
+            ],
+        )
+    print_table(
+        "Consumer groups",
+        ["topic", "group", "queues", "lag"],
+        [(g["topic"], g["group"], g["queues"], g["lag"]) for g in doc["consumerGroups"]],
+    )
+    if doc["problems"]:
+        print_fields("Problems", [(str(i + 1), p) for i, p in enumerate(doc["problems"])])
+    return 0

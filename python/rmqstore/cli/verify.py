@@ -1,0 +1,389 @@
+"""`rmqstore verify STORE`: sanity checks in the spirit of kafka-dump-log's.
+
+1. Commit log: every record's BODYCRC and structure (§2.12), records back to back in each segment,
+   and what lies after the valid end (zeros, or a torn tail that only a crash explains).
+2. Consume queues <-> commit log (§4.1): every unit points at a record of that topic, queue and
+   queue offset with that size and tagsCode; every NOT/COMMIT record has its unit.
+3. Index <-> commit log (§5.4): every entry is reachable from its slot and points at a record one
+   of whose indexed keys has the entry's hash; every indexed key of every record has its entry.
+
+Prints a summary; the exit status is 0 when the store is sound and 1 when it is not. Units and
+entries that point past the log's end are errors for a cleanly shut down store and warnings when
+the `abort` file says the broker crashed (recovery would truncate or rebuild them).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rmqstore.cli.options import add_output_arguments, add_store_arguments, open_store, progress
+from rmqstore.cli.output import print_fields, print_json
+from rmqstore.format.consumequeue import (
+    CQ_UNIT_SIZE,
+    is_filler,
+    parse_units,
+    record_tags_code,
+    valid_unit_count,
+)
+from rmqstore.format.indexfile import INDEX_HEADER_SIZE, IndexFileView, index_key
+from rmqstore.format.javahash import index_key_hash, tags_code
+from rmqstore.format.layout import (
+    SYSFLAG_TRANSACTION_MASK,
+    TRANSACTION_COMMIT,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK,
+)
+from rmqstore.format.record import SCHEDULE_TOPIC, check_record
+from rmqstore.store import Store
+
+_SHOWN_PER_CHECK = 20
+_LOG_COLUMNS = [
+    "commitLogOffset",
+    "storeSize",
+    "topic",
+    "queueId",
+    "queueOffset",
+    "sysFlag",
+    "tags",
+    "uniqKey",
+    "keys",
+    "storeTimestamp",
+]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "verify", help="CRCs, consume queues and index against the commit log; exit 1 if unsound"
+    )
+    add_store_arguments(parser)
+    add_output_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+@dataclass
+class Findings:
+    """Errors and warnings per check, counted in full, the first few kept as text."""
+
+    crashed: bool
+    errors: Counter = field(default_factory=Counter)
+    warnings: Counter = field(default_factory=Counter)
+    error_examples: dict[str, list[str]] = field(default_factory=dict)
+    warning_examples: dict[str, list[str]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def error(self, check: str, text: str) -> None:
+        self._add(self.errors, self.error_examples, check, text)
+
+    def warning(self, check: str, text: str) -> None:
+        self._add(self.warnings, self.warning_examples, check, text)
+
+    def past_end(self, check: str, text: str) -> None:
+        """Something points past the log end: expected after a crash, corruption otherwise."""
+        (self.warning if self.crashed else self.error)(
+            check, text + (" (crash: recovery would drop it)" if self.crashed else "")
+        )
+
+    @staticmethod
+    def _add(counter: Counter, examples: dict[str, list[str]], check: str, text: str) -> None:
+        counter[check] += 1
+        shown = examples.setdefault(check, [])
+        if len(shown) < _SHOWN_PER_CHECK:
+            shown.append(text)
+
+    @property
+    def sound(self) -> bool:
+        return not self.errors
+
+
+@dataclass
+class LogRecords:
+    """The columns of every valid record that the queue and index checks need."""
+
+    offset: np.ndarray
+    size: np.ndarray
+    topic: list[str]
+    queue_id: list[int]
+    queue_offset: list[int]
+    sys_flag: list[int]
+    tags: list[str | None]
+    uniq_key: list[str | None]
+    keys: list[list[str] | None]
+    store_ms: list[int]
+
+
+def check_commit_log(store: Store, findings: Findings, args: argparse.Namespace) -> LogRecords:
+    """Walk the whole log with CRC checks (PERMISSIVE: a bad record skips the rest of its segment)."""
+    start, end = store.min_offset, store.max_offset
+    parts: dict[str, list[Any]] = {name: [] for name in _LOG_COLUMNS}
+    with progress(args, max(end - start, 0), "commit log") as bar:
+        for batch in store.scan(start, end, _LOG_COLUMNS, check_crc=True, mode="PERMISSIVE"):
+            if not batch.num_rows:
+                continue
+            for name in _LOG_COLUMNS:
+                column = batch.column(name)
+                if name == "storeTimestamp":
+                    column = pc.divide(pc.cast(column, pa.int64()), 1000)
+                parts[name].extend(column.to_pylist())
+            bar.update(parts["commitLogOffset"][-1] - start - bar.n)
+    for problem in store.problems:
+        findings.error("commit log", problem)
+    records = LogRecords(
+        offset=np.asarray(parts["commitLogOffset"], dtype=np.int64),
+        size=np.asarray(parts["storeSize"], dtype=np.int64),
+        topic=parts["topic"],
+        queue_id=parts["queueId"],
+        queue_offset=parts["queueOffset"],
+        sys_flag=parts["sysFlag"],
+        tags=parts["tags"],
+        uniq_key=parts["uniqKey"],
+        keys=parts["keys"],
+        store_ms=parts["storeTimestamp"],
+    )
+    _check_contiguity(store, records, findings)
+    _check_tail(store, findings)
+    findings.counts["records"] = len(records.offset)
+    findings.counts["log bytes"] = end - start
+    return records
+
+
+def _check_contiguity(store: Store, records: LogRecords, findings: Findings) -> None:
+    """Each record starts where the previous one ended, or at a segment start after a BLANK."""
+    offsets, sizes = records.offset, records.size
+    if not len(offsets):
+        return
+    if offsets[0] != store.min_offset:
+        findings.error("commit log", f"first record at {offsets[0]}, not at the log start {store.min_offset}")
+    expected = offsets[:-1] + sizes[:-1]
+    segment = store.segment_size
+    bad = np.flatnonzero(
+        (offsets[1:] != expected) & ((offsets[1:] % segment != 0) | (offsets[1:] < expected))
+    )
+    for i in bad.tolist():
+        findings.error(
+            "commit log", f"record at {offsets[i]} (size {sizes[i]}) is followed by one at {offsets[i + 1]}"
+        )
+
+
+def _check_tail(store: Store, findings: Findings) -> None:
+    """What follows the valid end inside its segment: zeros (clean), or a torn or corrupt record."""
+    end = store.log_end
+    if end.segment is None or end.offset >= end.segment.end_offset:
+        return
+    position = end.offset - end.segment.base_offset
+    buf = store.log.read(end.segment, position, min(end.segment.size - position, 1 << 22))
+    if not np.any(buf[:4096]):
+        return
+    structurally_whole = check_record(buf, 0, check_crc=False).kind == "record"
+    if structurally_whole and not findings.crashed:
+        findings.error("commit log", f"record at the log end {end.offset} fails its CRC check: {end.reason}")
+    elif findings.crashed:
+        findings.warning("commit log", f"torn tail after the log end {end.offset} (crash): {end.reason}")
+    else:
+        findings.warning("commit log", f"non-zero bytes after the log end {end.offset}: {end.reason}")
+
+
+def _expected_units(
+    store: Store, records: LogRecords
+) -> dict[tuple[str, int], dict[int, tuple[int, int, int]]]:
+    """(topic, queueId) -> queueOffset -> (phy, size, tagsCode) for every NOT/COMMIT record (§4.1)."""
+    queue_types = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT)
+    schedule_rows = [i for i, t in enumerate(records.topic) if t == SCHEDULE_TOPIC]
+    schedule_props: dict[int, dict[str, str]] = {}
+    if schedule_rows:
+        batch = store.read_offsets(records.offset[schedule_rows].tolist(), ["commitLogOffset", "properties"])
+        for offset, props in zip(
+            batch.column("commitLogOffset").to_pylist(), batch.column("properties").to_pylist(), strict=True
+        ):
+            schedule_props[offset] = dict(props or ())
+    codes: dict[str | None, int] = {}
+    expected: dict[tuple[str, int], dict[int, tuple[int, int, int]]] = {}
+    for i, phy in enumerate(records.offset.tolist()):
+        if records.sys_flag[i] & SYSFLAG_TRANSACTION_MASK not in queue_types:
+            continue
+        topic = records.topic[i]
+        if topic == SCHEDULE_TOPIC:
+            code = record_tags_code(topic, schedule_props.get(phy, {}), records.store_ms[i])
+        else:
+            tags = records.tags[i]
+            code = codes.get(tags)
+            if code is None:
+                code = codes[tags] = tags_code(tags)
+        expected.setdefault((topic, records.queue_id[i]), {})[records.queue_offset[i]] = (
+            phy,
+            int(records.size[i]),
+            code,
+        )
+    return expected
+
+
+def check_consume_queues(store: Store, records: LogRecords, findings: Findings) -> None:
+    expected = _expected_units(store, records)
+    queues = {(t, q) for t in store.topics() for q in store.queue_ids(t)} | set(expected)
+    units_checked = 0
+    for topic, queue_id in sorted(queues):
+        name = f"{topic}/{queue_id}"
+        wanted = expected.get((topic, queue_id), {})
+        segments = store.consume_queue(topic, queue_id).segments
+        data = b"".join(store.fs.read_bytes(seg.path) for seg in segments)
+        units = parse_units(data[: len(data) // CQ_UNIT_SIZE * CQ_UNIT_SIZE])
+        units = units[: valid_unit_count(units)]
+        first = segments[0].base_offset // CQ_UNIT_SIZE if segments else 0
+        fillers = is_filler(units)
+        seen = set()
+        for i, (phy, size, code) in enumerate(units.tolist()):
+            if fillers[i] or phy < store.min_offset:
+                continue
+            queue_offset = first + i
+            units_checked += 1
+            if phy >= store.max_offset:
+                findings.past_end(
+                    "consume queues", f"{name} offset {queue_offset}: unit points at {phy}, past the log end"
+                )
+                continue
+            seen.add(queue_offset)
+            want = wanted.get(queue_offset)
+            if want is None:
+                findings.error(
+                    "consume queues",
+                    f"{name} offset {queue_offset}: unit ({phy}, {size}, {code}) "
+                    "has no NOT/COMMIT record with that topic, queue and offset",
+                )
+            elif want != (phy, size, code):
+                findings.error(
+                    "consume queues",
+                    f"{name} offset {queue_offset}: unit (phy, size, tagsCode) = "
+                    f"{(phy, size, code)}, the record says {want}",
+                )
+        for queue_offset, want in wanted.items():
+            if queue_offset not in seen:
+                findings.error(
+                    "consume queues", f"{name}: record at {want[0]} (queue offset {queue_offset}) has no unit"
+                )
+    findings.counts["queues"] = len(queues)
+    findings.counts["units"] = units_checked
+
+
+def _indexed_pairs(records: LogRecords, begin: int, end: int) -> list[tuple[int, int]]:
+    """(keyHash, phy) for every key the broker indexes of the records in [begin, end] (§5.4)."""
+    pairs = []
+    for i, phy in enumerate(records.offset.tolist()):
+        if phy < begin or phy > end or records.sys_flag[i] & SYSFLAG_TRANSACTION_MASK == TRANSACTION_ROLLBACK:
+            continue
+        topic = records.topic[i]
+        if records.uniq_key[i] is not None:
+            pairs.append((index_key_hash(index_key(topic, records.uniq_key[i])), phy))
+        pairs.extend((index_key_hash(index_key(topic, key)), phy) for key in records.keys[i] or ())
+    return pairs
+
+
+def _reachable_entries(view: IndexFileView, data: bytes, findings: Findings, name: str) -> np.ndarray:
+    """Mask of entries reachable from their own slot by walking the chain (§5.6)."""
+    entries = view.entries()
+    count = len(entries)
+    reached = np.zeros(count + 1, dtype=bool)
+    prev = entries["prev"].astype(np.int64).tolist()
+    slot_of = (entries["key_hash"].astype(np.int64) % view.hash_slots).tolist()
+    slots = np.frombuffer(data, dtype=">i4", count=view.hash_slots, offset=INDEX_HEADER_SIZE)
+    for slot in np.flatnonzero(slots).tolist():
+        number = int(slots[slot])
+        while 0 < number <= count and not reached[number]:
+            if slot_of[number - 1] != slot:
+                findings.error(
+                    "index",
+                    f"{name}: entry {number} is chained from slot {slot} but hashes to "
+                    f"slot {slot_of[number - 1]}",
+                )
+                break
+            reached[number] = True
+            number = prev[number - 1]
+    return reached[1:]
+
+
+def check_index(store: Store, records: LogRecords, findings: Findings, args: argparse.Namespace) -> None:
+    actual: list[tuple[int, int]] = []
+    begin, end = None, -1
+    usable = [info for info in store.index_files if info.problem is None and info.geometry]
+    for info in store.index_files:
+        if info.problem is not None:
+            findings.error("index", f"{info.path}: {info.problem}")
+    entries_total = 0
+    with progress(args, len(usable), "index files", unit="file") as bar:
+        for info in usable:
+            data = store.fs.read_bytes(info.path)
+            view = IndexFileView(data, *info.geometry)
+            entries = view.entries()
+            entries_total += len(entries)
+            reached = _reachable_entries(view, data, findings, info.name)
+            for number in np.flatnonzero(~reached)[:_SHOWN_PER_CHECK].tolist():
+                findings.error("index", f"{info.name}: entry {number + 1} is not reachable from its slot")
+            for key_hash, phy in zip(
+                entries["key_hash"][reached].tolist(), entries["phy"][reached].tolist(), strict=True
+            ):
+                if phy >= store.max_offset:
+                    findings.past_end("index", f"{info.name}: entry for {phy} points past the log end")
+                elif phy >= store.min_offset:
+                    actual.append((key_hash, phy))
+            if view.header.entry_count:
+                begin = view.header.begin_phy_offset if begin is None else begin
+                end = max(end, view.header.end_phy_offset)
+            bar.update(1)
+    findings.counts["index files"] = len(store.index_files)
+    findings.counts["index entries"] = entries_total
+    begin = store.min_offset if begin is None else max(begin, store.min_offset)
+    expected = _indexed_pairs(records, begin, end)
+    findings.counts["indexed keys"] = len(expected)
+    not_indexed = int(np.count_nonzero(records.offset > end))
+    if not_indexed:
+        findings.warning("index", f"{not_indexed} records after the index end {end} are not indexed yet")
+    if sorted(actual) == sorted(expected):
+        return
+    have, want = Counter(actual), Counter(expected)
+    for (key_hash, phy), n in (want - have).items():
+        findings.error("index", f"record at {phy}: {n} indexed key(s) with hash {key_hash} have no entry")
+    for (key_hash, phy), n in (have - want).items():
+        findings.error(
+            "index", f"{n} entry(ies) with hash {key_hash} point at {phy}, whose record has no such key"
+        )
+
+
+def verify(store: Store, args: argparse.Namespace) -> Findings:
+    findings = Findings(crashed=store.abort_present)
+    records = check_commit_log(store, findings, args)
+    check_consume_queues(store, records, findings)
+    check_index(store, records, findings, args)
+    return findings
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        findings = verify(store, args)
+    if args.json:
+        print_json(
+            {
+                "sound": findings.sound,
+                "crashed": findings.crashed,
+                "counts": findings.counts,
+                "errors": dict(findings.errors),
+                "warnings": dict(findings.warnings),
+                "errorExamples": findings.error_examples,
+                "warningExamples": findings.warning_examples,
+            }
+        )
+    else:
+        print_fields("Checked", list(findings.counts.items()))
+        for kind, counter, examples in (
+            ("ERRORS", findings.errors, findings.error_examples),
+            ("Warnings", findings.warnings, findings.warning_examples),
+        ):
+            for check, n in sorted(counter.items()):
+                shown = examples.get(check, [])
+                print_fields(f"{kind} in {check}: {n}", [(str(i + 1), text) for i, text in enumerate(shown)])
+        print("store is sound" if findings.sound else "store is NOT sound")
+    return 0 if findings.sound else 1

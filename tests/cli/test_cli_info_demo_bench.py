@@ -1,0 +1,65 @@
+"""`rmqstore info`, `demo` and `bench`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_helpers import GEOMETRY_ARG, SLOTS, T0, KnownStore
+
+
+def test_info_json_describes_the_store(known_store: KnownStore, run_cli) -> None:
+    status, out, _ = run_cli("info", known_store.path, "--json", "--index-geometry", GEOMETRY_ARG)
+    doc = json.loads(out)
+    assert status == 0
+    end = known_store.records[-1]
+    assert doc["segmentSize"] == 8192 and doc["minOffset"] == 0
+    assert doc["maxOffset"] > end.offset
+    assert [s["state"] for s in doc["segments"]][-1].startswith("empty"), "the pre-allocated segment"
+    assert (doc["firstStoreTimestamp"], doc["lastStoreTimestamp"]) == (T0, end.store_ms)
+    queues = {(q["topic"], q["queueId"]): (q["minOffset"], q["maxOffset"]) for q in doc["queues"]}
+    topic_a = [r for r in known_store.records if r.topic == "TopicA"]
+    assert sum(high - low for (topic, _), (low, high) in queues.items() if topic == "TopicA") == len(topic_a)
+    assert len(doc["indexFiles"]) > 1 and {f["hashSlots"] for f in doc["indexFiles"]} == {SLOTS}
+    assert doc["indexFiles"][0]["beginTimestamp"] == T0
+    assert doc["abortPresent"] is False
+    assert doc["checkpoint"]["physicMsgTimestamp"] == end.store_ms
+    assert {(g["topic"], g["group"]) for g in doc["consumerGroups"]} == {("TopicA", "cg")}
+
+
+def test_info_tables_for_people(known_store: KnownStore, run_cli) -> None:
+    status, out, _ = run_cli("info", known_store.path)
+    assert status == 0
+    for title in ("Commit-log segments", "Consume queues", "Index files", "Checkpoint", "clean shutdown"):
+        assert title in out
+
+
+def test_demo_writes_a_sound_store_and_refuses_to_overwrite(tmp_path: Path, run_cli) -> None:
+    target = tmp_path / "demo"
+    status, _, err = run_cli(
+        "demo",
+        target,
+        "--size",
+        "1MB",
+        "--seed",
+        "5",
+        "--index-geometry",
+        "101,2000",
+        "--segment-size",
+        "256KB",
+        "--no-progress",
+    )
+    assert status == 0 and "MiB/s" in err
+    segments = sorted(int(p.name) for p in (target / "commitlog").iterdir())
+    assert segments == [i * (256 << 10) for i in range(len(segments))] and len(segments) >= 5
+    status, out, _ = run_cli("verify", target, "--json", "--no-progress")
+    assert status == 0 and json.loads(out)["counts"]["records"] > 500
+    status, _, err = run_cli("demo", target, "--size", "1MB", "--no-progress")
+    assert status == 2 and "not empty" in err
+
+
+def test_bench_reports_throughput(known_store: KnownStore, run_cli) -> None:
+    status, out, _ = run_cli("bench", known_store.path, "--json", "--no-progress", "--columns", "topic,body")
+    doc = json.loads(out)
+    assert status == 0 and doc["messages"] == len(known_store.records)
+    assert doc["messagesPerSecond"] > 0 and doc["megabytesPerSecond"] > 0
