@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 
 import pytest
 
@@ -61,3 +62,16 @@ def test_checkpoint_and_abort(b):
     store = Store.open(b.root)
     assert store.abort_present and store.checkpoint is None
     assert store.max_offset == b.cursor  # an abort file changes nothing: no recovery, no writes
+
+
+
+def test_pickled_store_carries_the_valid_end_it_found(b):
+    """Executors reuse the driver's valid end (one snapshot of a live log) instead of re-walking."""
+    b.finish()
+    store = Store.open(b.root)
+    assert "end" not in pickle.loads(pickle.dumps(store)).log.__dict__
+    end = store.log_end
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.log.__dict__["end"] == end
+    assert copy.max_offset == end.offset
+    assert copy.stats.bytes_read == 0

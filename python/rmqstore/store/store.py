@@ -114,8 +114,13 @@ class Store:
                    index_tail_scan_limit=index_tail_scan_limit)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickles as its open arguments (Spark ships stores to executors); reopened on load."""
-        return (_reopen, (self.location, self._open_args))
+        """Pickles as its open arguments (Spark ships stores to executors); reopened on load.
+
+        A valid end already found travels along: every task then reads the same snapshot of a
+        live log, and none walks the active segment again to find it.
+        """
+        known_end = self.log.__dict__.get("end")
+        return (_reopen, (self.location, self._open_args, known_end))
 
     def __repr__(self) -> str:
         return f"Store({self.location!r}, segments={len(self.segments)})"
@@ -491,5 +496,8 @@ def _empty(columns: list[str]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
 
 
-def _reopen(location: str, options: dict[str, Any]) -> Store:
-    return Store(location, **options)
+def _reopen(location: str, options: dict[str, Any], known_end: LogEnd | None = None) -> Store:
+    store = Store(location, **options)
+    if known_end is not None:
+        store.log.end = known_end  # fills the cached_property: the end found where it was pickled
+    return store
