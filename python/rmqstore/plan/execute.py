@@ -1,0 +1,97 @@
+"""Running one read task against an open store: Arrow record batches of the requested columns.
+
+The batches hold candidate rows; the caller confirms them with `rmqstore.plan.confirm`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from rmqstore.plan.planner import OFFSETS_PER_TASK, probe_offsets
+from rmqstore.plan.tasks import KeyProbeTask, OffsetsTask, QueueSliceTask, RangeTask, ReadTask, probe_bucket
+from rmqstore.store import Store
+
+READ_OFFSETS_CHUNK = 50_000
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """How records are decoded (source options verifyCrc, mode, decompress)."""
+
+    check_crc: bool = False
+    mode: str = "FAILFAST"
+    decompress: bool = True
+
+
+def run_task(task: ReadTask, store: Store, columns: Sequence[str],
+             settings: ReadSettings) -> Iterator[pa.RecordBatch]:
+    """Candidate rows of one task, as batches with exactly `columns`."""
+    if isinstance(task, RangeTask):
+        yield from store.scan(task.start, task.end, list(columns), check_crc=settings.check_crc,
+                              mode=settings.mode, decompress=settings.decompress)
+        return
+    if isinstance(task, OffsetsTask):
+        offsets = np.asarray(task.offsets, dtype=np.int64)
+        strict = not task.user_points
+    elif isinstance(task, KeyProbeTask):
+        yield from _probe(task, store, columns, settings)
+        return
+    else:
+        offsets = _queue_offsets(store, task)
+        strict = False
+    yield from _read(store, offsets, columns, settings, strict)
+
+
+def _probe(task: KeyProbeTask, store: Store, columns: Sequence[str],
+           settings: ReadSettings) -> Iterator[pa.RecordBatch]:
+    """Probe on the executor; keep only the rows this task owns (see KeyProbeTask)."""
+    found = probe_offsets(store, task.kind, task.values, task.topics, task.begin_ms, task.end_ms)
+    offsets = _within(np.fromiter(sorted(found), dtype=np.int64, count=len(found)), task.lo, task.hi)
+    token_column = "uniqKey" if task.kind == "uniqKey" else "keys"
+    decode = list(columns) if token_column in columns else [*columns, token_column]
+    probes = set(task.all_values)
+    for batch in _read(store, offsets, decode, settings, strict=False):
+        owned = [_owner([t] if task.kind == "uniqKey" else t, probes, task.buckets) == task.bucket
+                 for t in batch.column(token_column).to_pylist()]
+        kept = batch.filter(pa.array(owned, type=pa.bool_()))
+        yield kept if token_column in columns else kept.select(list(columns))
+
+
+def _owner(tokens: Sequence[str | None] | None, probes: set[str], buckets: int) -> int:
+    matching = [t for t in tokens or () if t in probes]
+    return probe_bucket(min(matching), buckets) if matching else -1
+
+
+def _within(offsets: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
+    keep = np.ones(len(offsets), dtype=bool)
+    if lo is not None:
+        keep &= offsets >= lo
+    if hi is not None:
+        keep &= offsets < hi
+    return offsets[keep]
+
+
+def _queue_offsets(store: Store, task: QueueSliceTask) -> np.ndarray:
+    parts = []
+    for s in task.slices:
+        units = store.consume_queue(s.topic, s.queue_id).units(s.start, s.end, tags=task.tags)
+        parts.append(units["phy"].astype(np.int64))
+    offsets = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+    return _within(offsets, task.lo, task.hi)
+
+
+def _read(store: Store, offsets: np.ndarray, columns: Sequence[str], settings: ReadSettings,
+          strict: bool) -> Iterator[pa.RecordBatch]:
+    for i in range(0, len(offsets), READ_OFFSETS_CHUNK):
+        batch = store.read_offsets(offsets[i:i + READ_OFFSETS_CHUNK], list(columns), mode=settings.mode,
+                                   decompress=settings.decompress, check_crc=settings.check_crc,
+                                   strict=strict)
+        if batch.num_rows:
+            yield batch
+
+
+assert READ_OFFSETS_CHUNK <= OFFSETS_PER_TASK

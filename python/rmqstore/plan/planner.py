@@ -1,0 +1,339 @@
+"""Predicates -> read tasks, per store (design §3).
+
+Access paths, most selective first; the first one that applies is used and the others only bound it:
+1. `commitLogOffset` / `msgId` points: read those offsets.
+2. `key` / `uniqKey` values, or `KeysContainAny` (RocketMQ key meaning): index probe. A few values
+   are probed here and the hits grouped by segment; many values are probed on the executors,
+   partitioned by a stable hash (mmh3) of the value. `key = v` probes v's first KEYS token (a
+   record whose whole KEYS string is v is indexed under each token) and is confirmed on the whole
+   string. A missing or damaged index falls back to the next path and says so in `notes`.
+3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices. Known
+   deviation: records a broker never dispatches to a consume queue (transaction type PREPARED or
+   ROLLBACK, written by pre-4.3 producers, spec §4.1/§2.10) are not found this way, while a
+   scan (`pushdown=false`) returns them.
+4. `commitLogOffset` ranges and `storeTimestamp` ranges (seek by time): commit-log byte ranges.
+5. Otherwise the whole log, split by `Store.split_ranges`.
+Whatever path is used, every task's rows are confirmed against all predicates by the reader.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from rmqstore.format.msgid import decode_offset_msg_id
+from rmqstore.plan.predicates import Compare, InSet, KeysContainAny, NotNull, Predicate, QueueWindows
+from rmqstore.plan.queues import queue_windows_slices
+from rmqstore.plan.tasks import (
+    KeyProbeTask,
+    OffsetsTask,
+    ProbeKind,
+    QueueSlice,
+    QueueSliceTask,
+    RangeTask,
+    ReadTask,
+    probe_bucket,
+)
+from rmqstore.store import SEEK_TIME_MARGIN_MS, IndexUnavailableError, Store
+
+log = logging.getLogger("rmqstore.plan")
+
+OFFSETS_PER_TASK = 200_000
+UNITS_PER_QUEUE_TASK = 1_000_000
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """Knobs of the planner (from the source's options)."""
+
+    max_bytes_per_partition: int = 128 * 1024 * 1024
+    min_partitions: int | None = None
+    key_probe_partition_threshold: int = 64
+    """Up to this many key values are probed while planning; more are probed on executors."""
+
+
+@dataclass
+class ReadPlan:
+    """The tasks of one read and how they were chosen."""
+
+    tasks: list[ReadTask] = field(default_factory=list)
+    access: list[str] = field(default_factory=list)
+    """Per store, the access path used ("offsets", "key-index", "queues", "range", "scan")."""
+    notes: list[str] = field(default_factory=list)
+    """Fallbacks and other facts worth a log line."""
+
+
+@dataclass
+class _Bounds:
+    """What a conjunction of predicates says about each plannable column."""
+
+    points: set[int] | None = None
+    lo: int | None = None
+    hi: int | None = None
+    begin_ms: int | None = None
+    end_ms: int | None = None
+    probes: dict[ProbeKind, tuple[str, ...]] = field(default_factory=dict)
+    topics: set[str] | None = None
+    queue_ids: set[int] | None = None
+    queue_lo: int | None = None
+    queue_hi: int | None = None
+    tags: set[str] | None = None
+    windows: QueueWindows | None = None
+    empty: bool = False
+
+
+def plan_read(stores: Sequence[Store], predicates: Sequence[Sequence[Predicate]],
+              settings: PlanSettings) -> ReadPlan:
+    """Tasks reading, for each store, a superset of the rows satisfying that store's predicates."""
+    plan = ReadPlan()
+    for index, (store, preds) in enumerate(zip(stores, predicates, strict=True)):
+        access, tasks = _plan_store(index, store, _bounds(preds), settings, plan.notes)
+        plan.access.append(access)
+        plan.tasks.extend(tasks)
+    for note in plan.notes:
+        log.warning(note)
+    return plan
+
+
+def _intersect(current: set | None, values: set) -> set:
+    return values if current is None else current & values
+
+
+def _bounds(predicates: Sequence[Predicate]) -> _Bounds:
+    b = _Bounds()
+    for p in predicates:
+        if isinstance(p, NotNull):
+            continue
+        if isinstance(p, QueueWindows):
+            b.windows = p if b.windows is None else b.windows.intersect(p)
+            continue
+        if isinstance(p, KeysContainAny):
+            b.probes["keysContain"] = _narrowest(b.probes.get("keysContain"), p.values)
+            continue
+        values = _equal_values(p)
+        column = p.column
+        if column == "commitLogOffset":
+            if values is not None:
+                b.points = _intersect(b.points, {int(v) for v in values})
+            else:
+                lo, hi = _int_range(p)
+                b.lo, b.hi = _tighter(b.lo, lo, max), _tighter(b.hi, hi, min)
+        elif column == "msgId" and values is not None:
+            b.points = _intersect(b.points, _msg_id_offsets(values))
+        elif column in ("key", "uniqKey") and values is not None:
+            kind: ProbeKind = "key" if column == "key" else "uniqKey"
+            b.probes[kind] = _narrowest(b.probes.get(kind), tuple(str(v) for v in values))
+        elif column == "topic" and values is not None:
+            b.topics = _intersect(b.topics, {str(v) for v in values})
+        elif column == "tags" and values is not None:
+            b.tags = _intersect(b.tags, {str(v) for v in values})
+        elif column == "queueId" and values is not None:
+            b.queue_ids = _intersect(b.queue_ids, {int(v) for v in values})
+        elif column == "queueId":
+            lo, hi = _int_range(p)
+            b.queue_ids = _intersect(b.queue_ids, set(range(max(lo or 0, 0), min(hi or 1 << 16, 1 << 16))))
+        elif column == "queueOffset":
+            lo, hi = (int(min(values)), int(max(values)) + 1) if values else _int_range(p)
+            b.queue_lo, b.queue_hi = _tighter(b.queue_lo, lo, max), _tighter(b.queue_hi, hi, min)
+        elif column == "storeTimestamp":
+            lo, hi = (min(values), max(values) + 1) if values else _int_range(p)
+            begin = None if lo is None else -(-lo // 1000)          # µs -> ms, inclusive
+            end = None if hi is None else -(-hi // 1000) - 1        # exclusive µs -> inclusive ms
+            b.begin_ms, b.end_ms = _tighter(b.begin_ms, begin, max), _tighter(b.end_ms, end, min)
+    b.empty = (b.points is not None and not b.points) or (b.topics is not None and not b.topics) or \
+        (b.queue_ids is not None and not b.queue_ids) or (b.tags is not None and not b.tags)
+    return b
+
+
+def _tighter(current: int | None, new: int | None, pick: Callable[[int, int], int]) -> int | None:
+    """Combine two optional bounds with `pick` (max for lower bounds, min for upper bounds)."""
+    if current is None:
+        return new
+    return current if new is None else pick(current, new)
+
+
+def _narrowest(current: tuple[str, ...] | None, values: tuple[str, ...]) -> tuple[str, ...]:
+    """Of two value lists for the same probe, the shorter one (both are confirmed anyway)."""
+    return values if current is None or len(values) < len(current) else current
+
+
+def _equal_values(p: Predicate) -> tuple | None:
+    if isinstance(p, InSet):
+        return p.values
+    if isinstance(p, Compare) and p.op == "=":
+        return (p.value,)
+    return None
+
+
+def _int_range(p: Predicate) -> tuple[int | None, int | None]:
+    """[lo, hi) of a comparison on an integer-valued column."""
+    assert isinstance(p, Compare)
+    v = int(p.value)
+    return {"<": (None, v), "<=": (None, v + 1), ">": (v + 1, None), ">=": (v, None)}[p.op]
+
+
+def _msg_id_offsets(values: Sequence) -> set[int]:
+    offsets = set()
+    for value in values:
+        try:
+            offsets.add(decode_offset_msg_id(str(value))[1])
+        except ValueError:
+            continue  # not an offsetMsgId: matches no record
+    return offsets
+
+
+def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
+                notes: list[str]) -> tuple[str, list[ReadTask]]:
+    lo, hi = _log_range(store, b)
+    if b.empty or lo >= hi:
+        return "empty", []
+    if b.points is not None:
+        offsets = sorted(o for o in b.points if lo <= o < hi)
+        return "offsets", _offset_tasks(index, offsets, settings, user_points=True)
+    if b.probes:
+        kind, values = min(b.probes.items(), key=lambda kv: len(kv[1]))
+        tasks = _probe_tasks(index, store, kind, values, b, (lo, hi), settings, notes)
+        if tasks is not None:
+            return "key-index", tasks
+    if b.topics is not None or b.windows is not None:
+        return "queues", _queue_tasks(index, store, b, (lo, hi), settings)
+    access = "range" if (lo, hi) != (store.min_offset, store.max_offset) else "scan"
+    return access, _range_tasks(index, store, lo, hi, settings)
+
+
+def _log_range(store: Store, b: _Bounds) -> tuple[int, int]:
+    """Commit-log byte range allowed by offset and time bounds."""
+    lo = max(store.min_offset, b.lo if b.lo is not None else 0)
+    hi = min(store.max_offset, b.hi if b.hi is not None else store.max_offset)
+    if b.begin_ms is not None and lo < hi:
+        lo = max(lo, store.seek_time(b.begin_ms))
+    if b.end_ms is not None and lo < hi:
+        # a record with storeTimestamp <= end_ms cannot follow one at end_ms + 1 + margin (clock steps)
+        hi = min(hi, store.seek_time(b.end_ms + 1 + SEEK_TIME_MARGIN_MS))
+    return lo, hi
+
+
+def _probe_values(kind: ProbeKind, values: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Index keys to probe; None when some value cannot be found through the index."""
+    if kind != "key":
+        return values if all(values) and not any(" " in v for v in values) else None
+    tokens = []
+    for value in values:
+        parts = [t for t in value.split(" ") if t]
+        if not parts:
+            return None  # an empty or all-space KEYS string is not indexed
+        tokens.append(parts[0])
+    return tuple(dict.fromkeys(tokens))
+
+
+def _probe_tasks(index: int, store: Store, kind: ProbeKind, values: tuple[str, ...], b: _Bounds,
+                 bounds: tuple[int, int], settings: PlanSettings, notes: list[str]) -> list[ReadTask] | None:
+    probe = _probe_values(kind, values)
+    if probe is None:
+        notes.append(f"store {store.path}: {kind} values {list(values)[:3]} cannot be looked up in the "
+                     "index (empty or space-only); scanning instead")
+        return None
+    topics = None if b.topics is None else tuple(sorted(b.topics))
+    lo, hi = bounds
+    if len(probe) > settings.key_probe_partition_threshold:
+        if store.index_files and not _index_usable(store):
+            notes.append(f"store {store.path}: index unusable for {kind} lookup; scanning instead")
+            return None
+        buckets = max(settings.min_partitions or 1, -(-len(probe) // settings.key_probe_partition_threshold))
+        grouped: list[list[str]] = [[] for _ in range(buckets)]
+        for value in probe:
+            grouped[probe_bucket(value, buckets)].append(value)
+        return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, b.begin_ms, b.end_ms, lo, hi)
+                for i, g in enumerate(grouped) if g]
+    try:
+        offsets = probe_offsets(store, kind, probe, topics, b.begin_ms, b.end_ms)
+    except IndexUnavailableError as exc:
+        notes.append(f"store {store.path}: index cannot answer the {kind} lookup ({exc}); scanning instead")
+        return None
+    return _offset_tasks(index, sorted(o for o in offsets if lo <= o < hi), settings, user_points=False)
+
+
+def _index_usable(store: Store) -> bool:
+    return not any(info.problem for info in store.index_files)
+
+
+def probe_offsets(store: Store, kind: ProbeKind, values: Sequence[str], topics: Sequence[str] | None,
+                  begin_ms: int | None, end_ms: int | None) -> set[int]:
+    """Confirmed offsets of records matching any of the probe values (raises IndexUnavailableError)."""
+    offsets: set[int] = set()
+    for value in values:
+        if kind == "uniqKey":
+            offsets.update(store.find_by_uniq_key(value, topics, begin_ms, end_ms))
+        else:
+            offsets.update(store.find_by_key(value, topics, begin_ms, end_ms))
+    return offsets
+
+
+def _offset_tasks(index: int, offsets: list[int], settings: PlanSettings, *,
+                  user_points: bool) -> list[ReadTask]:
+    """Sorted offsets in few tasks: consecutive chunks, hence grouped by segment."""
+    if not offsets:
+        return []
+    pieces = max(settings.min_partitions or 1, -(-len(offsets) // OFFSETS_PER_TASK))
+    pieces = min(pieces, len(offsets))
+    bounds = [len(offsets) * i // pieces for i in range(pieces + 1)]
+    return [OffsetsTask(index, tuple(offsets[a:b]), user_points) for a, b in pairwise(bounds)]
+
+
+def _range_tasks(index: int, store: Store, lo: int, hi: int, settings: PlanSettings) -> list[ReadTask]:
+    total = hi - lo
+    max_bytes = settings.max_bytes_per_partition
+    if settings.min_partitions:
+        max_bytes = max(1, min(max_bytes, -(-total // settings.min_partitions)))
+    tasks: list[ReadTask] = []
+    for start, end in store.split_ranges(max_bytes):
+        start, end = max(start, lo), min(end, hi)
+        if start < end:
+            tasks.append(RangeTask(index, start, end))
+    return tasks
+
+
+def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
+                 settings: PlanSettings) -> list[ReadTask]:
+    known = set(store.topics())
+    slices: list[QueueSlice] = []
+    if b.windows is not None:
+        slices = [s for s in queue_windows_slices(store, b.windows)
+                  if (b.topics is None or s.topic in b.topics)
+                  and (b.queue_ids is None or s.queue_id in b.queue_ids)]
+    else:
+        for topic in sorted(b.topics & known):
+            for queue_id in store.queue_ids(topic):
+                if b.queue_ids is None or queue_id in b.queue_ids:
+                    cq = store.consume_queue(topic, queue_id)
+                    slices.append(QueueSlice(topic, queue_id, cq.min_offset, cq.max_offset))
+    clipped = []
+    for s in slices:
+        start = s.start if b.queue_lo is None else max(s.start, b.queue_lo)
+        end = s.end if b.queue_hi is None else min(s.end, b.queue_hi)
+        if start < end:
+            clipped.append(QueueSlice(s.topic, s.queue_id, start, end))
+    units_per_task = UNITS_PER_QUEUE_TASK
+    total_units = sum(s.end - s.start for s in clipped)
+    if settings.min_partitions and total_units:
+        units_per_task = max(1, min(units_per_task, -(-total_units // settings.min_partitions)))
+    tags = None if b.tags is None else tuple(sorted(b.tags))
+    lo, hi = bounds
+    tasks: list[ReadTask] = []
+    group: list[QueueSlice] = []
+    group_units = 0
+    for s in clipped:
+        start = s.start
+        while start < s.end:
+            take = min(s.end - start, units_per_task - group_units)
+            group.append(QueueSlice(s.topic, s.queue_id, start, start + take))
+            group_units += take
+            start += take
+            if group_units >= units_per_task:
+                tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi))
+                group, group_units = [], 0
+    if group:
+        tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi))
+    return tasks

@@ -1,0 +1,46 @@
+"""Queue windows: per-queue offset ranges from startingOffsets / endingOffsets, resolved on a store.
+
+Offsets per (topic, queueId) follow Kafka's JSON convention: a queue offset, -2 = earliest,
+-1 = latest. Queues of a listed topic that are not named start at earliest and end at latest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rmqstore.plan.predicates import QueueWindow, QueueWindows
+from rmqstore.plan.tasks import QueueSlice
+from rmqstore.store import Store
+
+EARLIEST = -2
+LATEST = -1
+
+QueueOffsets = Mapping[str, Mapping[int, int]]
+
+
+def resolve_windows(store: Store, starting: QueueOffsets | None, ending: QueueOffsets | None,
+                    topics: Iterable[str] | None) -> QueueWindows:
+    """Windows for every queue of the topics named in `starting`/`ending` (∩ `topics` when given)."""
+    named = set(starting or {}) | set(ending or {})
+    if topics is not None:
+        named &= set(topics)
+    known = set(store.topics())
+    windows = []
+    for topic in sorted(named & known):
+        for queue_id in store.queue_ids(topic):
+            cq = store.consume_queue(topic, queue_id)
+            first, last = cq.min_offset, cq.max_offset
+            start = max(_resolve((starting or {}).get(topic, {}).get(queue_id, EARLIEST), first, last), first)
+            end = min(_resolve((ending or {}).get(topic, {}).get(queue_id, LATEST), first, last), last)
+            if start < end:
+                windows.append(QueueWindow(topic, queue_id, start, end))
+    return QueueWindows(tuple(windows))
+
+
+def _resolve(offset: int, earliest: int, latest: int) -> int:
+    return earliest if offset == EARLIEST else latest if offset == LATEST else offset
+
+
+def queue_windows_slices(store: Store, windows: QueueWindows) -> list[QueueSlice]:
+    """The windows as consume-queue slices (windows are already resolved against the store)."""
+    return [QueueSlice(w.topic, w.queue_id, w.start, w.end) for w in windows.windows]

@@ -1,0 +1,84 @@
+"""Read tasks: the picklable units of work a plan is made of (one per Spark partition).
+
+`lo`/`hi` bound the commit-log offsets every task may return ([lo, hi)); `None` means unbounded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import mmh3
+
+ProbeKind = Literal["key", "uniqKey", "keysContain"]
+
+
+@dataclass(frozen=True)
+class RangeTask:
+    """Scan the commit log over the byte range [start, end) (start is resynced to a record)."""
+
+    store: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class OffsetsTask:
+    """Read the records at these physical offsets (ascending)."""
+
+    store: int
+    offsets: tuple[int, ...]
+    user_points: bool = False
+    """True when the offsets come from the query (msgId / commitLogOffset values) and may not be
+    record starts: such offsets give no row instead of an error."""
+
+
+@dataclass(frozen=True)
+class KeyProbeTask:
+    """Probe the index for these values on the executor, then read the confirmed records.
+
+    The probe values of a read are spread over `buckets` tasks by a stable hash (`probe_bucket`). A
+    record matching values of several buckets is returned only by its owner, the bucket of its
+    smallest matching token, so no row is read twice.
+    """
+
+    store: int
+    kind: ProbeKind
+    values: tuple[str, ...]
+    bucket: int
+    buckets: int
+    all_values: tuple[str, ...]
+    topics: tuple[str, ...] | None
+    begin_ms: int | None
+    end_ms: int | None
+    lo: int | None
+    hi: int | None
+
+
+def probe_bucket(value: str, buckets: int) -> int:
+    """The stable (mmh3, process-independent) bucket of a probe value."""
+    return mmh3.hash(value, signed=False) % buckets
+
+
+@dataclass(frozen=True)
+class QueueSlice:
+    """Units [start, end) of one consume queue."""
+
+    topic: str
+    queue_id: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class QueueSliceTask:
+    """Read the records that these consume-queue slices point to (tagsCode-prefiltered)."""
+
+    store: int
+    slices: tuple[QueueSlice, ...]
+    tags: tuple[str, ...] | None
+    lo: int | None
+    hi: int | None
+
+
+ReadTask = RangeTask | OffsetsTask | KeyProbeTask | QueueSliceTask
