@@ -1,0 +1,11 @@
+"""Apache Spark integration: the "rmqstore" Python Data Source and a ready session.
+
+    from rmqstore.spark import session
+    spark = session()
+    df = spark.read.format("rmqstore").load("/path/to/store")
+"""
+
+from rmqstore.spark.session import session
+from rmqstore.spark.source import RmqStoreDataSource
+
+__all__ = ["RmqStoreDataSource", "session"]

@@ -1,0 +1,94 @@
+"""Stale-reader guard for the Spark 4.1–4.3 pushdown cache bug (facts file §3).
+
+Spark caches the reader built by `pushFilters` on the DataFrame's source object. A later query on
+the same DataFrame or view that pushes no filter (`df.count()` after `df.filter(...).count()`)
+silently reuses that reader, whose partitions only hold the earlier query's rows. Reader state
+cannot tell which query runs it, so the guard detects the reuse instead:
+
+- `pushFilters` gives every reader that consumed filters a fresh plan token. Each planning of a
+  filtered query calls pushFilters again, so a token belongs to one planned query.
+- `read()` claims (token, partition) with a marker file in a temp directory outside the store,
+  recording the SQL execution (root) id of the running query. Every job of that query (a range
+  partitioner's sampling job, AQE stages), task retries and speculative copies pass; a read of
+  the same token by another execution is a reuse, and the read fails with `StaleReaderError`.
+
+Limits (Python cannot see which query runs a task, so reuse is all it can detect):
+- re-running an action that keeps its planned query (`dff.collect()` or `toPandas()` twice on the
+  same filtered DataFrame; `count()`/`show()` re-plan and pass) is refused too: `.cache()` the
+  DataFrame or rebuild it;
+- not detected: planning a filtered query without running it (`df.where(...).explain()`), then an
+  unfiltered query on the same DataFrame or view: its first read of the token looks legitimate;
+- markers live on each machine: a cluster only detects reuse on the same executor host.
+`staleReaderCheck=false` turns the guard off.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+MARKER_ROOT = Path(tempfile.gettempdir()) / f"rmqstore-plan-markers-{os.getuid()}"
+MARKER_MAX_AGE_S = 24 * 3600
+
+
+class StaleReaderError(RuntimeError):
+    """A filtered reader was reused by another query; its rows would be wrong."""
+
+
+def new_plan_token() -> str:
+    """A fresh token for a reader whose pushFilters consumed filters; clears day-old markers."""
+    _remove_old_markers()
+    return uuid.uuid4().hex
+
+
+def claim(token: str, partition_index: int, filters_text: str) -> None:
+    """Record that the running query reads (token, partition); raise on a read by another query."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:  # read() called outside a Spark task (unit tests): nothing to guard
+        return
+    execution = _execution_id(context)
+    directory = MARKER_ROOT / token
+    directory.mkdir(parents=True, exist_ok=True)
+    marker = directory / f"p{partition_index}"
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        first = marker.read_text().strip()
+        if first in ("", execution):  # a racing writer, or another job / retry of the same query
+            return
+        raise StaleReaderError(
+            "rmqstore: this read plan (pushed filters: " + filters_text + ") was already used by another "
+            "Spark query. Spark 4.1-4.3 reuse a filtered DataFrame's reader for later queries on the same "
+            "DataFrame or view (fixed upstream in 5.0), which would return wrong rows. Build a fresh "
+            "DataFrame with spark.read.format('rmqstore')...load(...) (or re-run the SQL) for each query; "
+            "to repeat an action on a filtered DataFrame, rebuild it. Set the option "
+            "staleReaderCheck=false to disable this check at your own risk.") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(execution)
+
+
+def _execution_id(context: object) -> str:
+    """The query running this task: its SQL (root) execution id, else its stage."""
+    for key in ("spark.sql.execution.root.id", "spark.sql.execution.id"):
+        value = context.getLocalProperty(key)
+        if value:
+            return f"sql-{value}"
+    return f"stage-{context.stageId()}"
+
+
+def _remove_old_markers() -> None:
+    if not MARKER_ROOT.is_dir():
+        return
+    cutoff = time.time() - MARKER_MAX_AGE_S
+    for entry in MARKER_ROOT.iterdir():
+        try:
+            if entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry, ignore_errors=True)
+        except FileNotFoundError:
+            continue

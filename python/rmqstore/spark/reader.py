@@ -1,0 +1,208 @@
+"""Batch readers of the "rmqstore" source: thin glue over `rmqstore.plan` and `rmqstore.store`.
+
+`StoreReader` declares no `pushFilters`: Spark uses it when filter pushdown is off (the session
+conf `spark.sql.python.filterPushdown.enabled`, or the source option `pushdown=false`) and for
+queries without filters, so such reads always work as full, correct scans. `PushdownStoreReader`
+adds `pushFilters`: filters it can answer exactly (design §3) are consumed (shown as
+PushedFilters in explain()) and planned; the rest go back to Spark. Every decoded row is
+confirmed against all consumed predicates before it is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from rmqstore.format.table import COLUMN_NAMES
+from rmqstore.plan.confirm import confirm
+from rmqstore.plan.execute import ReadSettings, run_task
+from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
+from rmqstore.plan.predicates import (
+    Compare,
+    InSet,
+    KeysContainAny,
+    Predicate,
+    describe,
+    predicate_columns,
+)
+from rmqstore.plan.queues import resolve_windows
+from rmqstore.plan.tasks import RangeTask, ReadTask
+from rmqstore.spark.filters import to_predicate
+from rmqstore.spark.guard import claim, new_plan_token
+from rmqstore.spark.options import (
+    ENDING_OFFSETS,
+    STARTING_OFFSETS,
+    OffsetSpec,
+    OptionError,
+    RmqOptions,
+)
+from rmqstore.spark.schema import BROKER, message_columns, output_arrow_schema
+from rmqstore.store import Store
+
+log = logging.getLogger("rmqstore.spark")
+
+
+class RmqPartition(InputPartition):
+    """One read task plus what read() needs to confirm and label its rows."""
+
+    def __init__(self, index: int, task: ReadTask, predicates: tuple[Predicate, ...]) -> None:
+        super().__init__(index)
+        self.index = index
+        self.task = task
+        self.predicates = predicates
+
+
+class StoreReader(DataSourceReader):
+    """Reads the table without filter pushdown (options still restrict the rows)."""
+
+    def __init__(self, options: RmqOptions, schema: StructType) -> None:
+        _check_batch_offsets(options)
+        self.options = options
+        self.schema = schema
+        self.pushed: list[Predicate] = []
+        self.plan_token: str | None = None
+        self.pushed_text = ""
+
+    def partitions(self) -> list[InputPartition]:
+        stores = [Store.open(path, index_geometry=self.options.index_geometry) for path in self.options.paths]
+        try:
+            per_store = [tuple(self.pushed) + _option_predicates(self.options, store) for store in stores]
+            plan = plan_read(stores, per_store, PlanSettings(
+                max_bytes_per_partition=self.options.max_bytes_per_partition,
+                min_partitions=self.options.min_partitions,
+                key_probe_partition_threshold=self.options.key_probe_partition_threshold))
+        finally:
+            for store in stores:
+                store.close()
+        _log_plan(plan, self.pushed)
+        range_bytes = sum(t.end - t.start for t in plan.tasks if isinstance(t, RangeTask))
+        self._write_stats({"event": "plan", "access": plan.access, "tasks": len(plan.tasks),
+                           "range_bytes": range_bytes,
+                           "notes": plan.notes, "pushed": [describe(p) for p in self.pushed]})
+        return [RmqPartition(i, task, per_store[task.store]) for i, task in enumerate(plan.tasks)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, RmqPartition):
+            return  # an empty plan: Spark turns [] into [InputPartition(None)]
+        if self.plan_token is not None and self.options.stale_reader_check:
+            claim(self.plan_token, partition.index, self.pushed_text)
+        task = partition.task
+        path = self.options.paths[task.store]
+        broker = self.options.broker_names[task.store]
+        store = Store.open(path, index_geometry=self.options.index_geometry)
+        wanted = message_columns(self.schema)
+        decode = _decode_columns(wanted, partition.predicates)
+        target = output_arrow_schema(self.schema)
+        settings = ReadSettings(check_crc=self.options.verify_crc, mode=self.options.mode,
+                                decompress=self.options.decompress)
+        rows = 0
+        brokers = pa.array([], type=pa.string())
+        try:
+            for batch in run_task(task, store, decode, settings):
+                confirmed = confirm(batch, partition.predicates)
+                if confirmed.num_rows:
+                    rows += confirmed.num_rows
+                    if len(brokers) < confirmed.num_rows:
+                        brokers = pa.array([broker] * confirmed.num_rows, type=pa.string())
+                    yield _shape(confirmed, target, brokers.slice(0, confirmed.num_rows))
+        finally:
+            stats = store.stats
+            self._write_stats({"event": "read", "partition": partition.index, "task": type(task).__name__,
+                               "store": task.store, "rows": rows, "records_decoded": stats.records_decoded,
+                               "bytes_read": stats.bytes_read,
+                               "segments_touched": sorted(stats.segments_touched),
+                               "index_files_probed": stats.index_files_probed,
+                               "invalid_records_skipped": stats.invalid_records_skipped})
+            store.close()
+
+    def _write_stats(self, record: dict) -> None:
+        """Append one JSON line to a file under the `statsDir` option (diagnostics, tests)."""
+        if not self.options.stats_dir:
+            return
+        os.makedirs(self.options.stats_dir, exist_ok=True)
+        name = os.path.join(self.options.stats_dir, f"{os.getpid()}-{uuid.uuid4().hex}.jsonl")
+        with open(name, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+class PushdownStoreReader(StoreReader):
+    """`StoreReader` with filter pushdown."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        consumed: list[Predicate] = []
+        for spark_filter in filters:
+            predicate = to_predicate(spark_filter)
+            if predicate is None:
+                yield spark_filter
+            else:
+                consumed.append(predicate)
+        self.pushed = consumed
+        if consumed:
+            self.plan_token = new_plan_token()
+            self.pushed_text = "; ".join(describe(p) for p in consumed)
+
+
+def _check_batch_offsets(options: RmqOptions) -> None:
+    if options.starting_offsets.kind == "latest":
+        raise OptionError(STARTING_OFFSETS, "'latest' is not allowed for batch queries (it reads nothing)")
+    if options.ending_offsets.kind == "earliest":
+        raise OptionError(ENDING_OFFSETS, "'earliest' is not allowed for batch queries (it reads nothing)")
+
+
+def _option_predicates(options: RmqOptions, store: Store) -> tuple[Predicate, ...]:
+    """Row restrictions given as options (part of the DataFrame, not pushed filters)."""
+    preds: list[Predicate] = []
+    if options.topics is not None:
+        preds.append(InSet("topic", options.topics))
+    if options.keys is not None:
+        preds.append(KeysContainAny(options.keys))
+    if options.starting_timestamp is not None:
+        preds.append(Compare("storeTimestamp", ">=", options.starting_timestamp * 1000))
+    if options.ending_timestamp is not None:
+        preds.append(Compare("storeTimestamp", "<", options.ending_timestamp * 1000))
+    if options.starting_offsets.kind == "physical":
+        preds.append(Compare("commitLogOffset", ">=", options.starting_offsets.physical))
+    if options.ending_offsets.kind == "physical":
+        preds.append(Compare("commitLogOffset", "<", options.ending_offsets.physical))
+    starting = _queue_offsets(options.starting_offsets, store)
+    ending = _queue_offsets(options.ending_offsets, store)
+    if starting is not None or ending is not None:
+        preds.append(resolve_windows(store, starting, ending, options.topics))
+    return tuple(preds)
+
+
+def _queue_offsets(spec: OffsetSpec, store: Store) -> dict[str, dict[int, int]] | None:
+    if spec.kind == "queues":
+        return {topic: dict(queues) for topic, queues in spec.queues.items()}
+    if spec.kind == "group":
+        return {topic: dict(queues) for (topic, group), queues in store.consumer_offsets().items()
+                if group == spec.group}
+    return None
+
+
+def _decode_columns(wanted: Sequence[str], predicates: Sequence[Predicate]) -> tuple[str, ...]:
+    """The user's columns plus those the confirmation needs, in table order."""
+    needed = set(wanted) | set(predicate_columns(predicates))
+    return tuple(name for name in COLUMN_NAMES if name in needed)
+
+
+def _shape(batch: pa.RecordBatch, target: pa.Schema, brokers: pa.Array) -> pa.RecordBatch:
+    """Columns in the schema's order, plus the broker column: exactly Spark's expected Arrow schema."""
+    arrays = [brokers if field.name == BROKER else batch.column(field.name) for field in target]
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _log_plan(plan: ReadPlan, pushed: Sequence[Predicate]) -> None:
+    text = "; ".join(describe(p) for p in pushed) or "none"
+    message = f"rmqstore plan: access={plan.access} tasks={len(plan.tasks)} pushed filters: {text}"
+    log.info(message)
+    for note in plan.notes:
+        print(f"rmqstore: {note}", file=sys.stderr)

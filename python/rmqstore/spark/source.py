@@ -1,0 +1,72 @@
+"""The Python Data Source "rmqstore": `spark.read.format("rmqstore").load(storeDir)`.
+
+Registration is automatic after `pip install` (`pyspark_rmqstore.DefaultSource`, found by Spark's
+lookup of top-level `pyspark_*` modules); `spark.dataSource.register(RmqStoreDataSource)` works too.
+
+Keys: `WHERE key = 'v'` compares the whole KEYS property (plain SQL, the same with and without
+pushdown; the index is probed with v's first token and the whole string is confirmed). To find
+messages having v among several keys (RocketMQ's `queryMsgByKey` meaning) use
+`.option("keys", "v1,v2")` (index-backed); `array_contains(keys, 'v')` is correct too but Spark
+pushes only `IsNotNull(keys)` for it, so it scans.
+
+Stale readers (Spark 4.1-4.3): see `rmqstore.spark.guard`; build one DataFrame per query.
+
+Filter pushdown and `spark.sql.python.filterPushdown.enabled`: Spark plans a read in one of two
+Python workers. With the conf on and at least one pushable filter, `data_source_pushdown_filters`
+calls `reader()` and then `pushFilters`. Otherwise `plan_data_source_read` calls `reader()` and,
+when the conf is off, fails with DATA_SOURCE_PUSHDOWN_DISABLED if the reader's class overrides
+`pushFilters` — even for reads without filters. That worker never calls pushFilters, so `reader()`
+returns the reader without it there: with the conf off every read still works as a full scan
+(Spark applies the filters), and nothing is lost when it is on.
+
+Readers are imported when used; `pyspark_rmqstore` guards the import of this module, because an
+import error during Spark's automatic lookup would disable every Python data source.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.types import StructType
+
+from rmqstore.spark.options import parse_options
+from rmqstore.spark.schema import table_schema, validate_schema
+
+_PLAIN_PLANNER_FILE = "plan_data_source_read.py"
+
+
+def _planned_without_pushdown() -> bool:
+    """True when Spark's plain read planner (which never calls pushFilters) is asking for a reader."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(_PLAIN_PLANNER_FILE):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class RmqStoreDataSource(DataSource):
+    """A RocketMQ broker store (or several, one per broker) as a table; see design §2–§3."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rmqstore"
+
+    def schema(self) -> StructType:
+        parse_options(self.options)  # option errors surface at load() already
+        return table_schema()
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from rmqstore.spark.reader import PushdownStoreReader, StoreReader
+
+        options = parse_options(self.options)
+        schema = validate_schema(schema)
+        if not options.pushdown or _planned_without_pushdown():
+            return StoreReader(options, schema)
+        return PushdownStoreReader(options, schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from rmqstore.spark.stream import StoreStreamReader
+
+        return StoreStreamReader(self.options, validate_schema(schema))

@@ -1,0 +1,69 @@
+"""Option parsing and validation (no Spark session needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmqstore.spark.options import OptionError, parse_offsets, parse_options
+
+
+def test_names_are_case_insensitive_and_values_parsed() -> None:
+    opts = parse_options({"path": "/s", "MINPARTITIONS": "3", "maxbytesperpartition": "2m",
+                          "verifycrc": "true", "Mode": "permissive", "startingTimestamp": "1000",
+                          "endingtimestamp": "2024-01-01T00:00:00", "topics": "A, B,A"})
+    assert opts.min_partitions == 3
+    assert opts.max_bytes_per_partition == 2 * 1024 * 1024
+    assert opts.verify_crc is True
+    assert opts.mode == "PERMISSIVE"
+    assert opts.starting_timestamp == 1000
+    assert opts.ending_timestamp == 1704067200000
+    assert opts.topics == ("A", "B")
+    assert opts.broker_names == ("/s",)
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"path": "/s", "minPartitions": "zero"}, "minPartitions"),
+    ({"path": "/s", "minPartitions": "0"}, "minPartitions"),
+    ({"path": "/s", "mode": "LENIENT"}, "mode"),
+    ({"path": "/s", "verifyCrc": "maybe"}, "verifyCrc"),
+    ({"path": "/s", "startingOffset": "earliest"}, "startingOffset"),
+    ({"path": "/s", "startingOffsets": "{\"T\":{\"x\":1}}"}, "startingOffsets"),
+    ({"path": "/s", "endingOffsets": "{bad json"}, "endingOffsets"),
+    ({"path": "/s", "startingOffsets": "group:"}, "startingOffsets"),
+    ({"path": "/s", "indexHashSlots": "64"}, "indexEntries"),
+    ({"path": "/s", "maxBytesPerPartition": "12parsecs"}, "maxBytesPerPartition"),
+    ({"path": "/s", "startingTimestamp": "yesterday"}, "startingTimestamp"),
+    ({"path": "/s", "startingTimestamp": "2000", "endingTimestamp": "1000"}, "endingTimestamp"),
+    ({"paths": "[\"/a\",\"/b\"]", "brokerNames": "only-one"}, "brokerNames"),
+    ({}, "path"),
+])
+def test_invalid_options_name_the_option(options: dict[str, str], named: str) -> None:
+    with pytest.raises(OptionError, match=f"'{named}'"):
+        parse_options(options)
+
+
+def test_unknown_option_suggests_the_close_name() -> None:
+    with pytest.raises(OptionError, match="did you mean 'startingOffsets'"):
+        parse_options({"path": "/s", "startingoffset": "earliest"})
+
+
+def test_offsets_forms() -> None:
+    assert parse_offsets("startingOffsets", "earliest").kind == "earliest"
+    assert parse_offsets("startingOffsets", "LATEST").kind == "latest"
+    assert parse_offsets("startingOffsets", "4096").physical == 4096
+    assert parse_offsets("startingOffsets", "group:cg-orders").group == "cg-orders"
+    queues = parse_offsets("startingOffsets", '{"TopicA":{"0":23,"1":-2}}')
+    assert queues.kind == "queues"
+    assert queues.queues == {"TopicA": {0: 23, 1: -2}}
+
+
+def test_paths_json_gives_several_stores_with_broker_names() -> None:
+    opts = parse_options({"paths": '["/a/store","/b/store/"]', "brokerNames": "broker-a,broker-b"})
+    assert opts.paths == ("/a/store", "/b/store/")
+    assert opts.broker_names == ("broker-a", "broker-b")
+    assert parse_options({"paths": '["/a/store","/b/store/"]'}).broker_names == ("/a/store", "/b/store")
+
+
+def test_keys_option_accepts_comma_list_and_json_list() -> None:
+    assert parse_options({"path": "/s", "keys": "k1,k2"}).keys == ("k1", "k2")
+    assert parse_options({"path": "/s", "keys": '["a,b","c"]'}).keys == ("a,b", "c")
