@@ -1,0 +1,389 @@
+"""Stream offsets of the "rmqstore" source: their JSON form and how far they may advance.
+
+One offset per store (keyed by broker name, in option order), in one of two modes:
+- log mode (no `topics`): the commit-log position of the next record to read,
+  `{"broker-a": {"commitLogOffset": 1048576}}`. A position is always a record start or a segment
+  start, never the middle of a record.
+- queue mode (`topics`, per-queue `startingOffsets` or `group:`): the next queue offset of every
+  (topic, queueId), `{"broker-a": {"queueOffsets": {"TopicA": {"0": 12, "1": 7}}}}`.
+Keys come out in a fixed order (brokers as given, topics sorted, queue ids ascending) because Spark
+compares offsets as JSON strings.
+
+The torn-record rule (design §4). A broker writes a record with one put into a mapped file, but a
+reader of the file can see any prefix of that put. A record at position p counts as complete only
+when (1) all of it validates as recovery would (§2.12: magic, TOTALSIZE equal to the recomputed
+length, BODYCRC, PHYSICALOFFSET == p, and room for a BLANK after it, §2.6), and (2) it is sealed:
+the writer has provably finished it, because
+  a. the segment is sealed: a later segment has started (the broker wrote this segment's BLANK
+     before the first record of the next one), or
+  b. the 8 bytes after it are the start of the next write (a BLANK, or TOTALSIZE > 0 with a record
+     magic): the broker starts the next put only after the previous one finished, or
+  c. its consume-queue unit exists (the dispatcher builds units only from complete records, §4.1), or
+  d. no broker is writing: the store has no `abort` file (§6.2).
+A record that validates but is not sealed (say its properties are still zeros) waits for the next
+trigger. Queue mode reads only records that have a consume-queue unit, so (c) holds for all of them.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rmqstore.format.layout import (
+    BLANK_MAGIC,
+    END_FILE_MIN_BLANK_LENGTH,
+    MAGIC_V1,
+    MAGIC_V2,
+    MIN_RECORD_SIZE,
+    SYSFLAG_TRANSACTION_MASK,
+    TRANSACTION_COMMIT,
+    TRANSACTION_NOT_TYPE,
+)
+from rmqstore.format.record import check_record, decode_record
+from rmqstore.io.base import RandomAccessFile
+from rmqstore.store import Segment, Store
+from rmqstore.store.names import segment_file_name
+
+LOG_KEY = "commitLogOffset"
+QUEUES_KEY = "queueOffsets"
+
+QueueKey = tuple[str, int]
+"""(topic, queueId)."""
+
+_HEADER = struct.Struct(">iI")
+"""TOTALSIZE, MAGICCODE: the first 8 bytes of every record and BLANK (§2.2, §2.6)."""
+
+
+@dataclass(frozen=True)
+class StoreOffset:
+    """Where the stream stands in one store: `position` (log mode) or `queues` (queue mode)."""
+
+    position: int | None = None
+    queues: Mapping[QueueKey, int] | None = None
+
+    @property
+    def is_log(self) -> bool:
+        return self.position is not None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.position is not None:
+            return {LOG_KEY: self.position}
+        by_topic: dict[str, dict[str, int]] = {}
+        for (topic, queue_id), offset in sorted((self.queues or {}).items()):
+            by_topic.setdefault(topic, {})[str(queue_id)] = offset
+        return {QUEUES_KEY: by_topic}
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> StoreOffset:
+        if LOG_KEY in doc:
+            return StoreOffset(position=int(doc[LOG_KEY]))
+        if QUEUES_KEY in doc:
+            return StoreOffset(queues={(topic, int(qid)): int(offset)
+                                       for topic, queues in doc[QUEUES_KEY].items()
+                                       for qid, offset in queues.items()})
+        raise ValueError(f"rmqstore: not a stream offset: {dict(doc)!r} "
+                         f"(expected '{LOG_KEY}' or '{QUEUES_KEY}')")
+
+
+def offsets_to_json(offsets: Mapping[str, StoreOffset]) -> dict[str, Any]:
+    """The JSON object Spark stores in the checkpoint, brokers in the given order."""
+    return {broker: offset.to_json() for broker, offset in offsets.items()}
+
+
+def offsets_from_json(doc: Mapping[str, Any], brokers: Iterable[str]) -> dict[str, StoreOffset]:
+    """Parse a checkpointed offset; every broker of the query must be present."""
+    missing = [b for b in brokers if b not in doc]
+    if missing:
+        raise ValueError(f"rmqstore: the checkpointed offset {dict(doc)!r} has no entry for store(s) "
+                         f"{missing}; the stores of a query cannot change between restarts "
+                         "(use a new checkpoint)")
+    return {broker: StoreOffset.from_json(doc[broker]) for broker in brokers}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Admission limits of one trigger: at most `records` messages and `bytes` record bytes.
+
+    A batch always admits at least one record, so a record bigger than `bytes` cannot stall a query.
+    """
+
+    records: int | None = None
+    bytes: int | None = None
+
+    def admits(self, records: int, nbytes: int, next_size: int) -> bool:
+        if records == 0:
+            return True
+        if self.records is not None and records + 1 > self.records:
+            return False
+        return self.bytes is None or nbytes + next_size <= self.bytes
+
+
+NO_LIMITS = Limits()
+
+
+@dataclass
+class Advance:
+    """Result of a walk: the end position and the records / record bytes between start and end."""
+
+    end: int
+    records: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class LogWalkCache:
+    """What a driver remembers between triggers about one store's commit log.
+
+    `sealed_until`: every record before this position was checked and sealed (it only moves forward).
+    `segment_counts`: records in sealed segments walked from start to BLANK (for the lag figure).
+    """
+
+    sealed_until: int = 0
+    segment_counts: dict[int, int] = field(default_factory=dict)
+
+
+class SealConfirmer:
+    """Rule (c) and (d) of the module docstring: the consume queue or a closed store vouch for a record."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def store_closed(self) -> bool:
+        return not self._store.abort_present
+
+    def unit_confirms(self, data: Any, pos: int, physical_offset: int, size: int) -> bool:
+        """True when the record's consume-queue unit exists and points at exactly this record."""
+        try:
+            record = decode_record(data, pos, decompress=False)
+            if record.sys_flag & SYSFLAG_TRANSACTION_MASK not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT):
+                return False  # prepared / rollback records never get a unit (§4.1)
+            queue = self._store.consume_queue(record.topic, record.queue_id)
+        except (OSError, ValueError):
+            return False
+        if record.queue_offset >= queue.max_offset or record.queue_offset < queue.min_offset:
+            return False
+        unit = queue.units(record.queue_offset, record.queue_offset + 1)
+        return len(unit) == 1 and int(unit["phy"][0]) == physical_offset and int(unit["size"][0]) == size
+
+
+class CommitLogTail:
+    """The commit log of one store as a stream sees it: record boundaries and the sealed end.
+
+    `segments` come from one `Store.open` (a fresh listing per trigger); bytes are read through `open_file`.
+    Sealed segments are only hopped over (TOTALSIZE by TOTALSIZE); records of the active segment
+    beyond `cache.sealed_until` get the full check and the seal test.
+    """
+
+    def __init__(self, segments: list[Segment], open_file: Callable[[str], RandomAccessFile],
+                 confirmer: SealConfirmer, cache: LogWalkCache, *, permissive: bool = False) -> None:
+        self.segments = segments
+        self._open = open_file
+        self._confirmer = confirmer
+        self._cache = cache
+        self._permissive = permissive
+        self._started = [self._segment_started(seg) for seg in segments]
+        self.skipped: list[str] = []
+
+    @property
+    def min_offset(self) -> int:
+        return self.segments[0].base_offset if self.segments else 0
+
+    def _data(self, seg: Segment) -> np.ndarray:
+        return self._open(seg.path).read(0, seg.size)
+
+    def _segment_started(self, seg: Segment) -> bool:
+        head = self._open(seg.path).read(0, 8)
+        return len(head) == 8 and _write_started(head, 0, seg.size)
+
+    def _is_sealed_segment(self, index: int) -> bool:
+        return any(self._started[index + 1:])
+
+    def _segment_index(self, position: int) -> int | None:
+        for index, seg in enumerate(self.segments):
+            if seg.base_offset <= position < seg.base_offset + seg.size:
+                return index
+        return None
+
+    def canonical(self, position: int) -> int:
+        """The position itself, or the next segment's start when `position` holds a BLANK."""
+        index = self._segment_index(position)
+        if index is None:
+            return position
+        seg = self.segments[index]
+        data = self._open(seg.path).read(position - seg.base_offset, 8)
+        if len(data) == 8 and _HEADER.unpack_from(data, 0)[1] == BLANK_MAGIC:
+            return seg.base_offset + seg.size
+        return position
+
+    def is_record_start(self, position: int) -> bool:
+        """True for a segment start, the log end, or the position of a valid record."""
+        index = self._segment_index(position)
+        if index is None or position == self.segments[index].base_offset:
+            return True
+        seg = self.segments[index]
+        check = check_record(self._data(seg), position - seg.base_offset, check_crc=False,
+                             expected_physical_offset=position)
+        return check.kind != "invalid"
+
+    def walk(self, start: int, limits: Limits = NO_LIMITS, stop: int | None = None) -> Advance:
+        """From record boundary `start`, admit sealed records within `limits`, never past `stop`."""
+        advance = Advance(end=start)
+        index = self._segment_index(start)
+        while index is not None:
+            seg = self.segments[index]
+            sealed = self._is_sealed_segment(index)
+            fast = (sealed and limits == NO_LIMITS and advance.end == seg.base_offset
+                    and (stop is None or stop >= seg.base_offset + seg.size))
+            if fast:
+                advance.end = seg.base_offset + seg.size
+                done = False
+            else:
+                done = self._walk_segment(seg, sealed, advance, limits, stop)
+            if done or index + 1 >= len(self.segments) or not self._started[index + 1]:
+                return advance
+            if advance.end != seg.base_offset + seg.size:
+                return advance
+            index += 1
+        return advance
+
+    def _walk_segment(self, seg: Segment, sealed: bool, advance: Advance, limits: Limits,
+                      stop: int | None) -> bool:
+        """Walk one segment from `advance.end`; True when the walk must stop inside it."""
+        data = self._data(seg)
+        base, size = seg.base_offset, seg.size
+        rel = advance.end - base
+        from_start = rel == 0
+        counted = 0
+        while True:
+            if stop is not None and base + rel >= stop:
+                advance.end = base + rel
+                return True
+            if rel + 8 > size:
+                return self._invalid(seg, rel, sealed, advance,
+                                     f"{size - rel} bytes left, no room for a header")
+            total, magic = _HEADER.unpack_from(data, rel)
+            if magic == BLANK_MAGIC and total == size - rel:
+                advance.end = base + size
+                if from_start and sealed:
+                    self._cache.segment_counts[base] = counted
+                return False
+            if magic not in (MAGIC_V1, MAGIC_V2) or total < MIN_RECORD_SIZE \
+                    or rel + total + END_FILE_MIN_BLANK_LENGTH > size:
+                if sealed:
+                    return self._invalid(seg, rel, sealed, advance,
+                                         f"TOTALSIZE {total}, magic {magic:#010x}: not a record or BLANK")
+                advance.end = base + rel
+                return True
+            position = base + rel
+            if not sealed and position >= self._cache.sealed_until:
+                if not self._record_complete(data, rel, position, total):
+                    advance.end = position
+                    return True
+                self._cache.sealed_until = position + total
+            if not limits.admits(advance.records, advance.bytes, total):
+                advance.end = position
+                return True
+            advance.records += 1
+            advance.bytes += total
+            counted += 1
+            rel += total
+            advance.end = base + rel
+
+    def _record_complete(self, data: Any, rel: int, position: int, total: int) -> bool:
+        check = check_record(data, rel, check_crc=True, expected_physical_offset=position)
+        if check.kind != "record" or check.size != total:
+            return False
+        after = rel + total
+        if _write_started(data, after, len(data)):
+            return True
+        return self._confirmer.unit_confirms(data, rel, position, total) or self._confirmer.store_closed()
+
+    def _invalid(self, seg: Segment, rel: int, sealed: bool, advance: Advance, cause: str) -> bool:
+        """Bad bytes inside a sealed segment: an error (FAILFAST) or skip to the next segment (PERMISSIVE)."""
+        where = (f"{seg.path} ({segment_file_name(seg.base_offset)}) "
+                 f"at physical offset {seg.base_offset + rel}")
+        if not sealed:
+            advance.end = seg.base_offset + rel
+            return True
+        if not self._permissive:
+            raise ValueError(f"rmqstore: corrupt commit log: {where}: {cause}. A later segment exists, "
+                             "so this is not a torn tail. Use mode=PERMISSIVE to skip the rest of "
+                             "the segment.")
+        self.skipped.append(f"{where}: {cause}; rest of the segment skipped")
+        advance.end = seg.base_offset + seg.size
+        return False
+
+    def count_records(self, start: int, end: int) -> int:
+        """Records in [start, end) (both record boundaries), using cached counts of whole sealed segments."""
+        records = 0
+        position = start
+        while position < end:
+            index = self._segment_index(position)
+            if index is None:
+                break
+            seg = self.segments[index]
+            seg_end = seg.base_offset + seg.size
+            cached = self._cache.segment_counts.get(seg.base_offset)
+            if cached is not None and position == seg.base_offset and end >= seg_end:
+                records += cached
+            else:
+                advance = Advance(end=position)
+                self._walk_segment(seg, self._is_sealed_segment(index), advance, NO_LIMITS, end)
+                records += advance.records
+                if advance.end < seg_end:
+                    break
+            position = seg_end
+        return records
+
+
+def _write_started(data: Any, pos: int, size: int) -> bool:
+    """True when the 8 bytes at pos are the beginning of a write: a BLANK or a record header (§2.2, §2.6)."""
+    if pos + 8 > min(size, len(data)):
+        return False
+    total, magic = _HEADER.unpack_from(data, pos)
+    if magic == BLANK_MAGIC:
+        return total == size - pos
+    return magic in (MAGIC_V1, MAGIC_V2) and total > 0
+
+
+def admit_queue_units(starts: Mapping[QueueKey, int], ends: Mapping[QueueKey, int],
+                      units_of: Callable[[QueueKey, int, int], np.ndarray],
+                      limits: Limits) -> dict[QueueKey, int]:
+    """New queue offsets after admitting units in commit-log order (oldest message first) within `limits`.
+
+    `units_of(queue, start, end)` returns that queue's units (numpy, CQ_DTYPE fields phy/size).
+    Without limits every queue moves to its end. A queue can contribute at most `limits.records` units,
+    and at most bytes/91 (the smallest record) units, so only that many are read per queue.
+    """
+    if limits == NO_LIMITS:
+        return dict(ends)
+    by_bytes = None if limits.bytes is None else limits.bytes // MIN_RECORD_SIZE + 1
+    cap = min(x for x in (limits.records, by_bytes) if x is not None)
+    phys, sizes, owners = [], [], []
+    queues = [q for q in sorted(ends) if ends[q] > starts.get(q, ends[q])]
+    for number, queue in enumerate(queues):
+        start = starts[queue]
+        units = units_of(queue, start, min(ends[queue], start + cap))
+        phys.append(units["phy"].astype(np.int64))
+        sizes.append(units["size"].astype(np.int64))
+        owners.append(np.full(len(units), number, dtype=np.int64))
+    result = {q: starts.get(q, ends[q]) for q in ends}
+    if not queues:
+        return result
+    phy = np.concatenate(phys)
+    order = np.argsort(phy, kind="stable")
+    size_sorted = np.concatenate(sizes)[order]
+    keep = len(order)
+    if limits.records is not None:
+        keep = min(keep, limits.records)
+    if limits.bytes is not None:
+        within = int(np.searchsorted(np.cumsum(size_sorted), limits.bytes, side="right"))
+        keep = min(keep, max(within, 1))
+    admitted = np.bincount(np.concatenate(owners)[order][:keep], minlength=len(queues))
+    for number, queue in enumerate(queues):
+        result[queue] = starts[queue] + int(admitted[number])
+    return result

@@ -1,0 +1,437 @@
+"""The streaming reader of the "rmqstore" source: tail broker stores while brokers write them (design §4).
+
+Spark runs three instances of this class (facts §5): a long-lived driver-side one (initialOffset,
+latestOffset, partitions, reportLatestOffset, commit), one in a planning worker, and pickled copies
+on the executors that only call `read`. So `read` gets everything it needs from its
+`StreamPartition`, and driver-side caches are plain dicts that are merely an optimisation.
+
+Offsets and the rule that keeps torn records out are in `rmqstore.spark.offsets`. Data loss
+(retention deleted files the query still needs) follows Spark's Kafka source: `failOnDataLoss=true`
+(default) fails the query with an error naming the lost offsets and files; `false` logs a warning
+and continues after the gap.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from rmqstore.spark.offsets import (
+    NO_LIMITS,
+    CommitLogTail,
+    Limits,
+    LogWalkCache,
+    QueueKey,
+    SealConfirmer,
+    StoreOffset,
+    admit_queue_units,
+    offsets_from_json,
+    offsets_to_json,
+)
+from rmqstore.spark.options import (
+    ENDING_OFFSETS,
+    ENDING_TIMESTAMP,
+    STARTING_OFFSETS,
+    OffsetSpec,
+    OptionError,
+    RmqOptions,
+    parse_options,
+)
+from rmqstore.spark.schema import BROKER, message_columns, output_arrow_schema
+from rmqstore.store import Store
+from rmqstore.store.names import segment_file_name
+from rmqstore.store.segments import OpenFiles
+
+log = logging.getLogger(__name__)
+
+DATA_LOSS_ADVICE = (
+    "Retention (or someone) deleted these files before the query read them. If you accept the loss, "
+    "restart the query with the option failOnDataLoss=false (it skips to the earliest data still there "
+    "and logs a warning); to read everything that is still stored, start a new query (new checkpoint) "
+    "with startingOffsets=earliest. To avoid this, keep the query within the broker's fileReservedTime."
+)
+
+
+class DataLossError(RuntimeError):
+    """Data the query still needed is gone from the store (failOnDataLoss=true)."""
+
+
+QueueSlice = tuple[str, int, int, int]
+"""(topic, queueId, first queue offset, end queue offset) of one queue in a micro-batch."""
+
+READ_OFFSETS_CHUNK = 8192
+"""Records fetched per `Store.read_offsets` call in queue mode (bounds the memory of one batch)."""
+
+
+@dataclass(frozen=True)
+class StreamPartition(InputPartition):
+    """One unit of work of a micro-batch: a commit-log range [start, end) (log mode) or queue slices."""
+
+    location: str
+    broker: str
+    columns: tuple[str, ...]
+    """Store columns to decode (the query's columns without `broker`)."""
+    output_schema: pa.Schema
+    """The Arrow schema `read` must yield (facts §1: exactly Spark's `to_arrow_schema`)."""
+    start: int = 0
+    end: int = 0
+    slices: tuple[QueueSlice, ...] = ()
+    verify_crc: bool = False
+    mode: str = "FAILFAST"
+    decompress: bool = True
+    fail_on_data_loss: bool = True
+    index_geometry: tuple[int, int] | None = None
+
+
+def _open_store(location: str, index_geometry: tuple[int, int] | None) -> Store:
+    """A fresh view of a store (files come and go between triggers).
+
+    The store's own valid end is found without BODYCRC checks: ranges handed to `read` are already
+    proven complete by the torn-record rule, so the end only needs to bound them, not re-prove them.
+    """
+    return Store.open(location, index_geometry=index_geometry, check_crc_at_end=False)
+
+
+def _data_loss(fail: bool, what: str) -> None:
+    """Raise DataLossError (failOnDataLoss=true) or log a warning that data is skipped."""
+    if fail:
+        raise DataLossError(f"rmqstore: data loss: {what}. {DATA_LOSS_ADVICE}")
+    log.warning("rmqstore: data loss (failOnDataLoss=false, skipping): %s", what)
+
+
+def _lost_log_range(store: Store, location: str, start: int) -> str:
+    size = store.segment_size or 1
+    first = start - start % size
+    names = [segment_file_name(base) for base in range(first, store.min_offset, size)]
+    shown = ", ".join(names[:4]) + (f" ... ({len(names)} files)" if len(names) > 4 else "")
+    return (f"store {location}: commit-log offsets [{start}, {store.min_offset}) are gone "
+            f"(segment file(s) {shown} no longer exist; the earliest offset now is {store.min_offset})")
+
+
+def _lost_queue_range(location: str, queue: QueueKey, start: int, min_offset: int) -> str:
+    return (f"store {location}: queue {queue[0]}/{queue[1]} offsets [{start}, {min_offset}) are gone "
+            f"(its consume-queue or commit-log files no longer exist; the earliest queue offset now is "
+            f"{min_offset})")
+
+
+class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """`spark.readStream.format("rmqstore").load(storeDir)`: JSON offsets, read limits, availableNow."""
+
+    def __init__(self, options: Mapping[str, str] | RmqOptions, schema: StructType) -> None:
+        self.opts = options if isinstance(options, RmqOptions) else parse_options(options)
+        for batch_only in (ENDING_OFFSETS, ENDING_TIMESTAMP):
+            if batch_only in self.opts.raw:
+                raise OptionError(batch_only, "is for batch reads only; a stream has no end (use "
+                                              "Trigger.AvailableNow to stop at the data present at start)")
+        self.schema = schema
+        self.columns = message_columns(schema)
+        self.output_schema = output_arrow_schema(schema)
+        starting = self.opts.starting_offsets
+        self.queue_mode = bool(self.opts.topics) or starting.kind in ("queues", "group")
+        if starting.kind == "physical" and self.queue_mode:
+            raise OptionError(STARTING_OFFSETS, "a physical commit-log offset cannot start a stream that "
+                                                "reads topics by queue; give per-queue JSON offsets instead")
+        self.stores = dict(zip(self.opts.broker_names, self.opts.paths, strict=True))
+        # Driver-side state (instance 1 of facts §5); never needed by read().
+        self._walk_caches: dict[str, LogWalkCache] = {}
+        self._target: dict[str, StoreOffset] | None = None
+        self._last_end: dict[str, StoreOffset] | None = None
+
+    # ---- offsets -------------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict:
+        return offsets_to_json({broker: self._starting_offset(broker) for broker in self.stores})
+
+    def _starting_offset(self, broker: str) -> StoreOffset:
+        location = self.stores[broker]
+        store = _open_store(location, self.opts.index_geometry)
+        spec = self.opts.starting_offsets
+        ts = self.opts.starting_timestamp
+        if not self.queue_mode:
+            tail = self._tail(broker, store)
+            if ts is not None:
+                found = min(store.seek_time(ts), tail.walk(tail.min_offset).end)
+                return StoreOffset(position=tail.canonical(found))
+            if spec.kind == "earliest":
+                return StoreOffset(position=tail.min_offset)
+            if spec.kind == "latest":
+                return StoreOffset(position=tail.walk(tail.min_offset).end)
+            position = spec.physical
+            if position is None or not tail.is_record_start(position):
+                raise OptionError(STARTING_OFFSETS, f"{position} is not the start of a record in {location}")
+            return StoreOffset(position=tail.canonical(position))
+        queues = self._queue_bounds(store, broker)
+        ts_offset = None if ts is None else store.seek_time(ts)
+        return StoreOffset(queues={queue: self._queue_start(store, queue, bounds, spec, ts_offset)
+                                   for queue, bounds in queues.items()})
+
+    def _queue_start(self, store: Store, queue: QueueKey, bounds: tuple[int, int], spec: OffsetSpec,
+                     ts_offset: int | None) -> int:
+        """Start of one queue; with startingTimestamp, the first unit at or after the log's time position."""
+        low, high = bounds
+        if ts_offset is not None:
+            units = store.consume_queue(*queue).units(low, high)
+            index = int(units["phy"].searchsorted(ts_offset))
+            return int(units["queue_offset"][index]) if index < len(units) else high
+        if spec.kind == "latest":
+            return high
+        if spec.kind == "queues":
+            given = (spec.queues or {}).get(queue[0], {}).get(queue[1], -2)
+            return low if given == -2 else high if given == -1 else given
+        if spec.kind == "group":
+            committed = store.consumer_offsets().get((queue[0], spec.group), {})
+            return committed.get(queue[1], low)
+        return low
+
+    def _topics(self, store: Store) -> tuple[str, ...]:
+        if self.opts.topics:
+            return self.opts.topics
+        spec = self.opts.starting_offsets
+        if spec.kind == "queues":
+            return tuple(sorted(spec.queues or {}))
+        return tuple(sorted({topic for topic, group in store.consumer_offsets() if group == spec.group}))
+
+    def _queue_bounds(self, store: Store, broker: str, *,
+                      within_target: bool = True) -> dict[QueueKey, tuple[int, int]]:
+        """(min, max) queue offset of each queue of the stream's topics; max within an availableNow target."""
+        bounds: dict[QueueKey, tuple[int, int]] = {}
+        target = self._target[broker].queues if self._target is not None and within_target else None
+        for topic in self._topics(store):
+            for queue_id in store.queue_ids(topic):
+                queue = store.consume_queue(topic, queue_id)
+                high = queue.max_offset
+                if target is not None:
+                    high = min(high, target.get((topic, queue_id), queue.min_offset))
+                bounds[(topic, queue_id)] = (queue.min_offset, max(high, queue.min_offset))
+        return bounds
+
+    def _tail(self, broker: str, store: Store) -> CommitLogTail:
+        files = OpenFiles(store.fs)
+        cache = self._walk_caches.setdefault(broker, LogWalkCache())
+        return CommitLogTail(list(store.segments), files.get, SealConfirmer(store), cache,
+                             permissive=self.opts.mode == "PERMISSIVE")
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(self.opts.max_bytes_per_trigger)
+        return ReadAllAvailable()
+
+    def _limits(self, limit: ReadLimit) -> Limits:
+        """Spark's limit for this trigger, combined with the other configured option (one ReadLimit only)."""
+        if isinstance(limit, ReadAllAvailable):
+            return NO_LIMITS
+        records = limit.max_rows if isinstance(limit, ReadMaxRows) else self.opts.max_offsets_per_trigger
+        nbytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else self.opts.max_bytes_per_trigger
+        per_store = max(len(self.stores), 1)
+        return Limits(records=None if records is None else max(records // per_store, 1),
+                      bytes=None if nbytes is None else max(nbytes // per_store, 1))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Fix the end of an availableNow run: the sealed end of every store now (read limits still apply)."""
+        self._target = None
+        self._target = {broker: self._log_end(broker) for broker in self.stores}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        starts = offsets_from_json(start, self.stores)
+        limits = self._limits(limit)
+        ends = {broker: self._advance(broker, starts[broker], limits) for broker in self.stores}
+        self._last_end = ends
+        return offsets_to_json(ends)
+
+    def _advance(self, broker: str, start: StoreOffset, limits: Limits) -> StoreOffset:
+        location = self.stores[broker]
+        store = _open_store(location, self.opts.index_geometry)
+        if start.is_log:
+            tail = self._tail(broker, store)
+            position = start.position
+            if position < tail.min_offset:
+                _data_loss(self.opts.fail_on_data_loss, _lost_log_range(store, location, position))
+                position = tail.min_offset
+            stop = self._target[broker].position if self._target is not None else None
+            end = tail.walk(position, limits, stop).end
+            for skipped in tail.skipped:
+                log.warning("rmqstore: %s", skipped)
+            return StoreOffset(position=max(end, start.position))
+        bounds = self._queue_bounds(store, broker)
+        starts: dict[QueueKey, int] = {}
+        for queue, (low, _high) in bounds.items():
+            begin = (start.queues or {}).get(queue, low)
+            if begin < low:
+                _data_loss(self.opts.fail_on_data_loss, _lost_queue_range(location, queue, begin, low))
+                begin = low
+            starts[queue] = begin
+        ends = {queue: max(high, starts[queue]) for queue, (_low, high) in bounds.items()}
+        advanced = admit_queue_units(starts, ends, lambda queue, first, stop: store.consume_queue(*queue)
+                                     .units(first, stop), limits)
+        merged = dict(start.queues or {})
+        merged.update(advanced)
+        return StoreOffset(queues=merged)
+
+    def _log_end(self, broker: str) -> StoreOffset:
+        """The sealed end of a store now: where a stream with no limits would stop."""
+        location = self.stores[broker]
+        store = _open_store(location, self.opts.index_geometry)
+        if self.queue_mode:
+            bounds = self._queue_bounds(store, broker)
+            return StoreOffset(queues={queue: high for queue, (_low, high) in bounds.items()})
+        tail = self._tail(broker, store)
+        return StoreOffset(position=tail.walk(tail.min_offset).end)
+
+    def reportLatestOffset(self) -> dict:
+        """The end of each log now, plus how far the latest planned batch end is behind it ("lag").
+
+        Spark shows this as the source's `latestOffset` in the query progress (the Python API has no
+        custom source metrics in 4.3): `{"<broker>": {"commitLogOffset": end, "lag": {"messages": m,
+        "bytes": b}}}`, or `queueOffsets` ends in queue mode.
+        """
+        report: dict[str, Any] = {}
+        for broker, location in self.stores.items():
+            store = _open_store(location, self.opts.index_geometry)
+            behind = self._last_end.get(broker) if self._last_end else None
+            end, messages, nbytes = (self._queue_lag(store, broker, behind) if self.queue_mode
+                                     else self._log_lag(store, broker, behind))
+            report[broker] = {**end.to_json(), "lag": {"messages": messages, "bytes": nbytes}}
+        return report
+
+    def _log_lag(self, store: Store, broker: str,
+                 behind: StoreOffset | None) -> tuple[StoreOffset, int, int]:
+        """(sealed end of the log, records and bytes from `behind` to it)."""
+        tail = self._tail(broker, store)
+        end = tail.walk(tail.min_offset).end
+        at = end if behind is None else max(behind.position, tail.min_offset)
+        nbytes = max(end - at, 0)
+        return StoreOffset(position=end), tail.count_records(at, end) if nbytes else 0, nbytes
+
+    def _queue_lag(self, store: Store, broker: str,
+                   behind: StoreOffset | None) -> tuple[StoreOffset, int, int]:
+        """(max offset of every queue, messages and record bytes from `behind` to them)."""
+        bounds = self._queue_bounds(store, broker, within_target=False)
+        messages = nbytes = 0
+        for queue, (low, high) in bounds.items():
+            at = high if behind is None else max((behind.queues or {}).get(queue, low), low)
+            if high > at:
+                messages += high - at
+                nbytes += int(store.consume_queue(*queue).units(at, high)["size"].sum())
+        return StoreOffset(queues={queue: high for queue, (_low, high) in bounds.items()}), messages, nbytes
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: the store is read-only, and Spark commits one batch late anyway (facts §5)."""
+
+    # ---- planning and reading ------------------------------------------------------------------
+
+    def partitions(self, start: dict, end: dict) -> list[StreamPartition]:
+        starts = offsets_from_json(start, self.stores)
+        ends = offsets_from_json(end, self.stores)
+        parts: list[StreamPartition] = []
+        for broker, location in self.stores.items():
+            first, last = starts[broker], ends[broker]
+            if first.is_log and last.position <= first.position:
+                continue
+            store = _open_store(location, self.opts.index_geometry)
+            if first.is_log:
+                parts.extend(self._log_partitions(broker, location, store, first.position, last.position))
+            else:
+                parts.extend(self._queue_partitions(broker, location, store, first, last))
+        return parts
+
+    def _log_partitions(self, broker: str, location: str, store: Store, start: int,
+                        end: int) -> list[StreamPartition]:
+        """One partition per segment touched (records never span segments, §2.1)."""
+        size = store.segment_size or (end - start)
+        parts = []
+        position = start
+        while position < end:
+            boundary = min(end, position - position % size + size)
+            parts.append(self._partition(broker, location, start=position, end=boundary))
+            position = boundary
+        return parts
+
+    def _queue_partitions(self, broker: str, location: str, store: Store, first: StoreOffset,
+                          last: StoreOffset) -> list[StreamPartition]:
+        """The batch's queue slices, grouped into partitions of about `maxBytesPerPartition` record bytes.
+
+        A queue that appeared after `first` starts at its earliest offset (like a new Kafka partition).
+        """
+        known = first.queues or {}
+        groups: list[list[QueueSlice]] = [[]]
+        group_bytes = 0
+        for queue, stop in sorted((last.queues or {}).items()):
+            cq = store.consume_queue(*queue)
+            begin = known.get(queue, cq.min_offset)
+            if stop <= begin:
+                continue
+            nbytes = int(cq.units(begin, stop)["size"].sum())
+            if groups[-1] and group_bytes + nbytes > self.opts.max_bytes_per_partition:
+                groups.append([])
+                group_bytes = 0
+            groups[-1].append((queue[0], queue[1], begin, stop))
+            group_bytes += nbytes
+        return [self._partition(broker, location, slices=tuple(group)) for group in groups if group]
+
+    def _partition(self, broker: str, location: str, *, start: int = 0, end: int = 0,
+                   slices: tuple[QueueSlice, ...] = ()) -> StreamPartition:
+        return StreamPartition(
+            location=location, broker=broker, columns=self.columns, output_schema=self.output_schema,
+            start=start, end=end, slices=slices,
+            verify_crc=self.opts.verify_crc, mode=self.opts.mode, decompress=self.opts.decompress,
+            fail_on_data_loss=self.opts.fail_on_data_loss, index_geometry=self.opts.index_geometry)
+
+    def read(self, partition: StreamPartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(partition)
+
+
+def read_partition(part: StreamPartition) -> Iterator[pa.RecordBatch]:
+    """Record batches of one partition in commit-log order (so every queue in queue-offset order)."""
+    store = _open_store(part.location, part.index_geometry)
+    wanted = list(part.columns) or ["commitLogOffset"]
+    batches = _queue_batches(store, part, wanted) if part.slices else _log_batches(store, part, wanted)
+    for batch in batches:
+        if batch.num_rows:
+            yield _output_batch(batch, part)
+
+
+def _log_batches(store: Store, part: StreamPartition, wanted: list[str]) -> Iterator[pa.RecordBatch]:
+    start = part.start
+    if start < store.min_offset:
+        _data_loss(part.fail_on_data_loss, _lost_log_range(store, part.location, start))
+        start = store.min_offset
+    if start < part.end:
+        yield from store.scan(start, part.end, wanted, check_crc=part.verify_crc, mode=part.mode,
+                              decompress=part.decompress)
+
+
+def _queue_batches(store: Store, part: StreamPartition, wanted: list[str]) -> Iterator[pa.RecordBatch]:
+    offsets = []
+    for topic, queue_id, begin, stop in part.slices:
+        cq = store.consume_queue(topic, queue_id)
+        if begin < cq.min_offset:
+            _data_loss(part.fail_on_data_loss,
+                       _lost_queue_range(part.location, (topic, queue_id), begin, cq.min_offset))
+        offsets.append(cq.units(begin, stop)["phy"])
+    ordered = np.sort(np.concatenate(offsets))
+    for first in range(0, len(ordered), READ_OFFSETS_CHUNK):
+        yield store.read_offsets(ordered[first:first + READ_OFFSETS_CHUNK].tolist(), wanted, mode=part.mode,
+                                 decompress=part.decompress, check_crc=part.verify_crc)
+
+
+def _output_batch(batch: pa.RecordBatch, part: StreamPartition) -> pa.RecordBatch:
+    """The batch with the `broker` column added, columns in the query's order."""
+    arrays = [pa.array([part.broker] * batch.num_rows, pa.string()) if name == BROKER else batch.column(name)
+              for name in part.output_schema.names]
+    return pa.RecordBatch.from_arrays(arrays, schema=part.output_schema)
