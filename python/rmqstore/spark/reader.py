@@ -44,20 +44,25 @@ from rmqstore.spark.options import (
     OptionError,
     RmqOptions,
 )
-from rmqstore.spark.schema import BROKER, message_columns, output_arrow_schema
+from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch
 from rmqstore.store import Store
 
 log = logging.getLogger("rmqstore.spark")
 
 
 class RmqPartition(InputPartition):
-    """One read task plus what read() needs to confirm and label its rows."""
+    """One read task plus what read() needs to confirm and label its rows.
 
-    def __init__(self, index: int, task: ReadTask, predicates: tuple[Predicate, ...]) -> None:
+    The store travels pickled with the valid end the planner found, so every task reads the
+    same snapshot and none walks the active segment again.
+    """
+
+    def __init__(self, index: int, task: ReadTask, predicates: tuple[Predicate, ...], store: Store) -> None:
         super().__init__(index)
         self.index = index
         self.task = task
         self.predicates = predicates
+        self.store = store
 
 
 class StoreReader(DataSourceReader):
@@ -87,7 +92,8 @@ class StoreReader(DataSourceReader):
         self._write_stats({"event": "plan", "access": plan.access, "tasks": len(plan.tasks),
                            "range_bytes": range_bytes,
                            "notes": plan.notes, "pushed": [describe(p) for p in self.pushed]})
-        return [RmqPartition(i, task, per_store[task.store]) for i, task in enumerate(plan.tasks)]
+        return [RmqPartition(i, task, per_store[task.store], stores[task.store])
+                for i, task in enumerate(plan.tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RmqPartition):
@@ -95,24 +101,20 @@ class StoreReader(DataSourceReader):
         if self.plan_token is not None and self.options.stale_reader_check:
             claim(self.plan_token, partition.index, self.pushed_text)
         task = partition.task
-        path = self.options.paths[task.store]
         broker = self.options.broker_names[task.store]
-        store = Store.open(path, index_geometry=self.options.index_geometry)
+        store = partition.store
         wanted = message_columns(self.schema)
         decode = _decode_columns(wanted, partition.predicates)
         target = output_arrow_schema(self.schema)
         settings = ReadSettings(check_crc=self.options.verify_crc, mode=self.options.mode,
                                 decompress=self.options.decompress)
         rows = 0
-        brokers = pa.array([], type=pa.string())
         try:
             for batch in run_task(task, store, decode, settings):
                 confirmed = confirm(batch, partition.predicates)
                 if confirmed.num_rows:
                     rows += confirmed.num_rows
-                    if len(brokers) < confirmed.num_rows:
-                        brokers = pa.array([broker] * confirmed.num_rows, type=pa.string())
-                    yield _shape(confirmed, target, brokers.slice(0, confirmed.num_rows))
+                    yield output_batch(confirmed, target, broker)
         finally:
             stats = store.stats
             self._write_stats({"event": "read", "partition": partition.index, "task": type(task).__name__,
@@ -192,12 +194,6 @@ def _decode_columns(wanted: Sequence[str], predicates: Sequence[Predicate]) -> t
     """The user's columns plus those the confirmation needs, in table order."""
     needed = set(wanted) | set(predicate_columns(predicates))
     return tuple(name for name in COLUMN_NAMES if name in needed)
-
-
-def _shape(batch: pa.RecordBatch, target: pa.Schema, brokers: pa.Array) -> pa.RecordBatch:
-    """Columns in the schema's order, plus the broker column: exactly Spark's expected Arrow schema."""
-    arrays = [brokers if field.name == BROKER else batch.column(field.name) for field in target]
-    return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
 def _log_plan(plan: ReadPlan, pushed: Sequence[Predicate]) -> None:

@@ -60,3 +60,10 @@ def message_columns(schema: StructType) -> tuple[str, ...]:
 def output_arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema Spark expects from read(): `to_arrow_schema(schema, timezone="UTC")`."""
     return to_arrow_schema(schema, timezone="UTC")
+
+
+def output_batch(batch: pa.RecordBatch, target: pa.Schema, broker: str) -> pa.RecordBatch:
+    """`batch` in the query's column order with the `broker` column filled in: `target` exactly."""
+    arrays = [pa.repeat(pa.scalar(broker, pa.string()), batch.num_rows) if field.name == BROKER
+              else batch.column(field.name) for field in target]
+    return pa.RecordBatch.from_arrays(arrays, schema=target)

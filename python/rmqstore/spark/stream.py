@@ -51,7 +51,7 @@ from rmqstore.spark.options import (
     RmqOptions,
     parse_options,
 )
-from rmqstore.spark.schema import BROKER, message_columns, output_arrow_schema
+from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch
 from rmqstore.store import Store
 from rmqstore.store.names import segment_file_name
 from rmqstore.store.segments import OpenFiles
@@ -403,7 +403,7 @@ def read_partition(part: StreamPartition) -> Iterator[pa.RecordBatch]:
     batches = _queue_batches(store, part, wanted) if part.slices else _log_batches(store, part, wanted)
     for batch in batches:
         if batch.num_rows:
-            yield _output_batch(batch, part)
+            yield output_batch(batch, part.output_schema, part.broker)
 
 
 def _log_batches(store: Store, part: StreamPartition, wanted: list[str]) -> Iterator[pa.RecordBatch]:
@@ -428,10 +428,3 @@ def _queue_batches(store: Store, part: StreamPartition, wanted: list[str]) -> It
     for first in range(0, len(ordered), READ_OFFSETS_CHUNK):
         yield store.read_offsets(ordered[first:first + READ_OFFSETS_CHUNK].tolist(), wanted, mode=part.mode,
                                  decompress=part.decompress, check_crc=part.verify_crc)
-
-
-def _output_batch(batch: pa.RecordBatch, part: StreamPartition) -> pa.RecordBatch:
-    """The batch with the `broker` column added, columns in the query's order."""
-    arrays = [pa.array([part.broker] * batch.num_rows, pa.string()) if name == BROKER else batch.column(name)
-              for name in part.output_schema.names]
-    return pa.RecordBatch.from_arrays(arrays, schema=part.output_schema)
