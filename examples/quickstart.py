@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from _common import store_from_argv
 from pyspark.sql import functions as F
 
@@ -29,17 +31,12 @@ def main() -> None:
 
     # A one-minute time window: only that slice of the commit log is read.
     first = spark.read.format("rmqstore").load(store).agg(F.min("storeTimestamp")).first()[0]
+    begin = first + timedelta(minutes=30)
     window = (spark.read.format("rmqstore").load(store)
-              .where(F.col("storeTimestamp").between(first + _minutes(30), first + _minutes(31)))
+              .where(F.col("storeTimestamp").between(begin, begin + timedelta(minutes=1)))
               .groupBy("topic").count().orderBy("topic"))
     window.show()
     spark.stop()
-
-
-def _minutes(n: int):
-    from datetime import timedelta
-
-    return timedelta(minutes=n)
 
 
 if __name__ == "__main__":
