@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -122,18 +125,13 @@ def build_segment(specs: list[dict[str, Any]], base: int, blank: int = 0) -> tup
 
 
 def raw_properties_of(buf: np.ndarray, pos: int) -> bytes:
-    """PROPERTIES bytes of the record at pos, located with the reference decoder's lengths."""
+    """PROPERTIES bytes of the record at pos, located with the reference decoder's lengths and the
+    stored TOPICLENGTH (a topic with invalid UTF-8 re-encodes to another length)."""
     raw = decode_record(buf, pos, decompress=False)
-    start = (
-        pos
-        + body_length_offset(raw.sys_flag)
-        + 4
-        + len(raw.body)
-        + topic_length_width(raw.magic)
-        + len(raw.topic.encode())
-        + 2
-    )
-    return bytes(buf[start : pos + raw.store_size])
+    topic_len_at = pos + body_length_offset(raw.sys_flag) + 4 + len(raw.body)
+    width = topic_length_width(raw.magic)
+    topic_len = int.from_bytes(bytes(buf[topic_len_at : topic_len_at + width]), "big", signed=True)
+    return bytes(buf[topic_len_at + width + topic_len + 2 : pos + raw.store_size])
 
 
 def expected_row(buf: np.ndarray, pos: int, decompress: bool = True) -> dict[str, Any]:
@@ -443,3 +441,140 @@ def test_walk_checks_delay_of_schedule_topic_records(
 def test_negative_start_is_rejected() -> None:
     with pytest.raises(ValueError, match="start"):
         walk_records(np.zeros(200, np.uint8), 0, -1, 200)
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel edge cases
+
+
+def _segment_of(
+    golden_fields: dict[str, Any], variants: list[dict[str, Any]], base: int = 0
+) -> tuple[np.ndarray, list[int]]:
+    specs = [{**golden_fields, **variant} for variant in variants]
+    for spec in specs:
+        spec.pop("physical_offset")
+    return build_segment(specs, base)
+
+
+@pytest.mark.parametrize("window", [91, 100, 177, 178, 179, 400])
+def test_walk_windows_split_records(
+    window: int, golden_fields: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records longer than a walk window, and windows ending inside or right at a record."""
+    monkeypatch.setattr(columnar, "WALK_WINDOW", window)
+    bodies = [b"x" * n for n in (0, 5, 300, 1, 1000, 17)]
+    buf, starts = _segment_of(golden_fields, [{"body": body} for body in bodies], base=1 << 20)
+    for start in (0, starts[2]):
+        walk = walk_records(buf, 1 << 20, start, len(buf))
+        assert walk.starts.tolist() == [p for p in starts if p >= start]
+        assert (walk.stop_pos, walk.stop_kind) == (len(buf), "end")
+    for end in (starts[3], starts[3] + 1):
+        assert walk_records(buf, 1 << 20, 0, end).starts.tolist() == [p for p in starts if p < end]
+
+
+def test_v2_magic_ipv6_and_long_topics_every_column(golden_fields: dict[str, Any]) -> None:
+    variants = [
+        {"topic": "%RETRY%" + "g" * 200, "born_host": "[::1]:7"},
+        {"magic": MAGIC_V2, "store_host": "[2001:db8::1]:10911"},
+        {"topic": "T" * 127, "born_host": "[::ffff:10.0.0.1]:1", "store_host": "[::]:0"},
+        {},
+        {"magic": MAGIC_V2, "topic": ""},
+    ]
+    buf, starts = _segment_of(golden_fields, variants, base=20_000_000_000)
+    assert [int(buf[p + 7]) for p in starts] == [0xAB, 0xAB, 0xA7, 0xA7, 0xAB]
+    walk = walk_records(buf, 20_000_000_000, 0, len(buf))
+    assert walk.starts.tolist() == starts
+    batch = decode_records(buf, walk.starts, 20_000_000_000, None)
+    assert batch_rows(batch) == [expected_row(buf, p) for p in starts]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"A\x011\x02B\x012\x02A\x013\x02", [("A", "3"), ("B", "2")]),
+        (b"KEYS\x01a\x02TAGS\x01t\x02KEYS\x01b  c \x02", [("KEYS", "b  c "), ("TAGS", "t")]),
+        (b"TAGS\x01no-terminator", [("TAGS", "no-terminator")]),
+        (b"", []),
+        (b"\x02\x02\x01\x02=\x01\x02\x01v\x02n\x01\x01\x01", [("n", "\x01\x01")]),
+        (b"\x00KEYS\x01k\x00\x02", [("\x00KEYS", "k\x00")]),
+        (b"n\xff\x011\x02n\xfe\x012\x02KEYS\x01\xe4\xb8 a", [("n\ufffd", "2"), ("KEYS", "\ufffd a")]),
+    ],
+)
+def test_property_edge_cases(
+    raw: bytes, expected: list[tuple[str, str]], golden_fields: dict[str, Any]
+) -> None:
+    """Duplicates (last value, first place), no final 0x02, empty field, stray separators, NUL bytes,
+    invalid UTF-8 (names equal only after U+FFFD replacement merge, as in the reference)."""
+    buf, starts = _segment_of(golden_fields, [{}, {"properties": raw}, {}])
+    columns = ["properties", "key", "keys", "tags", "uniqKey", "topic"]
+    batch = decode_records(buf, np.array(starts), 0, columns)
+    assert batch.column("properties").to_pylist()[1] == expected
+    assert batch_rows(batch) == [{c: expected_row(buf, p)[c] for c in columns} for p in starts]
+
+
+def test_invalid_utf8_rows_keep_their_place(golden_fields: dict[str, Any]) -> None:
+    """Rows decoded by the Python fallback go back to their own row; valid rows stay untouched."""
+    variants = [
+        {"topic": "ok-0"},
+        {"properties": b"TAGS\x01bad\xc3\x02KEYS\x01k1 k2\x02"},
+        {"topic": "ok-2", "properties": {"TAGS": "fine"}},
+        {"properties": b"\xed\xa0\x80\x01v\x02UNIQ_KEY\x01u\xf4\x90\x80\x80\x02"},
+        {"topic": "ok-4", "properties": {"KEYS": "订单-1 用户"}},
+    ]
+    buf, starts = _segment_of(golden_fields, variants)
+    record = bytearray(buf.tobytes())
+    record[starts[2] + 88 + 5 + 1] = 0xC0  # first topic byte of row 2: "ok-2" -> "\ufffdk-2"
+    buf = np.frombuffer(bytes(record), dtype=np.uint8)
+    rows = [*starts, starts[1], starts[0]]
+    batch = decode_records(buf, np.array(rows), 0, None)
+    assert batch_rows(batch) == [expected_row(buf, p) for p in rows]
+    assert batch.column("topic").to_pylist()[2] == "\ufffdk-2"
+    assert batch.column("tags").to_pylist()[:3] == ["TagA", "bad\ufffd", "fine"]
+
+
+def test_record_at_the_very_end_of_the_buffer(golden_fields: dict[str, Any]) -> None:
+    """No byte after the last record: word-at-a-time reads must stay inside the buffer."""
+    for props in (b"", b"A\x01b", b"KEYS\x01k", b"LONGER_NAME_X\x01value\x02"):
+        buf, starts = _segment_of(golden_fields, [{"properties": props, "body": b""}])
+        batch = decode_records(buf, np.array(starts), 0, None)
+        assert batch_rows(batch) == [expected_row(buf, starts[0])]
+
+
+def test_many_distinct_hosts(golden_fields: dict[str, Any]) -> None:
+    """Host interning with many distinct IPv4 and IPv6 hosts, repeats and back-to-back equal hosts."""
+    hosts = [f"10.{i % 7}.{i % 13}.{i % 3}:{i % 5}" for i in range(150)]
+    hosts += [f"[2001:db8::{i % 11:x}]:{i % 4}" for i in range(150)]
+    hosts += ["[::]:0", "0.0.0.0:0", "[::]:0", "0.0.0.0:0", "0.0.0.0:0"]
+    variants = [{"born_host": h, "store_host": hosts[-1 - i], "body": b""} for i, h in enumerate(hosts)]
+    buf, starts = _segment_of(golden_fields, variants)
+    columns = ["bornHost", "storeHost", "msgId"]
+    batch = decode_records(buf, np.array(starts), 0, columns)
+    assert batch_rows(batch) == [{c: expected_row(buf, p)[c] for c in columns} for p in starts]
+
+
+@pytest.mark.parametrize(
+    "delay", ["3", "+3", "-2147483648", "2147483647", "2147483648", "-2147483649", "0003", "-", "", "3 ", "٣"]
+)
+def test_walk_delay_values_like_integer_parse_int(delay: str, golden_fields: dict[str, Any]) -> None:
+    scheduled = {**golden_fields, "topic": "SCHEDULE_TOPIC_XXXX", "properties": {"WAIT": "x", "DELAY": delay}}
+    buf = np.frombuffer(encode_record(**scheduled) + encode_blank(8), dtype=np.uint8)
+    walk = walk_records(buf, 0, 0, len(buf))
+    reference = check_record(buf, 0, check_crc=False, expected_physical_offset=0)
+    assert walk.stop_kind == ("blank" if reference.kind == "record" else "invalid")
+
+
+def test_decode_rejects_a_position_without_a_record(golden_record: bytes) -> None:
+    buf = np.frombuffer(golden_record * 2, dtype=np.uint8)
+    with pytest.raises(ValueError, match="physical offset 4096"):
+        decode_records(buf, np.array([0, 1]), 4095, ["topic"])
+    with pytest.raises(ValueError, match="physical offset 400"):
+        decode_records(buf, np.array([300]), 100, ["queueId"])
+
+
+def test_kernel_cache_falls_back_when_home_is_not_writable(tmp_path: Any) -> None:
+    """Without NUMBA_CACHE_DIR and with an unusable home, compiled kernels are cached in the temp dir."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    env.update(HOME="/proc/self/no-home", TMPDIR=str(tmp_path))
+    script = "import os, rmqstore.format.kernels; print(os.environ['NUMBA_CACHE_DIR'])"
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(tmp_path / "rmqstore-numba")

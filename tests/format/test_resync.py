@@ -9,7 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqstore.format import resync
 from rmqstore.format.layout import MAGIC_V2
 from rmqstore.format.record import encode_blank, encode_record
 from rmqstore.format.resync import next_record_start
@@ -58,17 +57,8 @@ def expected_next(starts: list[int], blank_at: int | None, pos: int, end: int) -
 @given(
     bodies=st.lists(st.binary(max_size=80), min_size=1, max_size=4),
     blank=st.booleans(),
-    small_windows=st.booleans(),
 )
-def test_every_byte_position(
-    bodies: list[bytes], blank: bool, small_windows: bool, golden_fields: dict[str, Any], monkeypatch: Any
-) -> None:
-    if small_windows:
-        monkeypatch.setattr(resync, "FIRST_WINDOW", 16)
-        monkeypatch.setattr(resync, "LAST_WINDOW", 64)
-    else:
-        monkeypatch.setattr(resync, "FIRST_WINDOW", 64 << 10)
-        monkeypatch.setattr(resync, "LAST_WINDOW", 8 << 20)
+def test_every_byte_position(bodies: list[bytes], blank: bool, golden_fields: dict[str, Any]) -> None:
     buf, starts, blank_at = segment(golden_like(golden_fields, bodies), 40, blank)
     for pos in range(len(buf) + 2):
         got = next_record_start(buf, pos, BASE, len(buf))

@@ -2,305 +2,56 @@
 one Arrow record batch (spec §2.2-§2.12, §3.1).
 
 `walk_records` follows the TOTALSIZE chain like recovery (§2.12); `decode_records` turns known record
-starts into the table's columns (`table.py`). Both work on whole numpy arrays: a field of every
-record is read with one gather through an unaligned big-endian view of the buffer, variable-length
-fields become BinaryView arrays pointing into the buffer that Arrow copies out in C++, and the
-properties are split with numpy on the separator positions. `record.py` is the scalar reference.
+starts into the table's columns (`table.py`). The per-record work runs in compiled kernels
+(`kernels.py`) that make one pass over the records and write Arrow buffers directly (int32 offsets +
+contiguous data, wrapped without copying); Python handles only the rare cases: error reasons
+(`record.check_record`), BODYCRC (zlib), compressed bodies (`compression.decompress_body`), host
+formatting once per distinct host, and rows with invalid UTF-8 (decoded by `record.decode_record`
+with U+FFFD replacement). `record.py` is the scalar reference these functions are tested against.
 """
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from rmqstore.format import kernels
 from rmqstore.format.compression import decompress_body
 from rmqstore.format.hosts import decode_host
-from rmqstore.format.layout import (
-    MAGIC_V1,
-    MAGIC_V2,
-    MIN_RECORD_SIZE,
-    OFF_BODYCRC,
-    OFF_BORNHOST,
-    OFF_BORNTIMESTAMP,
-    OFF_FLAG,
-    OFF_MAGIC,
-    OFF_PHYSICALOFFSET,
-    OFF_QUEUEID,
-    OFF_QUEUEOFFSET,
-    OFF_SYSFLAG,
-    OFF_TOTALSIZE,
-    PROPERTY_NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
-    SYSFLAG_BORNHOST_V6,
-    SYSFLAG_COMPRESSED,
-    SYSFLAG_STOREHOST_V6,
-    body_length_offset,
-    born_host_len,
-    store_host_len,
-    store_timestamp_offset,
-)
-from rmqstore.format.record import (
-    KEY_SEPARATOR,
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
-    SCHEDULE_TOPIC,
-    RecordCheck,
-    check_record,
-)
-from rmqstore.format.table import COLUMNS, arrow_schema
+from rmqstore.format.layout import IPV4_HOST_LEN, MIN_RECORD_SIZE
+from rmqstore.format.record import check_record, decode_record
+from rmqstore.format.table import COLUMNS, STRING_LIST, STRING_MAP, arrow_schema
 
 StopKind = Literal["end", "blank", "invalid"]
 
 WALK_WINDOW = 8 << 20
-"""Bytes searched for record candidates at a time; a walk never scans further than one window past
-the record where it stops."""
+"""Bytes of record starts walked per kernel call (bounds the start buffer; a record may end past it)."""
 MAX_BUFFER_SIZE = (1 << 31) - 1
-"""Arrow views use int32 offsets; a commit-log segment size is a Java int, so it always fits."""
-
-_SCHEDULE_TOPIC = np.frombuffer(SCHEDULE_TOPIC.encode("ascii"), np.uint8)
-_MAGIC_BYTES = MAGIC_V1.to_bytes(4, "big")
-"""v1 and v2 magic codes share their first three bytes (DA A3 20)."""
-_INLINE_VIEW = 12
-"""A BinaryView keeps values up to 12 bytes inline, longer ones as prefix + buffer + offset."""
-_INLINE_POSITIONS = np.arange(_INLINE_VIEW)
-_HEX_PAIRS = np.frombuffer("".join(f"{i:02X}" for i in range(256)).encode("ascii"), dtype=np.uint16)
-"""Byte value -> its two uppercase hex digits, in memory order."""
+"""Arrow strings use int32 offsets; a commit-log segment size is a Java int, so it always fits."""
 
 
 def as_byte_array(buf: Any) -> np.ndarray:
-    """A 1-D uint8 numpy view of a bytes-like object or array (no copy)."""
+    """A read-only 1-D uint8 numpy view of a bytes-like object or array (no copy).
+
+    Read-only always, so the kernels are compiled for one buffer type only.
+    """
     arr = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
     if arr.dtype != np.uint8 or arr.ndim != 1 or not arr.flags.c_contiguous:
         raise ValueError("the buffer must be a contiguous 1-D uint8 array")
     if len(arr) > MAX_BUFFER_SIZE:
         raise ValueError(f"buffer of {len(arr)} bytes exceeds the largest segment size {MAX_BUFFER_SIZE}")
+    return _read_only(arr)
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    if arr.flags.writeable:
+        arr = arr.view()
+        arr.flags.writeable = False
     return arr
-
-
-class FieldReader:
-    """Big-endian integers at arbitrary byte positions of a buffer, one numpy gather per field.
-
-    Each format is read through a stride-1 view of the buffer (element i = the bytes at i...), so
-    a gather is a plain fancy index. Positions are clipped into the buffer: callers that read
-    untrusted positions must reject the rows where `fits` is False.
-    """
-
-    def __init__(self, buf: np.ndarray) -> None:
-        self.buf = buf
-        self._views: dict[str, np.ndarray] = {}
-
-    def _view(self, fmt: str) -> np.ndarray:
-        view = self._views.get(fmt)
-        if view is None:
-            dtype = np.dtype(fmt)
-            count = max(len(self.buf) - dtype.itemsize + 1, 0)
-            view = np.ndarray(shape=(count,), dtype=dtype, buffer=self.buf, strides=(1,))
-            self._views[fmt] = view
-        return view
-
-    def read(self, pos: np.ndarray, fmt: str) -> np.ndarray:
-        """The value of format fmt (e.g. '>i4') at each position, as a native int64 array."""
-        view = self._view(fmt)
-        if not len(view):
-            return np.zeros(len(pos), dtype=np.int64)
-        return view[np.clip(pos, 0, len(view) - 1)].astype(np.int64)
-
-    def fits(self, pos: np.ndarray, width: int | np.ndarray) -> np.ndarray:
-        """True where [pos, pos + width) lies inside the buffer."""
-        return (pos >= 0) & (pos + width <= len(self.buf))
-
-
-def _header_dtype(sys_flag: int) -> np.dtype:
-    """The fixed fields (TOTALSIZE .. BODYLENGTH, §2.2) of a record with this sysFlag's host widths."""
-    body_len_at = body_length_offset(sys_flag)
-    store_ts_at = store_timestamp_offset(sys_flag)
-    fields = {
-        "size": (">i4", OFF_TOTALSIZE),
-        "magic": (">u4", OFF_MAGIC),
-        "bodyCrc": (">i4", OFF_BODYCRC),
-        "queueId": (">i4", OFF_QUEUEID),
-        "flag": (">i4", OFF_FLAG),
-        "queueOffset": (">i8", OFF_QUEUEOFFSET),
-        "physicalOffset": (">i8", OFF_PHYSICALOFFSET),
-        "sysFlag": (">i4", OFF_SYSFLAG),
-        "bornTimestamp": (">i8", OFF_BORNTIMESTAMP),
-        "bornHost": (f"V{born_host_len(sys_flag)}", OFF_BORNHOST),
-        "storeTimestamp": (">i8", store_ts_at),
-        "storeHost": (f"V{store_host_len(sys_flag)}", store_ts_at + 8),
-        "reconsumeTimes": (">i4", body_len_at - 12),
-        "preparedTransactionOffset": (">i8", body_len_at - 8),
-        "bodyLength": (">i4", body_len_at),
-    }
-    return np.dtype(
-        {
-            "names": list(fields),
-            "formats": [fmt for fmt, _ in fields.values()],
-            "offsets": [at for _, at in fields.values()],
-            "itemsize": _HEADER_BLOCK,
-        }
-    )
-
-
-_HEADER_BLOCK = body_length_offset(SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6) + 4
-"""Bytes from a record start through BODYLENGTH with both hosts IPv6 (112)."""
-_LAYOUT_SYS_FLAGS = (0, SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6, SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6)
-"""Host-width layouts, numbered born_v6 + 2 * store_v6."""
-_HEADER_DTYPES = tuple(_header_dtype(flag) for flag in _LAYOUT_SYS_FLAGS)
-
-
-def _gather_blocks(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
-    """(n x width) copy of the bytes at each position; bytes past the buffer end read as zero."""
-    last = len(buf) - width
-    view = np.ndarray(shape=(max(last + 1, 0),), dtype=f"V{width}", buffer=buf, strides=(1,))
-    inside = (pos >= 0) & (pos <= last)
-    if inside.all():
-        return view[pos].view(np.uint8).reshape(len(pos), width)
-    out = np.zeros((len(pos), width), dtype=np.uint8)
-    out[inside] = view[pos[inside]].view(np.uint8).reshape(-1, width)
-    for row in np.flatnonzero(~inside):
-        at = int(pos[row])
-        if 0 <= at < len(buf):
-            tail = buf[at : at + width]
-            out[row, : len(tail)] = tail
-    return out
-
-
-class RecordFields:
-    """The fields of the records starting at `starts` (§2.2), for all of them at once.
-
-    The fixed header of every record is copied with one gather and read through a structured dtype
-    per host-width layout; positions (`*_at`) are offsets from the record start, int64 per record.
-    """
-
-    def __init__(self, reader: FieldReader, starts: np.ndarray) -> None:
-        self.reader = reader
-        self.starts = starts
-        self.block = _gather_blocks(reader.buf, starts, _HEADER_BLOCK)
-        self.sys_flag = self._common("sysFlag")
-        self.born_v6 = (self.sys_flag & SYSFLAG_BORNHOST_V6) != 0
-        self.store_v6 = (self.sys_flag & SYSFLAG_STOREHOST_V6) != 0
-        self.layout = self.born_v6 + 2 * self.store_v6
-        present = np.flatnonzero(np.bincount(self.layout, minlength=len(_LAYOUT_SYS_FLAGS)))
-        self.layout_rows: list[tuple[int, slice | np.ndarray]] = (
-            [(int(present[0]) if len(present) else 0, slice(None))]
-            if len(present) <= 1
-            else [(int(code), np.flatnonzero(self.layout == code)) for code in present]
-        )
-
-    def _common(self, name: str) -> np.ndarray:
-        """A field before BORNHOST: the same offset in every layout."""
-        return self.block.view(_HEADER_DTYPES[0])[:, 0][name].astype(np.int64)
-
-    def header(self, name: str) -> np.ndarray:
-        """An integer header field of every record as int64."""
-        if len(self.layout_rows) == 1:
-            return self.block.view(_HEADER_DTYPES[self.layout_rows[0][0]])[:, 0][name].astype(np.int64)
-        out = np.empty(len(self.starts), dtype=np.int64)
-        for code, rows in self.layout_rows:
-            out[rows] = self.block[rows].view(_HEADER_DTYPES[code])[:, 0][name]
-        return out
-
-    def host_groups(self, name: str) -> list[tuple[slice | np.ndarray, np.ndarray]]:
-        """(rows, n x width raw bytes) of the bornHost / storeHost field, one group per layout."""
-        groups = []
-        for code, rows in self.layout_rows:
-            raw = np.ascontiguousarray(self.block[rows].view(_HEADER_DTYPES[code])[:, 0][name])
-            groups.append((rows, raw.view(np.uint8).reshape(len(raw), -1)))
-        return groups
-
-    def offset_of(self, name: str) -> np.ndarray:
-        """Offset of a header field from the record start, per record."""
-        table = np.array([dtype.fields[name][1] for dtype in _HEADER_DTYPES], dtype=np.int64)
-        return table[self.layout]
-
-    def read(self, offset: np.ndarray, fmt: str) -> np.ndarray:
-        return self.reader.read(self.starts + offset, fmt)
-
-    @cached_property
-    def size(self) -> np.ndarray:
-        return self._common("size")
-
-    @cached_property
-    def magic(self) -> np.ndarray:
-        return self._common("magic")
-
-    @cached_property
-    def physical_offset(self) -> np.ndarray:
-        return self._common("physicalOffset")
-
-    @cached_property
-    def body_len(self) -> np.ndarray:
-        return self.header("bodyLength")
-
-    @cached_property
-    def body_at(self) -> np.ndarray:
-        return self.offset_of("bodyLength") + 4
-
-    @cached_property
-    def topic_len_at(self) -> np.ndarray:
-        """A negative BODYLENGTH is skipped like an empty body, as the broker does (§2.12)."""
-        return self.body_at + np.maximum(self.body_len, 0)
-
-    @cached_property
-    def topic_len_width(self) -> np.ndarray:
-        return np.where(self.magic == MAGIC_V2, 2, 1)
-
-    @cached_property
-    def topic_len(self) -> np.ndarray:
-        v1 = self.read(self.topic_len_at, ">i1")
-        v2_rows = np.flatnonzero(self.magic == MAGIC_V2)
-        v1[v2_rows] = self.reader.read(self.starts[v2_rows] + self.topic_len_at[v2_rows], ">i2")
-        return v1
-
-    @cached_property
-    def topic_at(self) -> np.ndarray:
-        return self.topic_len_at + self.topic_len_width
-
-    @cached_property
-    def props_len_at(self) -> np.ndarray:
-        return self.topic_at + np.maximum(self.topic_len, 0)
-
-    @cached_property
-    def props_len(self) -> np.ndarray:
-        return self.read(self.props_len_at, ">i2")
-
-    @cached_property
-    def props_at(self) -> np.ndarray:
-        return self.props_len_at + 2
-
-    def structurally_valid(self, base_offset: int) -> np.ndarray:
-        """Rows that pass `checkMessageAndReturnSize` without the CRC and property checks (§2.12):
-        v1/v2 magic, TOTALSIZE at least the minimum record and inside the buffer, BODYLENGTH,
-        TOPICLENGTH and PROPERTIESLENGTH inside TOTALSIZE, the recomputed length equal to TOTALSIZE,
-        and PHYSICALOFFSET equal to base_offset + position."""
-        size, fits = self.size, self.reader.fits
-        ok = (self.magic == MAGIC_V1) | (self.magic == MAGIC_V2)
-        ok &= (size >= MIN_RECORD_SIZE) & fits(self.starts, size)
-        ok &= self.physical_offset == base_offset + self.starts
-        ok &= (self.body_len <= size) & (self.topic_len >= 0) & (self.topic_len <= size)
-        ok &= self.props_len <= size
-        ok &= fits(self.starts + self.body_at, np.maximum(self.body_len, 0) + self.topic_len_width)
-        ok &= fits(self.starts + self.props_len_at, 2 + np.maximum(self.props_len, 0))
-        computed = self.props_at + self.props_len + (self.body_len - np.maximum(self.body_len, 0))
-        computed += self.topic_len - np.maximum(self.topic_len, 0)
-        return ok & (computed == size)
-
-    def is_schedule_topic(self) -> np.ndarray:
-        """Rows whose topic is SCHEDULE_TOPIC_XXXX (their DELAY property is checked, §2.12 step 6)."""
-        rows = np.flatnonzero(self.topic_len == len(_SCHEDULE_TOPIC))
-        topics = _gather_blocks(
-            self.reader.buf, self.starts[rows] + self.topic_at[rows], len(_SCHEDULE_TOPIC)
-        )
-        out = np.zeros(len(self.starts), dtype=bool)
-        out[rows[(topics == _SCHEDULE_TOPIC).all(axis=1)]] = True
-        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,122 +81,53 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
     buffer). The walk stops at `end`, at a BLANK, or at the first invalid record: anything
     `check_record(..., expected_physical_offset=base_offset + position)` rejects, plus a TOTALSIZE
     below the 91-byte minimum; with `check_crc` a BODYCRC mismatch too.
-
-    Vectorized: per window, candidate starts are the positions with a v1/v2 magic whose
-    PHYSICALOFFSET field equals base_offset + position; the chain is followed through them run by
-    run (a run is a stretch where each candidate plus its TOTALSIZE is the next candidate), so a
-    body that happens to contain a candidate is skipped, never trusted.
     """
     if start < 0:
         raise ValueError(f"walk start {start} is negative")
     buf = as_byte_array(buf)
-    reader = FieldReader(buf)
     end = min(end, len(buf))
+    out = np.empty(WALK_WINDOW // MIN_RECORD_SIZE + 1, dtype=np.int64)
     found: list[np.ndarray] = []
     pos = start
     while pos < end:
-        window_end = min(end, pos + WALK_WINDOW)
-        chain, next_pos = _follow_chain(reader, record_candidates(reader, base_offset, pos, window_end), pos)
-        bad, reason = _first_invalid(reader, base_offset, chain, check_crc)
+        count, pos, kind = kernels.walk(buf, base_offset, pos, min(end, pos + WALK_WINDOW), out)
+        chain = out[:count].copy()
+        bad = _first_crc_mismatch(buf, chain) if check_crc else None
         if bad is not None:
-            found.append(chain[:bad])
-            return RecordWalk(_concat(found), int(chain[bad]), "invalid", reason)
+            chain, pos, kind = chain[:bad], int(chain[bad]), kernels.INVALID
         found.append(chain)
-        if next_pos < window_end:
-            kind, reason = _classify(buf, base_offset, next_pos)
-            return RecordWalk(_concat(found), next_pos, kind, reason)
-        pos = next_pos
-    return RecordWalk(_concat(found), pos, "end", f"reached the end position {end}")
+        if kind != kernels.END:
+            return _stopped(buf, base_offset, _concat(found), int(pos), kind, check_crc)
+    return RecordWalk(_concat(found), int(pos), "end", f"reached the end position {end}")
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def record_candidates(reader: FieldReader, base_offset: int, lo: int, hi: int) -> np.ndarray:
-    """Positions p in [lo, hi) with a v1/v2 magic at p+4 and PHYSICALOFFSET == base_offset + p."""
-    buf = reader.buf
-    hi = min(hi, len(buf) - (OFF_PHYSICALOFFSET + 8) + 1)
-    if hi <= lo:
-        return np.zeros(0, dtype=np.int64)
-    pos = np.flatnonzero(buf[lo + OFF_MAGIC : hi + OFF_MAGIC] == _MAGIC_BYTES[0]) + lo
-    for i in (1, 2):  # byte checks first: cheap, and they drop nearly every false candidate
-        pos = pos[buf[pos + OFF_MAGIC + i] == _MAGIC_BYTES[i]]
-    magic = reader.read(pos + OFF_MAGIC, ">u4")
-    pos = pos[(magic == MAGIC_V1) | (magic == MAGIC_V2)]
-    return pos[reader.read(pos + OFF_PHYSICALOFFSET, ">i8") == base_offset + pos]
-
-
-def _follow_chain(reader: FieldReader, cands: np.ndarray, pos: int) -> tuple[np.ndarray, int]:
-    """The chain of candidates starting at pos: (record starts, position after the last one).
-
-    Stops at the first chain position that is not a candidate or at a TOTALSIZE too small to
-    advance; the caller validates the returned records before trusting the next position.
-    """
-    if not len(cands):
-        return cands, pos
-    sizes = reader.read(cands + OFF_TOTALSIZE, ">i4")
-    nexts = cands + sizes
-    linked = np.zeros(len(cands), dtype=bool)
-    linked[:-1] = (nexts[:-1] == cands[1:]) & (sizes[:-1] >= MIN_RECORD_SIZE)
-    breaks = np.flatnonzero(~linked)
-    runs: list[np.ndarray] = []
-    i = int(np.searchsorted(cands, pos))
-    while i < len(cands) and cands[i] == pos:
-        last = int(breaks[np.searchsorted(breaks, i)])
-        runs.append(cands[i : last + 1])
-        if sizes[last] < MIN_RECORD_SIZE:
-            break
-        pos = int(nexts[last])
-        i = int(np.searchsorted(cands, pos))
-    return _concat(runs), pos
-
-
-def _first_invalid(
-    reader: FieldReader, base_offset: int, chain: np.ndarray, check_crc: bool
-) -> tuple[int | None, str]:
-    """Index of the first record of the chain that fails the §2.12 checks, with the reason."""
-    if not len(chain):
-        return None, ""
-    fields = RecordFields(reader, chain)
-    ok = fields.structurally_valid(base_offset)
-    scheduled = np.flatnonzero(ok & fields.is_schedule_topic() & (fields.props_len > 0))
-    for row in scheduled:
-        ok[row] = _check(reader.buf, base_offset, int(chain[row]), False).kind == "record"
-    if check_crc:
-        _check_body_crcs(reader, fields, ok)
-    bad = np.flatnonzero(~ok)
-    if not len(bad):
-        return None, ""
-    first = int(bad[0])
-    pos = int(chain[first])
-    verdict = _check(reader.buf, base_offset, pos, check_crc)
-    if verdict.kind == "invalid" and verdict.reason:
-        return first, verdict.reason
-    return first, f"TOTALSIZE {int(fields.size[first])} at position {pos} is below {MIN_RECORD_SIZE} bytes"
-
-
-def _check_body_crcs(reader: FieldReader, fields: RecordFields, ok: np.ndarray) -> None:
-    """Clear `ok` where BODYCRC differs from the body's masked CRC-32 (§2.7); empty bodies pass."""
-    view = memoryview(reader.buf)
-    stored = fields.read(OFF_BODYCRC, ">i4")
-    body_at, body_len = fields.starts + fields.body_at, fields.body_len
-    for row in np.flatnonzero(ok & (body_len > 0)):
+def _first_crc_mismatch(buf: np.ndarray, starts: np.ndarray) -> int | None:
+    """Index of the first record whose BODYCRC differs from its body's masked CRC-32 (§2.7)."""
+    body_at, body_len, stored = kernels.body_spans(buf, starts)
+    view = memoryview(buf)
+    for row in np.flatnonzero(body_len > 0):
         at = int(body_at[row])
         if zlib.crc32(view[at : at + int(body_len[row])]) & 0x7FFFFFFF != stored[row]:
-            ok[row] = False
+            return int(row)
+    return None
 
 
-def _check(buf: np.ndarray, base_offset: int, pos: int, check_crc: bool) -> RecordCheck:
-    return check_record(buf, pos, check_crc=check_crc, expected_physical_offset=base_offset + pos)
-
-
-def _classify(buf: np.ndarray, base_offset: int, pos: int) -> tuple[StopKind, str]:
-    """Why the chain cannot continue at pos: a BLANK, or the reference checker's reason."""
-    verdict = _check(buf, base_offset, pos, False)
-    if verdict.kind == "blank":
-        return "blank", f"BLANK record of {verdict.size} bytes at position {pos}"
-    return "invalid", verdict.reason or f"no valid record at position {pos}"
+def _stopped(
+    buf: np.ndarray, base_offset: int, starts: np.ndarray, pos: int, kind: int, check_crc: bool
+) -> RecordWalk:
+    """The walk result for a stop at a BLANK or an invalid record, with the reference checker's reason."""
+    verdict = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=base_offset + pos)
+    if kind == kernels.BLANK:
+        return RecordWalk(starts, pos, "blank", f"BLANK record of {verdict.size} bytes at position {pos}")
+    reason = verdict.reason if verdict.kind == "invalid" and verdict.reason else None
+    if reason is None:
+        size = int.from_bytes(buf[pos : pos + 4].tobytes(), "big", signed=True)
+        reason = f"record at position {pos} fails the structural checks (TOTALSIZE {size})"
+    return RecordWalk(starts, pos, "invalid", reason)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,417 +145,334 @@ def decode_records(
     """The requested table columns (all when None) of the valid records at `starts` (§2, table.py).
 
     `starts` are buffer positions of records already checked (`walk_records`, `check_record`), in
-    any order, repeats allowed. `commitLogOffset` and `msgId` use the PHYSICALOFFSET field (the
-    walk checked it equals base_offset + position). Strings with invalid UTF-8 get U+FFFD like
-    Java's decoder. `properties` keeps every property including a trailing 5.2+ `__CRC32#`; for a
-    repeated name the last one wins and its entry sits where the last one was stored.
+    any order, repeats allowed; a position holding no structurally valid record raises ValueError.
+    `commitLogOffset` and `msgId` use the PHYSICALOFFSET field (the walk checked it equals
+    base_offset + position). Strings with invalid UTF-8 get U+FFFD like Java's decoder.
+    `properties` keeps every property including a trailing 5.2+ `__CRC32#`; for a repeated name the
+    last value wins, at the place where the name was first stored.
     """
     schema = arrow_schema(columns)
-    starts = np.asarray(starts, dtype=np.int64)
+    starts = _read_only(np.ascontiguousarray(starts, dtype=np.int64))
     if not len(starts):
         return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
-    batch = _Batch(as_byte_array(buf), starts, base_offset, decompress)
-    return pa.RecordBatch.from_arrays([batch.column(name) for name in schema.names], schema=schema)
+    built = _decode(as_byte_array(buf), starts, base_offset, frozenset(schema.names), decompress)
+    return pa.RecordBatch.from_arrays([built[name] for name in schema.names], schema=schema)
 
 
-_HEADER_COLUMNS = frozenset(COLUMNS) & frozenset(_HEADER_DTYPES[0].names) - {"bornHost", "storeHost"}
-"""Integer and timestamp columns that are header fields of the same name."""
+_FIXED_I32 = ("queueId", "storeSize", "bodyCrc", "flag", "sysFlag", "reconsumeTimes")
+_FIXED_I64 = (
+    "queueOffset",
+    "commitLogOffset",
+    "bornTimestamp",
+    "storeTimestamp",
+    "preparedTransactionOffset",
+)
+"""Columns read from the fixed header, in the row order of the kernel's fixed_i32 / fixed_i64."""
+_WANTED = ("key", "tags", "uniqKey")
+"""String columns of the KEYS, TAGS and UNIQ_KEY properties, in the kernel's wanted_* order (then
+the `keys` list)."""
+_PROPERTY_COLUMNS = frozenset({"properties", "keys", *_WANTED})
+_MSG_ID_LEN = {False: 32, True: 56}
+"""Hex digits of an offsetMsgId with an IPv4 / IPv6 store host (§3.1)."""
 
 
-class _Batch:
-    """Column builders over one set of records; shared intermediates are computed once."""
+def _empty(dtype: type, *shape: int) -> np.ndarray:
+    """An uninitialized array in Arrow's memory pool, which reuses freed memory: successive batches
+    then write to pages already mapped instead of faulting in fresh ones."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    return np.frombuffer(pa.allocate_buffer(count * dtype.itemsize), dtype=dtype, count=count).reshape(shape)
 
-    def __init__(self, buf: np.ndarray, starts: np.ndarray, base_offset: int, decompress: bool) -> None:
-        self.buf = buf
-        self.starts = starts
-        self.base_offset = base_offset
-        self.decompress = decompress
-        self.fields = RecordFields(FieldReader(buf), starts)
 
-    def column(self, name: str) -> pa.Array:
-        if name in _HEADER_COLUMNS:
-            return self._header_column(name)
-        return getattr(self, f"_col_{name}")()
+def _offsets(wanted: bool, count: int) -> np.ndarray:
+    """int32 offsets for `count` values (first one 0), or an empty array when not wanted."""
+    out = _empty(np.int32, count + 1 if wanted else 0)
+    if wanted:
+        out[0] = 0
+    return out
 
-    def _header_column(self, name: str) -> pa.Array:
-        """An integer or timestamp column read straight from the fixed header."""
-        values = self.fields.header(name)
-        arrow_type = COLUMNS[name]
-        if arrow_type == COLUMNS["storeTimestamp"]:
-            micros = values * 1000
-            return pa.Array.from_buffers(arrow_type, len(micros), [None, pa.py_buffer(micros)])
-        return pa.array(values.astype(arrow_type.to_pandas_dtype()), type=arrow_type)
 
-    def _col_commitLogOffset(self) -> pa.Array:
-        return pa.array(self.fields.physical_offset, type=pa.int64())
+class _Plan:
+    """Output buffers of one `kernels.decode` call, sized from `kernels.measure`."""
 
-    def _col_storeSize(self) -> pa.Array:
-        return pa.array(self.fields.size.astype(np.int32), type=pa.int32())
+    def __init__(self, buf: np.ndarray, starts: np.ndarray, base_offset: int, names: frozenset[str]) -> None:
+        bad_row, body_total, topic_total, props_total, store_v6, compressed = kernels.measure(buf, starts)
+        if bad_row >= 0:
+            pos = int(starts[bad_row])
+            verdict = check_record(buf, pos, check_crc=False)
+            raise ValueError(
+                f"no record at physical offset {base_offset + pos} (position {pos}): "
+                f"{verdict.reason or verdict.kind}"
+            )
+        rows = len(starts)
+        msg_id_total = (rows - store_v6) * _MSG_ID_LEN[False] + store_v6 * _MSG_ID_LEN[True]
+        if max(body_total, props_total, msg_id_total) > MAX_BUFFER_SIZE:
+            raise ValueError(
+                f"{rows} records are too many for one batch: a column would exceed {MAX_BUFFER_SIZE} bytes"
+            )
+        self.rows = rows
+        self.compressed = compressed
+        want = np.zeros(kernels.WANT_FLAGS, dtype=np.uint8)
+        want[kernels.WANT_FIXED] = bool(names & {*_FIXED_I32, *_FIXED_I64})
+        for flag, name in (
+            (kernels.WANT_BODY, "body"),
+            (kernels.WANT_TOPIC, "topic"),
+            (kernels.WANT_MSG_ID, "msgId"),
+            (kernels.WANT_BORN_HOST, "bornHost"),
+            (kernels.WANT_STORE_HOST, "storeHost"),
+            (kernels.WANT_PROPERTIES, "properties"),
+            (kernels.WANT_KEY, "key"),
+            (kernels.WANT_TAGS, "tags"),
+            (kernels.WANT_UNIQ_KEY, "uniqKey"),
+            (kernels.WANT_KEYS, "keys"),
+        ):
+            want[flag] = name in names
+        self.want = want
+        fixed_rows = rows if want[kernels.WANT_FIXED] else 0
+        self.fixed_i32 = _empty(np.int32, len(_FIXED_I32), fixed_rows)
+        self.fixed_i64 = _empty(np.int64, len(_FIXED_I64), fixed_rows)
+        self.body_offsets = _offsets(bool(want[kernels.WANT_BODY]), rows)
+        self.body_total = body_total if want[kernels.WANT_BODY] else 0
+        self.replaced = np.zeros(0, dtype=np.int64)
+        self.replacement_offsets = np.zeros(1, dtype=np.int64)
+        self.replacement_data = np.zeros(0, dtype=np.uint8)
+        self.topic_offsets = _offsets(bool(want[kernels.WANT_TOPIC]), rows)
+        self.topic_data = _empty(np.uint8, topic_total if want[kernels.WANT_TOPIC] else 0)
+        self.msg_id_offsets = _offsets(bool(want[kernels.WANT_MSG_ID]), rows)
+        self.msg_id_data = _empty(np.uint16, msg_id_total // 2 if want[kernels.WANT_MSG_ID] else 0)
+        host_columns = int(want[kernels.WANT_BORN_HOST]) + int(want[kernels.WANT_STORE_HOST])
+        self.host_codes = _empty(np.int32, 2, rows if host_columns else 0)
+        distinct = host_columns * rows
+        self.host_table = np.zeros(
+            1 << max(2 * distinct - 1, 1).bit_length() if host_columns else 0, np.int32
+        )
+        self.hosts = _empty(np.uint64, distinct, 3)
+        self.host_widths = _empty(np.int64, distinct)
+        props = bool(names & _PROPERTY_COLUMNS)
+        # every property needs 3 bytes (name, 0x01, value) and a separator, except a row's last one
+        max_entries = (props_total + rows) // 3 if props else 0
+        want_map = bool(want[kernels.WANT_PROPERTIES])
+        self.map_offsets = _offsets(want_map, rows)
+        self.name_offsets = _offsets(want_map, max_entries)
+        self.name_data = _empty(np.uint8, props_total if want_map else 0)
+        self.value_offsets = _offsets(want_map, max_entries)
+        self.value_data = _empty(np.uint8, props_total if want_map else 0)
+        self.wanted_offsets = _empty(np.int32, len(_WANTED) + 1, rows + 1 if props else 0)
+        self.wanted_offsets[:, :1] = 0
+        self.wanted_data = tuple(_empty(np.uint8, props_total if name in names else 0) for name in _WANTED)
+        self.wanted_valid = _empty(np.uint8, len(_WANTED) + 1, rows if props else 0)
+        want_keys = bool(want[kernels.WANT_KEYS])
+        # a KEYS token takes at least one byte and a separator, except the last one
+        self.token_offsets = _offsets(want_keys, (props_total + rows) // 2 if want_keys else 0)
+        self.token_data = _empty(np.uint8, props_total if want_keys else 0)
+        self.bad_text = np.zeros(rows, dtype=np.uint8)
+        self.body_data = np.zeros(0, dtype=np.uint8)
 
-    def _col_bornHost(self) -> pa.Array:
-        return _host_strings(self.fields.host_groups("bornHost"), len(self.starts))
+    def replace_bodies(self, bodies: list[bytes], rows: np.ndarray, stored_lengths: np.ndarray) -> None:
+        """Decompressed bodies for these rows (§2.9) replace the stored ones."""
+        lengths = np.array([len(body) for body in bodies], dtype=np.int64)
+        self.replaced = np.full(self.rows, -1, dtype=np.int64)
+        self.replaced[rows] = np.arange(len(rows))
+        self.replacement_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.replacement_offsets[1:])
+        self.replacement_data = np.frombuffer(b"".join(bodies), dtype=np.uint8)
+        self.body_total += int(lengths.sum()) - int(stored_lengths.sum())
+        if self.body_total > MAX_BUFFER_SIZE:
+            raise ValueError(f"decompressed bodies of {self.rows} records exceed {MAX_BUFFER_SIZE} bytes")
 
-    def _col_storeHost(self) -> pa.Array:
-        return _host_strings(self.fields.host_groups("storeHost"), len(self.starts))
-
-    def _col_msgId(self) -> pa.Array:
-        return _msg_ids(self.fields.host_groups("storeHost"), self.fields.physical_offset)
-
-    def _col_topic(self) -> pa.Array:
-        f = self.fields
-        return _utf8(_binary_column(self.buf, self.starts + f.topic_at, f.topic_len))
-
-    def _col_body(self) -> pa.Array:
-        f = self.fields
-        body_at, body_len = self.starts + f.body_at, np.maximum(f.body_len, 0)
-        views = _views(self.buf, body_at, body_len, 0)
-        sources = [self.buf]
-        compressed = np.flatnonzero(f.sys_flag & SYSFLAG_COMPRESSED) if self.decompress else []
-        if len(compressed):
-            bodies = self._decompressed(body_at, body_len, compressed)
-            lengths = np.array([len(body) for body in bodies], dtype=np.int64)
-            plain = np.frombuffer(b"".join(bodies), dtype=np.uint8)
-            views[compressed] = _views(plain, np.cumsum(lengths) - lengths, lengths, 1)
-            sources.append(plain)
-        return _from_views(views, sources).cast(pa.binary())
-
-    def _decompressed(self, body_at: np.ndarray, body_len: np.ndarray, rows: np.ndarray) -> list[bytes]:
-        """Per-row decompression of the (rare) compressed bodies (§2.9)."""
-        view = memoryview(self.buf)
-        bodies = []
-        for row in rows:
-            at = int(body_at[row])
-            try:
-                bodies.append(
-                    decompress_body(view[at : at + int(body_len[row])], int(self.fields.sys_flag[row]))
-                )
-            except ValueError as exc:
-                offset = self.base_offset + int(self.starts[row])
-                raise ValueError(f"record at physical offset {offset}: {exc}") from None
-        return bodies
-
-    @cached_property
-    def _properties(self) -> _Properties:
-        f = self.fields
-        return _Properties(
-            _utf8(_binary_column(self.buf, self.starts + f.props_at, np.maximum(f.props_len, 0)))
+    def run(self, buf: np.ndarray, starts: np.ndarray) -> tuple[int, ...]:
+        self.body_data = _empty(np.uint8, self.body_total)
+        return kernels.decode(
+            buf,
+            starts,
+            self.want,
+            self.fixed_i32,
+            self.fixed_i64,
+            self.body_offsets,
+            self.body_data,
+            self.replaced,
+            self.replacement_offsets,
+            self.replacement_data,
+            self.topic_offsets,
+            self.topic_data,
+            self.msg_id_offsets,
+            self.msg_id_data,
+            self.host_codes,
+            self.host_table,
+            self.hosts,
+            self.host_widths,
+            self.map_offsets,
+            self.name_offsets,
+            self.name_data,
+            self.value_offsets,
+            self.value_data,
+            self.wanted_offsets,
+            self.wanted_data,
+            self.wanted_valid,
+            self.token_offsets,
+            self.token_data,
+            self.bad_text,
         )
 
-    def _col_properties(self) -> pa.Array:
-        return self._properties.as_map()
 
-    def _col_key(self) -> pa.Array:
-        return self._properties.value_of(PROPERTY_KEYS)
-
-    def _col_uniqKey(self) -> pa.Array:
-        return self._properties.value_of(PROPERTY_UNIQ_KEY)
-
-    def _col_tags(self) -> pa.Array:
-        return self._properties.value_of(PROPERTY_TAGS)
-
-    def _col_keys(self) -> pa.Array:
-        return _split_keys(self._properties.value_of(PROPERTY_KEYS))
-
-
-# ---------------------------------------------------------------------------------------------
-# variable-length values
-
-
-def _views(source: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, buffer_index: int) -> np.ndarray:
-    """Arrow BinaryView structs (n x 4 int32) for source[offsets[i] : offsets[i] + lengths[i]].
-
-    Values up to 12 bytes are copied inline (zero padded), longer ones keep a 4-byte prefix and
-    point at (buffer_index, offset).
-    """
-    views = np.empty((len(offsets), 4), dtype=np.int32)
-    views[:, 0] = lengths
-    head = _gather_blocks(source, offsets, _INLINE_VIEW)
-    inline = lengths <= _INLINE_VIEW
-    kept = np.where(inline, lengths, 4)
-    np.multiply(head, kept[:, None] > _INLINE_POSITIONS, out=head)
-    views[:, 1:] = head.view(np.int32)
-    long_rows = np.flatnonzero(~inline)
-    views[long_rows, 2] = buffer_index
-    views[long_rows, 3] = offsets[long_rows]
-    return views
-
-
-def _from_views(views: np.ndarray, sources: list[np.ndarray]) -> pa.Array:
-    buffers = [None, pa.py_buffer(views), *(pa.py_buffer(s) for s in sources)]
-    return pa.Array.from_buffers(pa.binary_view(), len(views), buffers)
-
-
-def _binary_column(source: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """Binary array of the byte ranges [offsets, offsets + lengths) of source."""
-    return _from_views(_views(source, offsets, lengths, 0), [source]).cast(pa.binary())
-
-
-def _utf8(values: pa.Array) -> pa.Array:
-    """Binary -> string; a row with invalid UTF-8 is decoded with U+FFFD replacement like Java.
-
-    The valid case costs one validation pass; invalid rows are located by bisection.
-    """
-    as_text = values.view(pa.string())
-    try:
-        as_text.validate(full=True)
-        return as_text
-    except pa.ArrowInvalid:
-        pass
-    if len(values) <= 64:
-        items = values.to_pylist()
-        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in items], pa.string())
-    middle = len(values) // 2
-    return pa.concat_arrays([_utf8(values.slice(0, middle)), _utf8(values.slice(middle))])
-
-
-def _offsets_and_data(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(n+1 int64 offsets into data, the data buffer as uint8) of a string/binary array."""
-    offsets_buf, data_buf = values.buffers()[1:3]
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[values.offset : values.offset + len(values) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    return offsets.astype(np.int64), data
-
-
-def _take_ranges(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
-    """String array of data[starts[i]:ends[i]] for ascending, non-overlapping ranges.
-
-    Built as one zero-copy array whose elements alternate range / gap, then a take of the ranges.
-    """
-    count = len(starts)
-    bounds = np.empty(2 * count + 1, dtype=np.int32)
-    bounds[0:-1:2] = starts
-    bounds[1::2] = ends
-    bounds[-1] = ends[-1] if count else 0
-    both = pa.Array.from_buffers(pa.string(), 2 * count, [None, pa.py_buffer(bounds), pa.py_buffer(data)])
-    return both.take(pa.array(np.arange(0, 2 * count, 2)))
-
-
-def _terminate_rows(values: pa.Array, terminator: int) -> pa.Array:
-    """Append the terminator to every non-empty row that does not end with it (a no-op for parsing)."""
-    offsets, data = _offsets_and_data(values)
-    lengths = np.diff(offsets)
-    last = data[np.maximum(offsets[1:] - 1, 0)] if len(data) else np.zeros(len(lengths), np.uint8)
-    open_rows = (lengths > 0) & (last != terminator)
-    if not open_rows.any():
-        return values
-    closed = pc.binary_join_element_wise(values, "", chr(terminator))
-    return pc.if_else(pa.array(open_rows), closed, values)
-
-
-def _segments(values: pa.Array, terminator: int, other: int | None) -> _Segments:
-    """Split every row of a string array at `terminator` bytes (rows are terminated first)."""
-    values = _terminate_rows(values, terminator)
-    offsets, data = _offsets_and_data(values)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    return _Segments(values, offsets, data, lo, hi, terminator, other)
-
-
-class _Segments:
-    """Segments between terminator bytes of a string array whose non-empty rows end with one.
-
-    Segment j covers [start[j], end[j]) where end[j] is the j-th terminator; row r owns segments
-    [row_first[r], row_first[r+1]). With `other` set, `first_other[j]` is the position of the
-    first `other` byte inside segment j, or -1.
-    """
-
-    def __init__(
-        self,
-        values: pa.Array,
-        offsets: np.ndarray,
-        data: np.ndarray,
-        lo: int,
-        hi: int,
-        terminator: int,
-        other: int | None,
-    ) -> None:
-        self.values, self.offsets, self.data = values, offsets, data
-        window = data[lo:hi]
-        if other is None:
-            marks = np.flatnonzero(window == terminator) + lo
-            is_end = np.arange(len(marks))
-        else:
-            marks = np.flatnonzero(window <= max(terminator, other)) + lo
-            kinds = data[marks]
-            marks = marks[(kinds == terminator) | (kinds == other)]
-            is_end = np.flatnonzero(data[marks] == terminator)
-        self.end = marks[is_end]
-        self.start = np.empty_like(self.end)
-        if len(self.end):
-            self.start[0] = lo
-            self.start[1:] = self.end[:-1] + 1
-        self.row_first = np.searchsorted(self.end, offsets)
-        if other is not None:
-            first_mark = np.zeros_like(is_end)
-            first_mark[1:] = is_end[:-1] + 1
-            has_other = first_mark < is_end
-            self.first_other = np.where(has_other, marks[np.minimum(first_mark, max(len(marks) - 1, 0))], -1)
-
-
-class _Properties:
-    """PROPERTIES of every row parsed like `string2messageProperties` (§2.8): split at 0x02, the
-    first 0x01 splits name and value, empty names or values are skipped, the last duplicate wins.
-
-    Entries are byte ranges of the properties text; entry e belongs to row `entry_rows[e]`.
-    """
-
-    def __init__(self, text: pa.Array) -> None:
-        self.rows = len(text)
-        seg = _segments(text, PROPERTY_SEPARATOR, PROPERTY_NAME_VALUE_SEPARATOR)
-        split = seg.first_other
-        used = (split > seg.start) & (split < seg.end - 1)
-        self.entry_offsets = _kept_offsets(used, seg.row_first)
-        self.data = seg.data
-        self.name_at, self.split_at, self.value_end = seg.start[used], split[used], seg.end[used]
-
-    @cached_property
-    def entry_rows(self) -> np.ndarray:
-        return np.repeat(np.arange(self.rows), np.diff(self.entry_offsets))
-
-    @cached_property
-    def name_len(self) -> np.ndarray:
-        return self.split_at - self.name_at
-
-    @cached_property
-    def name_head(self) -> np.ndarray:
-        """The first 8 bytes of each name as a little-endian uint64, bytes past the name zeroed."""
-        word = _gather_blocks(self.data, self.name_at, _NAME_WORD).view("<u8")[:, 0]
-        return word & _WORD_MASKS[np.minimum(self.name_len, _NAME_WORD)]
-
-    def _values(self, entries: np.ndarray) -> pa.Array:
-        return _take_ranges(self.data, self.split_at[entries] + 1, self.value_end[entries])
-
-    def value_of(self, name: str) -> pa.Array:
-        """The value of property `name` (at most 8 bytes of UTF-8) per row, null where absent."""
-        wanted = name.encode("utf-8")
-        if len(wanted) > _NAME_WORD:
-            raise ValueError(f"property lookup by name supports names up to {_NAME_WORD} bytes, got {name!r}")
-        matches = np.flatnonzero(
-            (self.name_len == len(wanted)) & (self.name_head == _little_endian_word(wanted))
+def _decode(
+    buf: np.ndarray, starts: np.ndarray, base_offset: int, names: frozenset[str], decompress: bool
+) -> dict[str, pa.Array]:
+    plan = _Plan(buf, starts, base_offset, names)
+    if decompress and plan.compressed and "body" in names:
+        rows, body_at, body_len, sys_flags = kernels.compressed_bodies(buf, starts)
+        bodies = _decompressed(buf, starts, base_offset, rows, body_at, body_len, sys_flags)
+        plan.replace_bodies(bodies, rows, body_len)
+    entries, tokens, name_used, value_used, keys_used, tags_used, uniq_used, token_used, _ = plan.run(
+        buf, starts
+    )
+    rows = plan.rows
+    out: dict[str, pa.Array] = {}
+    for index, name in enumerate(_FIXED_I32):
+        if name in names:
+            out[name] = _fixed(pa.int32(), plan.fixed_i32[index])
+    for index, name in enumerate(_FIXED_I64):
+        if name in names:
+            out[name] = _fixed(COLUMNS[name], plan.fixed_i64[index])
+    if "body" in names:
+        out["body"] = _strings(pa.binary(), plan.body_offsets, plan.body_data)
+    if "topic" in names:
+        out["topic"] = _strings(pa.string(), plan.topic_offsets, plan.topic_data)
+    if "msgId" in names:
+        out["msgId"] = _strings(pa.string(), plan.msg_id_offsets, plan.msg_id_data.view(np.uint8))
+    for index, name in enumerate(("bornHost", "storeHost")):
+        if name in names:
+            out[name] = _host_strings(plan.host_codes[index], plan.hosts, plan.host_widths)
+    if "properties" in names:
+        keys = _strings(pa.string(), _fit(plan.name_offsets, entries + 1), _fit(plan.name_data, name_used))
+        values = _strings(
+            pa.string(), _fit(plan.value_offsets, entries + 1), _fit(plan.value_data, value_used)
         )
-        rows = self.entry_rows[matches]
-        last = np.ones(len(matches), dtype=bool)
-        last[:-1] = rows[1:] != rows[:-1]
-        matches, rows = matches[last], rows[last]
-        index = np.full(self.rows, -1, dtype=np.int64)
-        index[rows] = np.arange(len(rows))
-        return self._values(matches).take(pa.array(index, mask=index < 0))
-
-    def _name_fingerprints(self) -> np.ndarray:
-        """Equal names give equal values: length, first 8 and last 8 bytes mixed into a uint64."""
-        tail = np.zeros(len(self.name_at), dtype=np.uint64)
-        long_names = np.flatnonzero(self.name_len > _NAME_WORD)
-        tail[long_names] = _gather_blocks(self.data, self.split_at[long_names] - _NAME_WORD, _NAME_WORD).view(
-            "<u8"
-        )[:, 0]
-        return self.name_head * _MIX[0] + tail * _MIX[1] + self.name_len.astype(np.uint64)
-
-    def as_map(self) -> pa.Array:
-        names = _take_ranges(self.data, self.name_at, self.split_at)
-        screen = np.asarray(pa.array(self._name_fingerprints()).dictionary_encode().indices, dtype=np.int64)
-        keep = _last_of_each_name(names, screen, self.entry_offsets, self.entry_rows)
-        entries, offsets = np.arange(len(self.name_at)), self.entry_offsets
-        if keep is not None:
-            entries, offsets = np.flatnonzero(keep), _kept_offsets(keep, self.entry_offsets)
-            names = names.filter(pa.array(keep))
-        offsets = pa.array(offsets.astype(np.int32), type=pa.int32())
-        return pa.MapArray.from_arrays(offsets, names, self._values(entries), type=COLUMNS["properties"])
-
-
-_NAME_WORD = 8
-_WORD_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(_NAME_WORD + 1)], dtype=np.uint64)
-"""Mask keeping the first n bytes of a little-endian 8-byte word."""
-_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
-
-
-def _little_endian_word(data: bytes) -> np.uint64:
-    return np.uint64(int.from_bytes(data.ljust(_NAME_WORD, b"\0"), "little"))
-
-
-def _kept_offsets(kept: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Row offsets into the kept items, given row offsets into all items and a kept mask."""
-    kept_before = np.zeros(len(kept) + 1, dtype=np.int64)
-    np.cumsum(kept, out=kept_before[1:])
-    return kept_before[offsets]
-
-
-def _last_of_each_name(
-    names: pa.Array, screen: np.ndarray, offsets: np.ndarray, entry_rows: np.ndarray
-) -> np.ndarray | None:
-    """Mask of the entries that survive "last duplicate wins" per row, or None if no row repeats a name.
-
-    `screen` gives equal names equal small codes (distinct names may collide). A row whose 64-bit
-    mask of (code mod 64) has as many bits as entries repeats no name; only the other rows are
-    resolved exactly, on the name strings.
-    """
-    counts = np.diff(offsets)
-    filled = np.flatnonzero(counts > 0)
-    if not len(filled):
-        return None
-    bits = np.left_shift(np.uint64(1), (screen & 63).astype(np.uint64))
-    seen = np.bitwise_count(np.bitwise_or.reduceat(bits, offsets[filled]))
-    suspect = filled[seen < counts[filled]]
-    if not len(suspect):
-        return None
-    entries = np.flatnonzero(np.isin(entry_rows, suspect))
-    exact = np.asarray(names.take(pa.array(entries)).dictionary_encode().indices, dtype=np.int64)
-    key = entry_rows[entries] * (int(exact.max()) + 1) + exact
-    _, first_from_back = np.unique(key[::-1], return_index=True)
-    keep = np.ones(len(screen), dtype=bool)
-    keep[entries] = False
-    keep[entries[len(entries) - 1 - first_from_back]] = True
-    return keep
-
-
-def _split_keys(keys: pa.Array) -> pa.Array:
-    """KEYS split on single spaces, empty tokens dropped (§2.8); null where there is no KEYS."""
-    split = pc.split_pattern(keys, KEY_SEPARATOR)
-    offsets, tokens = np.asarray(split.offsets, dtype=np.int64), split.values
-    empty = np.asarray(pc.binary_length(tokens)) == 0
-    if empty.any():
-        offsets = _kept_offsets(~empty, offsets)
-        tokens = tokens.filter(pa.array(~empty))
-    offsets = pa.array(offsets.astype(np.int32), type=pa.int32())
-    return pa.ListArray.from_arrays(offsets, tokens, type=COLUMNS["keys"], mask=keys.is_null())
-
-
-# ---------------------------------------------------------------------------------------------
-# hosts and ids
-
-
-def _host_strings(groups: list[tuple[slice | np.ndarray, np.ndarray]], n: int) -> pa.Array:
-    """`ip:port` / `[v6]:port` per row (§2.4). Hosts repeat, so each distinct value is formatted once."""
-    labels: list[str] = []
-    codes = np.zeros(n, dtype=np.int64)
-    for rows, raw in groups:
-        width = raw.shape[1]
-        encoded = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(width), len(raw), [None, pa.py_buffer(np.ascontiguousarray(raw))]
-        ).dictionary_encode()
-        codes[rows] = np.asarray(encoded.indices) + len(labels)
-        labels.extend(decode_host(value) for value in encoded.dictionary.to_pylist())
-    return pa.array(labels, type=pa.string()).take(pa.array(codes))
-
-
-def _msg_ids(store_hosts: list[tuple[slice | np.ndarray, np.ndarray]], offsets: np.ndarray) -> pa.Array:
-    """offsetMsgId per row: uppercase hex of store host bytes + 8-byte PHYSICALOFFSET (§3.1).
-
-    Each host layout group becomes one zero-copy string array of fixed-width ids; several groups are
-    put back into row order with a take.
-    """
-    parts, group_rows = [], []
-    for rows, host in store_hosts:
-        count, width = host.shape
-        raw = np.empty((count, width + 8), dtype=np.uint8)
-        raw[:, :width] = host
-        raw[:, width:] = offsets[rows].astype(">i8").view(np.uint8).reshape(count, 8)
-        hex_chars = _HEX_PAIRS[raw]
-        bounds = (2 * (width + 8) * np.arange(count + 1)).astype(np.int32)
-        parts.append(
-            pa.Array.from_buffers(pa.string(), count, [None, pa.py_buffer(bounds), pa.py_buffer(hex_chars)])
+        entry_array = pa.StructArray.from_arrays(
+            [keys, values], fields=[STRING_MAP.key_field, STRING_MAP.item_field]
         )
-        group_rows.append(rows)
-    if len(parts) == 1:
-        return parts[0]
-    position = np.empty(len(offsets), dtype=np.int64)
-    position[np.concatenate(group_rows)] = np.arange(len(offsets))
-    return pa.concat_arrays(parts).take(pa.array(position))
+        out["properties"] = pa.Array.from_buffers(
+            STRING_MAP, rows, [None, pa.py_buffer(plan.map_offsets)], children=[entry_array]
+        )
+    used = (keys_used, tags_used, uniq_used)
+    for index, name in enumerate(_WANTED):
+        if name in names:
+            out[name] = _strings(
+                pa.string(),
+                plan.wanted_offsets[index],
+                _fit(plan.wanted_data[index], used[index]),
+                plan.wanted_valid[index],
+            )
+    if "keys" in names:
+        token_array = _strings(
+            pa.string(), _fit(plan.token_offsets, tokens + 1), _fit(plan.token_data, token_used)
+        )
+        out["keys"] = pa.Array.from_buffers(
+            STRING_LIST,
+            rows,
+            [_validity(plan.wanted_valid[len(_WANTED)]), pa.py_buffer(plan.wanted_offsets[len(_WANTED)])],
+            children=[token_array],
+        )
+    bad = np.flatnonzero(plan.bad_text)
+    if len(bad):
+        _patch_text(out, buf, starts, bad, plan.bad_text[bad])
+    return out
+
+
+def _fit(values: np.ndarray, used: int) -> np.ndarray:
+    """values[:used]; copied to its own buffer when that frees more than half of an upper-bound
+    allocation (property outputs are sized for the worst case), so a batch holds what it uses."""
+    if 2 * used >= len(values):
+        return values[:used]
+    fitted = _empty(values.dtype, used)
+    fitted[:] = values[:used]
+    return fitted
+
+
+def _fixed(arrow_type: pa.DataType, values: np.ndarray) -> pa.Array:
+    return pa.Array.from_buffers(arrow_type, len(values), [None, pa.py_buffer(values)])
+
+
+def _validity(valid: np.ndarray) -> pa.Buffer | None:
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _strings(
+    arrow_type: pa.DataType, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None
+) -> pa.Array:
+    """A string / binary array over int32 offsets and data, without copying."""
+    validity = None if valid is None else _validity(valid)
+    return pa.Array.from_buffers(
+        arrow_type, len(offsets) - 1, [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def _decompressed(
+    buf: np.ndarray,
+    starts: np.ndarray,
+    base_offset: int,
+    rows: np.ndarray,
+    at: np.ndarray,
+    length: np.ndarray,
+    sys_flags: np.ndarray,
+) -> list[bytes]:
+    """Per-row decompression of the (rare) compressed bodies (§2.9)."""
+    view = memoryview(buf)
+    bodies = []
+    for k, row in enumerate(rows):
+        try:
+            bodies.append(decompress_body(view[int(at[k]) : int(at[k] + length[k])], int(sys_flags[k])))
+        except ValueError as exc:
+            raise ValueError(f"record at physical offset {base_offset + int(starts[row])}: {exc}") from None
+    return bodies
+
+
+def _host_strings(codes: np.ndarray, hosts: np.ndarray, widths: np.ndarray) -> pa.Array:
+    """`ip:port` / `[v6]:port` per row (§2.4); each distinct host is formatted once.
+
+    `hosts` rows are the kernel's native-order words of bytes 0-8, 8-16 and 12-20 of each host.
+    """
+    used = int(codes.max()) + 1
+    labels = []
+    for code in range(used):
+        raw = hosts[code].tobytes()
+        host = raw[:IPV4_HOST_LEN] if widths[code] == IPV4_HOST_LEN else raw[:16] + raw[20:24]
+        labels.append(decode_host(host).encode("ascii"))
+    label_offsets = np.zeros(used + 1, dtype=np.int64)
+    np.cumsum([len(label) for label in labels], out=label_offsets[1:])
+    offsets, data = kernels.expand_labels(codes, label_offsets, np.frombuffer(b"".join(labels), np.uint8))
+    return _strings(pa.string(), offsets, data)
+
+
+def _patch_text(
+    out: dict[str, pa.Array], buf: np.ndarray, starts: np.ndarray, rows: np.ndarray, bits: np.ndarray
+) -> None:
+    """Rows with invalid UTF-8 in TOPIC (bit 1) or PROPERTIES (bit 2) from the scalar decoder, which
+    replaces malformed bytes with U+FFFD (the kernel left them empty / null)."""
+    records = [decode_record(buf, int(starts[row]), decompress=False) for row in rows]
+
+    def patch(name: str, mask: int, value: Any) -> None:
+        if name not in out:
+            return
+        picked = np.flatnonzero(bits & mask)
+        if len(picked):
+            fixed = pa.array([value(records[k]) for k in picked], type=COLUMNS[name])
+            out[name] = _replace_rows(out[name], rows[picked], fixed)
+
+    patch("topic", 1, lambda r: r.topic)
+    getters: dict[str, Any] = {
+        "properties": lambda r: list(r.properties.items()),
+        "key": lambda r: r.key,
+        "keys": lambda r: r.keys,
+        "tags": lambda r: r.tags,
+        "uniqKey": lambda r: r.uniq_key,
+    }
+    for name, value in getters.items():
+        patch(name, 2, value)
+
+
+def _replace_rows(column: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
+    """column with column[rows[k]] = values[k]."""
+    index = np.arange(len(column), dtype=np.int64)
+    index[rows] = len(column) + np.arange(len(rows))
+    return pa.concat_arrays([column, values]).take(pa.array(index))
