@@ -8,15 +8,18 @@ import struct
 import pytest
 
 from rmqstore.format.indexfile import (
+    FULL_CHECK_BYTES,
     INDEX_HEADER_SIZE,
     IndexFileBuilder,
     IndexFileView,
     IndexHeader,
     detect_geometry,
+    geometry_problem,
     index_file_size,
     index_key,
     parse_index_header,
 )
+from rmqstore.format.javahash import index_key_hash
 
 T = 1_700_000_000_123
 UNIQ = index_key("TopicTest", "7F00000104D21B6D358605265C000000")
@@ -170,3 +173,41 @@ def test_detect_geometry_rejects_impossible_size() -> None:
         detect_geometry(42, bytes(42))
     with pytest.raises(ValueError, match="got 10 bytes"):
         detect_geometry(8440, bytes(10))
+
+
+LARGE_SLOTS, LARGE_ENTRIES = 300_000, 2_000  # slot table alone is larger than FULL_CHECK_BYTES: sampled
+
+
+def test_large_file_is_checked_by_sampling() -> None:
+    assert 4 * LARGE_SLOTS > FULL_CHECK_BYTES
+    data = random_index(LARGE_SLOTS, LARGE_ENTRIES, 1500, seed=3)
+    assert geometry_problem(data, LARGE_SLOTS, LARGE_ENTRIES) is None
+    assert detect_geometry(len(data), data) == (LARGE_SLOTS, LARGE_ENTRIES)
+
+
+def _entry_pos(number: int) -> int:
+    return INDEX_HEADER_SIZE + 4 * LARGE_SLOTS + 20 * number
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda d: struct.pack_into(">i", d, _entry_pos(1500) + 16, 1500), "chains to entry 1500"),
+        (lambda d: struct.pack_into(">q", d, 24, 1), "begin/end offsets"),
+        (lambda d: [struct.pack_into(">q", d, at, 5) for at in (24, _entry_pos(1500) + 4)],
+         "offsets decrease"),
+        (lambda d: struct.pack_into(">i", d, INDEX_HEADER_SIZE, 1700), "slot value lies outside"),
+        (lambda d: struct.pack_into(">i", d, _entry_pos(0), 5), "entry #0"),
+    ],
+)
+def test_damage_in_a_large_file_is_found(damage, reason: str) -> None:
+    data = bytearray(random_index(LARGE_SLOTS, LARGE_ENTRIES, 1500, seed=3))
+    damage(data)
+    assert reason in (geometry_problem(bytes(data), LARGE_SLOTS, LARGE_ENTRIES) or "")
+    with pytest.raises(ValueError, match="geometry"):
+        detect_geometry(len(data), bytes(data))
+
+
+def test_candidates_for_a_precomputed_hash() -> None:
+    view = IndexFileView(spec_8_3_file(), 100, 400)
+    assert view.candidates_for_hash(index_key_hash(ORDER), 0, FOREVER) == [178]

@@ -7,8 +7,8 @@ import struct
 from types import SimpleNamespace
 
 import pytest
+from store_builder import StoreBuilder, fill
 
-from conftest import StoreBuilder, fill
 from rmqstore.format.hosts import encode_host
 from rmqstore.format.indexfile import INDEX_HEADER_SIZE, INDEX_SLOT_SIZE, index_file_size
 from rmqstore.format.javahash import index_key_hash
@@ -134,7 +134,7 @@ def test_chain_that_loops(tmp_path):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as fh:
         fh.write(data)
-    from conftest import _GUARDED, tree_digest
+    from store_builder import _GUARDED, tree_digest
 
     _GUARDED[-1] = (b.root, tree_digest(b.root))
     detected = Store.open(b.root)
@@ -155,7 +155,7 @@ def test_damaged_index_is_reported_not_silently_empty(store_with_index):
     # A fresh store copy with a truncated index file.
     import shutil
 
-    from conftest import _GUARDED, tree_digest
+    from store_builder import _GUARDED, tree_digest
 
     copy = b.root + "-damaged"
     shutil.copytree(b.root, copy)

@@ -43,7 +43,7 @@ def test_s3_uri_resolves_with_endpoint_override(bucket, monkeypatch):
 
 
 def test_store_over_s3_equals_the_local_store(s3_server, tmp_path, monkeypatch):
-    from conftest import StoreBuilder, fill
+    from store_builder import StoreBuilder, fill
     from rmqstore.store import Store
 
     endpoint, s3, upload = s3_server

@@ -8,10 +8,11 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_builder import StoreBuilder, fill, tree_digest
 
-from conftest import StoreBuilder, fill, tree_digest
 from rmqstore.format.table import COLUMN_NAMES
 from rmqstore.store import Store, StoreCorruptionError
+from rmqstore.store.commitlog import RESYNC_FIRST_WINDOW, TAIL_SLACK
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +117,19 @@ def test_pushdown_reads_only_the_segment_it_needs(built):
     store.read_offsets([target.offset], ["topic"])
     assert store.stats.segments_touched == {8192} and store.stats.records_decoded == 1
     assert store.stats.bytes_read < 8192
+
+
+def test_small_range_reads_about_its_own_bytes(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
+    for i in range(2000):
+        b.append("T", b"r" * (200 + i % 300), keys=f"k{i}")
+    b.finish()
+    store = Store.open(b.root)
+    _ = store.max_offset
+    lo, hi = 300_001, 500_000
+    store.stats.reset()
+    offsets = _offsets(store.scan(lo, hi, ["commitLogOffset"]))
+    assert offsets == [w.offset for w in b.written if lo <= w.offset < hi]
+    # The range, the slack for the record crossing its end and one small resync read; not a 64 MiB window
+    # (the rest of the segment) nor the range twice.
+    assert store.stats.bytes_read <= (hi - lo) + TAIL_SLACK + RESYNC_FIRST_WINDOW

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_builder import BASE_TS, StoreBuilder, tree_digest
 
-from conftest import BASE_TS, StoreBuilder, tree_digest
 from rmqstore.store import Store
 
 
@@ -53,3 +53,33 @@ def test_clock_step_back_within_the_margin_loses_nothing(tmp_path):
     result = store.seek_time(ts)
     assert all(w.offset >= result for w in b.written if w.store_ts >= ts)
     assert result == brute(b.written, ts, store.max_offset)
+
+
+@pytest.fixture(scope="module")
+def long_log(tmp_path_factory):
+    """Three 1 MiB segments of ~400-byte records 10 ms apart; every 500th record's clock steps back 150 ms."""
+    b = StoreBuilder(str(tmp_path_factory.mktemp("seek-long") / "store"), segment_size=1 << 20)
+    for i in range(6000):
+        b.append("T", b"m" * 300, store_ts=BASE_TS + i * 10 - (i % 500 == 499) * 150)
+    b.finish(guard=False)
+    digest = tree_digest(b.root)
+    yield b
+    assert tree_digest(b.root) == digest
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(delta=st.integers(min_value=-100, max_value=61_000))
+def test_seek_time_on_a_long_log_matches_brute_force(long_log, delta):
+    store = Store.open(long_log.root)
+    ts = BASE_TS + delta
+    assert store.seek_time(ts) == brute(long_log.written, ts, store.max_offset)
+
+
+def test_seek_reads_about_the_margin_not_the_rest_of_the_segment(long_log):
+    store = Store.open(long_log.root)
+    _ = store.max_offset
+    store.stats.reset()
+    ts = BASE_TS + 35_000  # in the middle of the second segment
+    assert store.seek_time(ts, margin_ms=200) == brute(long_log.written, ts, store.max_offset)
+    # Bisection plus ~20 records of margin; walking on to the segment end would read ~700 KB.
+    assert store.stats.bytes_read < long_log.segment_size // 3

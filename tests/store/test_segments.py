@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from store_builder import StoreBuilder, fill
 
-from conftest import StoreBuilder, fill
 from rmqstore.store import Store, StoreLayoutError
 
 

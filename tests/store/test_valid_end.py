@@ -6,8 +6,8 @@ import os
 import struct
 
 import pytest
+from store_builder import StoreBuilder, fill
 
-from conftest import StoreBuilder, fill
 from rmqstore.store import Store, StoreCorruptionError
 
 

@@ -28,6 +28,10 @@ _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _INT_MAX = 0x7FFFFFFF
 _MAX_GEOMETRY_CANDIDATES = 16
+FULL_CHECK_BYTES = 1 << 20
+"""`geometry_problem` checks every slot and entry of a file whose slot table and entries fit in this."""
+GEOMETRY_SAMPLES = 64
+"""Entries and slots `geometry_problem` checks in a larger file (plus the entries they link to)."""
 
 
 def index_key(topic: str, key: str) -> str:
@@ -116,9 +120,12 @@ class IndexFileView:
         A chain that revisits an entry or leaves the file ends the walk, so corrupt chains terminate.
         Hash collisions are included: confirm every candidate against the commit log.
         """
+        return self.candidates_for_hash(index_key_hash(key), begin_ms, end_ms)
+
+    def candidates_for_hash(self, key_hash: int, begin_ms: int, end_ms: int) -> list[int]:
+        """`candidates` for a precomputed `index_key_hash` (one hash serves every file of a store)."""
         header = self.header
         index_count = header.index_count
-        key_hash = index_key_hash(key)
         current = self.slot(key_hash % self.hash_slots)
         if current <= 0 or current > index_count or index_count <= 1:
             return []
@@ -221,17 +228,16 @@ def detect_geometry(file_size: int, data: Any) -> tuple[int, int]:
     40 + 4S + 20N = file_size has many solutions. The broker defaults are taken when they fit the
     size and the contents; otherwise every S allowed by the size is filtered by cheap checks (entry 1
     and the newest entry hold beginPhyOffset/endPhyOffset, entry #0 is zero, the newest entry's slot
-    points at it) and the survivors are validated fully (`_geometry_problem`). Raises ValueError
-    naming the reason when no or several geometries fit, or when the file has no entries to judge by
-    (other than a default-sized file).
+    points at it) and the survivors are validated (`geometry_problem`, which samples large files).
+    Raises ValueError naming the reason when no or several geometries fit, or when the file has no
+    entries to judge by (other than a default-sized file).
     """
     if len(data) != file_size:
         raise ValueError(f"got {len(data)} bytes for an index file of {file_size} bytes")
     header = parse_index_header(data)
-    if file_size == index_file_size(DEFAULT_HASH_SLOTS, DEFAULT_INDEX_ENTRIES):
-        problem = _geometry_problem(data, header, DEFAULT_HASH_SLOTS, DEFAULT_INDEX_ENTRIES)
-        if problem is None:
-            return DEFAULT_HASH_SLOTS, DEFAULT_INDEX_ENTRIES
+    default_size = file_size == index_file_size(DEFAULT_HASH_SLOTS, DEFAULT_INDEX_ENTRIES)
+    if default_size and geometry_problem(data, DEFAULT_HASH_SLOTS, DEFAULT_INDEX_ENTRIES) is None:
+        return DEFAULT_HASH_SLOTS, DEFAULT_INDEX_ENTRIES
     body = file_size - INDEX_HEADER_SIZE
     if body <= 0 or body % INDEX_SLOT_SIZE:
         raise ValueError(f"index file size {file_size} is not 40 + 4*S + 20*N for any S, N")
@@ -250,7 +256,7 @@ def detect_geometry(file_size: int, data: Any) -> tuple[int, int]:
     reasons: list[str] = []
     for hash_slots in slots:
         index_entries = (body - INDEX_SLOT_SIZE * hash_slots) // INDEX_ENTRY_SIZE
-        problem = _geometry_problem(data, header, hash_slots, index_entries)
+        problem = geometry_problem(data, hash_slots, index_entries)
         if problem is None:
             fitting.append((hash_slots, index_entries))
         else:
@@ -298,38 +304,87 @@ def _slot_candidates(data: Any, header: IndexHeader, file_size: int) -> list[int
     return [int(s) for s in slots[hit]]
 
 
-def _geometry_problem(data: Any, header: IndexHeader, hash_slots: int, index_entries: int) -> str | None:
-    """Why (S, N) cannot be this file's geometry, or None when every structural rule holds (§5.1-§5.5)."""
-    index_count = header.index_count
-    if index_count > index_entries:
-        return f"indexCount {index_count} exceeds N={index_entries}"
+def geometry_problem(data: Any, hash_slots: int, index_entries: int) -> str | None:
+    """Why (S, N) cannot be this file's geometry, None when every checked structural rule holds (§5.1-§5.5).
+
+    Rules: header counts within the geometry, entry #0 empty, entry 1 / the newest entry hold
+    beginPhyOffset / endPhyOffset, entries have non-negative hash and time, phy offsets grow within
+    [begin, end], every link points at an older entry of the same slot, a slot points at an entry of
+    its own slot no newer than the newest, an entry's slot points at it or a newer entry. A file whose
+    slot table and entries fit in `FULL_CHECK_BYTES` is checked completely (including the used-slot
+    count); a larger one at the first, the newest and `GEOMETRY_SAMPLES` evenly spread entries and
+    slots plus what they link to: a few hundred pages, never the whole file.
+    """
+    expected = index_file_size(hash_slots, index_entries)
+    if hash_slots <= 0 or index_entries <= 0 or len(data) != expected:
+        return (f"{len(data)} bytes do not match {hash_slots} slots and {index_entries} entries "
+                f"({expected} bytes)")
+    header = parse_index_header(data)
+    if not 0 <= header.index_count <= index_entries:
+        return f"indexCount {header.index_count} outside 0..{index_entries}"
+    count = header.entry_count
+    if not 0 <= header.used_slots <= min(hash_slots, count):
+        return f"hashSlotCount {header.used_slots} outside 0..{min(hash_slots, count)}"
     slots = np.frombuffer(data, dtype=">i4", count=hash_slots, offset=INDEX_HEADER_SIZE)
-    newest_allowed = max(index_count - 1, 0)
-    if slots.size and (int(slots.min()) < 0 or int(slots.max()) > newest_allowed):
-        return f"a slot value lies outside 0..{newest_allowed}"
-    used = int(np.count_nonzero(slots))
-    if used != header.used_slots:
-        return f"{used} non-empty slots but the header says {header.used_slots}"
-    view = IndexFileView(data, hash_slots, index_entries)
-    entries = view.entries()
-    if not entries.size:
-        return None
-    numbers = np.arange(1, entries.size + 1)
-    key_hash = entries["key_hash"].astype(np.int64)
-    prev = entries["prev"].astype(np.int64)
-    if (key_hash < 0).any() or (entries["time_diff"] < 0).any():
-        return "an entry has a negative key hash or time difference"
-    if ((prev < 0) | (prev >= numbers)).any():
-        return "an entry's prevIndex is not below its own number"
-    entry_slot = key_hash % hash_slots
-    if (slots[entry_slot].astype(np.int64) < numbers).any():
-        return "an entry's slot does not point at it or a newer entry"
-    chained = prev > 0
-    if (entry_slot[prev[chained] - 1] != entry_slot[chained]).any():
-        return "an entry chains to an entry of another slot"
-    filled = np.flatnonzero(slots)
-    if (entry_slot[slots[filled].astype(np.int64) - 1] != filled).any():
-        return "a slot points at an entry whose key hash belongs to another slot"
-    if int(entries["phy"][0]) != header.begin_phy_offset or int(entries["phy"][-1]) != header.end_phy_offset:
+    entries = np.frombuffer(data, dtype=INDEX_ENTRY_DTYPE, count=index_entries,
+                            offset=INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * hash_slots)  # row i = entry i
+    if entries[0].tobytes() != bytes(INDEX_ENTRY_SIZE):
+        return "entry #0 is not empty"
+    full = INDEX_SLOT_SIZE * hash_slots + INDEX_ENTRY_SIZE * count <= FULL_CHECK_BYTES
+    if full:
+        numbers, slot_numbers = np.arange(1, count + 1, dtype=np.int64), np.arange(hash_slots, dtype=np.int64)
+        if int(np.count_nonzero(slots)) != header.used_slots:
+            return f"{int(np.count_nonzero(slots))} non-empty slots but the header says {header.used_slots}"
+    else:
+        numbers = _spread(1, count) if count else np.zeros(0, dtype=np.int64)
+        slot_numbers = _spread(0, hash_slots - 1)
+    if count:
+        problem = _entries_problem(entries, slots, numbers, header)
+        if problem is not None:
+            return problem
+    return _slots_problem(entries, slots, slot_numbers, count)
+
+
+def _spread(first: int, last: int) -> np.ndarray:
+    """`GEOMETRY_SAMPLES` evenly spread numbers in [first, last], both ends included, ascending."""
+    return np.unique(np.linspace(first, last, GEOMETRY_SAMPLES).astype(np.int64))
+
+
+def _entries_problem(entries: np.ndarray, slots: np.ndarray, numbers: np.ndarray,
+                     header: IndexHeader) -> str | None:
+    """Rules of the entries `numbers` (ascending, first and newest included) and their links."""
+    hash_slots = len(slots)
+    sample = entries[numbers]
+    key_hash = sample["key_hash"].astype(np.int64)
+    prev = sample["prev"].astype(np.int64)
+    phy = sample["phy"].astype(np.int64)
+    if int(phy[0]) != header.begin_phy_offset or int(phy[-1]) != header.end_phy_offset:
         return "first/last entry offsets differ from the header's begin/end offsets"
+    if (key_hash < 0).any() or (sample["time_diff"] < 0).any():
+        return "an entry has a negative key hash or time difference"
+    if (np.diff(phy) < 0).any():
+        return "entry offsets decrease although entries are added in log order"
+    bad = np.flatnonzero((prev < 0) | (prev >= numbers))
+    if bad.size:
+        return f"entry {int(numbers[bad[0]])} chains to entry {int(prev[bad[0]])}, not to an older entry"
+    entry_slot = key_hash % hash_slots
+    pointed = slots[entry_slot].astype(np.int64)
+    if ((pointed < numbers) | (pointed > header.entry_count)).any():
+        return "an entry's slot does not point at it or at a newer entry"
+    linked = prev > 0
+    if (entries["key_hash"][prev[linked]].astype(np.int64) % hash_slots != entry_slot[linked]).any():
+        return "an entry chains to an entry of another slot"
+    return None
+
+
+def _slots_problem(entries: np.ndarray, slots: np.ndarray, slot_numbers: np.ndarray,
+                   count: int) -> str | None:
+    """Rules of the slots `slot_numbers`: a value in 0..count naming an entry of that slot."""
+    values = slots[slot_numbers].astype(np.int64)
+    if ((values < 0) | (values > count)).any():
+        return f"a slot value lies outside 0..{count}"
+    filled = values > 0
+    newest_hash = entries["key_hash"][values[filled]].astype(np.int64)
+    if (newest_hash % len(slots) != slot_numbers[filled]).any():
+        return "a slot points at an entry whose key hash belongs to another slot"
     return None

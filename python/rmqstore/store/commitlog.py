@@ -35,6 +35,8 @@ REMOTE_WINDOW = 8 << 20
 """Largest single ranged read of a remote segment."""
 TAIL_SLACK = 64 << 10
 """Read this much past a range end so the range's last record usually arrives in the same request."""
+RESYNC_FIRST_WINDOW = 8 << 10
+"""First read of a resync: the next record start is usually within a few kilobytes."""
 PROBE_BYTES = 4 << 10
 """First read at a single record: most records fit, bigger ones get a second read."""
 
@@ -150,18 +152,24 @@ class CommitLog:
         offset = store_timestamp_offset(_INT.unpack_from(head, OFF_SYSFLAG)[0])
         return _LONG.unpack_from(self.read(seg, pos + offset, 8), 0)[0]
 
-    def resync(self, seg: Segment, pos: int, hi: int, *, window: int | None = None) -> int | None:
+    def resync(self, seg: Segment, pos: int, hi: int) -> int | None:
         """Position of the first record start in [pos, hi) of a segment, None when there is none.
 
-        Reads windows of at most `window` bytes (default: the file's window cap).
+        The first read is `RESYNC_FIRST_WINDOW` bytes (a record start is usually near); a miss
+        re-reads from `pos` with a 4x larger window up to the file's window cap, then windows of
+        that size slide on, overlapping by TAIL_SLACK so a record cut by one window is whole in the next.
         """
-        cap = window or self._window_cap(seg)
+        cap = self._window_cap(seg)
+        window = min(RESYNC_FIRST_WINDOW, cap)
         while pos < hi:
-            length = min(seg.size - pos, hi - pos + TAIL_SLACK, cap)
+            length = min(seg.size - pos, hi - pos + TAIL_SLACK, window)
             buf = self.read(seg, pos, length)
             found = next_record_start(buf, 0, seg.base_offset + pos, min(hi - pos, len(buf)))
             if found is not None:
                 return pos + found
+            if len(buf) == window < cap:
+                window = min(window * 4, cap)
+                continue
             if pos + len(buf) >= min(hi, seg.size) or len(buf) <= TAIL_SLACK:
                 return None
             pos += len(buf) - TAIL_SLACK

@@ -17,9 +17,11 @@ from rmqstore.format.indexfile import (
     IndexFileView,
     IndexHeader,
     detect_geometry,
+    geometry_problem,
     index_key,
     parse_index_header,
 )
+from rmqstore.format.javahash import index_key_hash
 from rmqstore.io.base import StoreFileSystem
 from rmqstore.store.segments import OpenFiles
 
@@ -77,7 +79,7 @@ class IndexFiles:
             return IndexFileInfo(name, path, size, None, header, str(exc))
         problem = _header_problem(header, *geometry)
         if problem is None and self._geometry is not None:
-            problem = _chain_problem(view)
+            problem = geometry_problem(data, *geometry)  # detect_geometry validated a detected one
         if problem is None:
             self._views[path] = view
         return IndexFileInfo(name, path, size, geometry, header, problem)
@@ -105,27 +107,13 @@ class IndexFiles:
         Time bounds are not applied here: the index keeps 1-second times with a roll-over quirk
         (§5.5), so callers filter on the record's own store timestamp instead.
         """
-        full_key = index_key(topic, key)
+        key_hash = index_key_hash(index_key(topic, key))
         found: list[int] = []
         for info in reversed(self.infos):
             view = self._views.get(info.path)
             if view is not None:
-                found.extend(view.candidates(full_key, -_FAR_FUTURE_MS, _FAR_FUTURE_MS))
+                found.extend(view.candidates_for_hash(key_hash, -_FAR_FUTURE_MS, _FAR_FUTURE_MS))
         return found
-
-
-def _chain_problem(view: IndexFileView) -> str | None:
-    """A chain link that does not point to an older entry (a loop or a forward jump) loses entries.
-
-    `detect_geometry` already rejects such files; this check covers a user-given geometry.
-    """
-    entries = view.entries()
-    numbers = np.arange(1, len(entries) + 1)
-    bad = np.flatnonzero((entries["prev"] < 0) | (entries["prev"] >= numbers))
-    if bad.size:
-        number = int(bad[0]) + 1
-        return f"entry {number} chains to entry {int(entries['prev'][bad[0]])}, not to an older entry"
-    return None
 
 
 def _header_problem(header: IndexHeader, hash_slots: int, index_entries: int) -> str | None:

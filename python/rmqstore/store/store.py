@@ -48,6 +48,9 @@ MULTI_PATH_SPLITTER = ","
 DEFAULT_BATCH_ROWS = 16_384
 SEEK_TIME_MARGIN_MS = 5_000
 """`seek_time` searches this much earlier than asked and walks forward (clock steps, see there)."""
+SEEK_FIRST_WINDOW = 64 << 10
+"""`seek_time` walks forward through ranges of this size, doubling each time: it reads about the
+margin's worth of log, not a whole decoder window."""
 INDEX_TAIL_SCAN_LIMIT = 64 << 20
 """Lookups scan at most this many not-yet-indexed bytes at the end of the log themselves."""
 READ_RUN_GAP = 64 << 10
@@ -415,14 +418,18 @@ class Store:
         then walks forward to the first record >= ts_ms: a clock step of up to `margin_ms` cannot
         make the result skip a record with storeTimestamp >= ts_ms.
         """
-        start = self._seek_before(ts_ms - margin_ms)
+        start, end = self._seek_before(ts_ms - margin_ms), self.max_offset
         columns = ["commitLogOffset", "storeTimestamp"]
-        for batch in self.scan(start, self.max_offset, columns, mode=PERMISSIVE):
-            times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_numpy() // 1000
-            hit = np.flatnonzero(times >= ts_ms)
-            if hit.size:
-                return int(batch.column("commitLogOffset")[int(hit[0])].as_py())
-        return self.max_offset
+        window = SEEK_FIRST_WINDOW
+        while start < end:  # ranges [start, stop) of growing size: each record is in exactly one
+            stop = min(start + window, end)
+            for batch in self.scan(start, stop, columns, mode=PERMISSIVE):
+                times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_numpy() // 1000
+                hit = np.flatnonzero(times >= ts_ms)
+                if hit.size:
+                    return int(batch.column("commitLogOffset")[int(hit[0])].as_py())
+            start, window = stop, window * 2
+        return end
 
     def _seek_before(self, target_ms: int) -> int:
         """A record start at or before every record with storeTimestamp >= target_ms (monotonic times)."""
@@ -442,7 +449,7 @@ class Store:
             return seg.base_offset
         low, high = 0, min(seg.size, self.max_offset - seg.base_offset)
         while high - low > PROBE_BYTES:
-            found = self.log.resync(seg, (low + high) // 2, high, window=PROBE_BYTES * 16)
+            found = self.log.resync(seg, (low + high) // 2, high)
             if found is None:
                 high = (low + high) // 2
             elif self.log.store_time_at(seg, found) < target_ms:
