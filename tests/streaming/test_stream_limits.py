@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 from live_broker import LiveBroker
+from stream_helpers import write_store
 
-from conftest import write_store
 from rmqstore.format.brokerconfig import encode_fastjson
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from conftest import sink_batches, sink_rows, wait_for
+from stream_helpers import sink_batches, sink_rows, wait_for
 
 SEGMENT_SIZE = 4096
 """About ten records per segment: the run rolls over dozens of segments."""

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from live_broker import LiveBroker
 from pyspark.errors import StreamingQueryException
-
-from conftest import sink_rows, write_store
+from stream_helpers import sink_rows, write_store
 
 SEGMENT_SIZE = 2048
 
