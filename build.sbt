@@ -2,6 +2,8 @@
 //  - conformanceCommon: version-independent helpers of the conformance generators (JSON writer, files).
 //  - conformanceRmq49 / conformanceRmq5: fixture generators linked against real RocketMQ 4.9.8 / 5.x
 //    (separate projects because classes moved between the lines, e.g. MessageExtBrokerInner).
+//  - conformanceBroker5: the end-to-end fixture written by an in-process name server + broker + producer
+//    (5.x), with mqadmin's answers through rocketmq-tools; reuses conformanceRmq5's oracle code.
 // A JVM DataSource V2 connector can be added later as `lazy val connector = project.in(file("connector"))`.
 // Bootstrap on a fresh machine (Maven Central only): .ci/sbt <command>.
 
@@ -49,7 +51,7 @@ lazy val sharedGeneratorSources = Seq(
 )
 
 lazy val root = (project in file("."))
-  .aggregate(conformanceCommon, conformanceRmq49, conformanceRmq5)
+  .aggregate(conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5)
   .settings(publish / skip := true)
 
 lazy val conformanceCommon = (project in file("tests/conformance/generator/common"))
@@ -76,4 +78,12 @@ lazy val conformanceRmq5 = (project in file("tests/conformance/generator/rocketm
       "org.apache.rocketmq" % "rocketmq-namesrv" % rocketmq5Version,
       "org.apache.rocketmq" % "rocketmq-client" % rocketmq5Version
     )
+  )
+
+lazy val conformanceBroker5 = (project in file("tests/conformance/generator/broker-5"))
+  .dependsOn(conformanceRmq5)
+  .settings(javaOnly, generatorRun)
+  .settings(
+    libraryDependencies += "org.apache.rocketmq" % "rocketmq-tools" % rocketmq5Version,
+    Compile / run / mainClass := Some("io.rmqstore.conformance.broker5.BrokerFixture")
   )

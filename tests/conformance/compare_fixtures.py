@@ -2,15 +2,25 @@
 
 Usage: python3 compare_fixtures.py COMMITTED_DIR GENERATED_DIR
 
-Byte-equal for everything RocketMQ writes deterministically (the generator pins store timestamps
-with a fixed clock): commit log, consume queues, checkpoint, index file contents, oracle.json.
-Compared differently because RocketMQ derives them from the wall clock or the process:
+Fixed-clock fixtures (written by DefaultMessageStore with the generator's clock) are byte-equal for
+everything RocketMQ writes deterministically: commit log, consume queues, checkpoint, index file
+contents, oracle.json. Compared differently because RocketMQ derives them from the wall clock or the
+process:
   * index/ file names (creation time, ms) -> the contents are compared in name order;
   * abort (5.x writes the PID), abort.bak, lock, rocksdbstore/IDENTITY (random id of the 5.x
-    RocksDB the store creates) -> presence only;
+    RocksDB the store creates), *.bak -> presence only;
   * config/*.json -> parsed (fastjson bare int keys quoted), "dataVersion" dropped;
   * checkpoint -> logicsMsgTimestamp (bytes 8..16) and 5.5's logicsPhysicalOffset (bytes 40..48)
-    skipped: 5.x records them when its periodic consume-queue flush happens to run (§6.1).
+    skipped: 5.x records them when its periodic consume-queue flush happens to run (§6.1);
+  * a crash copy's checkpoint (oracle has "recordsFrom") -> presence only: the file holds whatever the
+    last StoreCheckpoint.flush() of the running store wrote, and those flushes come from background
+    threads (FlushIndexFileThread after an index roll-over, the consume-queue flush service's first
+    "thorough" flush about a second after start) whose timing against the puts varies with machine load.
+
+Wall-clock fixtures (oracle.json has "wallClock": true: the broker fixture, written by a real broker
+and producer over loopback) differ run to run in times, ports and client ids, and - because the
+UNIQ_KEY is 32 or 56 hex characters depending on whether the client's address is IPv4 or IPv6 - in
+record sizes and hence every physical offset. They are compared semantically (WALL_CLOCK_RULES).
 Prints one line per difference and exits 1 if there is any.
 """
 
@@ -20,17 +30,43 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 PRESENCE_ONLY = {"abort", "abort.bak", "lock", "IDENTITY"}
 CHECKPOINT_TIMING_FIELDS = (slice(8, 16), slice(40, 48))
 BARE_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
 
+WALL_CLOCK_RULES = """\
+Wall-clock fixture rules (records are identified by their ordinal n in commit-log order; a UNIQ_KEY by
+"uniq#n", n = first record carrying it; an offsetMsgId by "msg#n"):
+  * records: same count; per record equal topic, queueId, queueOffset, magic, key, tags, body,
+    storedBodyLength, bodyCrc, flag, sysFlag, reconsumeTimes, preparedTransactionOffset, uniqKey (as
+    uniq#n), born/store host address without port, properties with UNIQ_KEY as uniq#n; not compared:
+    commitLogOffset, storeSize, msgId, bornTimestamp, storeTimestamp, ports;
+  * minPhyOffset; maxPhyOffset == recoveredMaxPhyOffset == end of the last record (a flag);
+    abortPresent, config, queues (min/max queue offsets), consumerOffsets: equal; blanks: not compared;
+  * queries / admin: every answer with offsets as record ordinals in RocketMQ's order, keys as above;
+    capped, maxNum, error codes equal; msgId probes that name no record: only whether one was found;
+  * files: same relative paths outside commitlog/ and index/ (segment count follows record sizes),
+    same number of index files; config/*.json parsed without "dataVersion"; consume queue files,
+    checkpoint, commit log and index contents are not byte-compared (offsets, delivery times).
+"""
 
-def _config_json(path: Path) -> object:
-    doc = json.loads(BARE_INT_KEY.sub(r'\1"\2"\3', path.read_text(encoding="utf-8")))
+
+def _fastjson(text: str) -> Any:
+    return json.loads(BARE_INT_KEY.sub(r'\1"\2"\3', text))
+
+
+def _without_data_version(doc: Any) -> Any:
     if isinstance(doc, dict):
-        doc.pop("dataVersion", None)
+        return {k: _without_data_version(v) for k, v in doc.items() if k != "dataVersion"}
+    if isinstance(doc, list):
+        return [_without_data_version(v) for v in doc]
     return doc
+
+
+def _config_json(path: Path) -> Any:
+    return _without_data_version(_fastjson(path.read_text(encoding="utf-8")))
 
 
 def _checkpoint_without_timing_fields(path: Path) -> bytes:
@@ -54,10 +90,32 @@ def _index_files(files: dict[str, Path]) -> dict[str, list[str]]:
     return groups
 
 
+def _is_config_json(name: str) -> bool:
+    return "/config/" in f"/{name}" and name.endswith(".json")
+
+
+def _fixtures_whose_oracle_has(root: Path, field: str) -> set[str]:
+    names = set()
+    for oracle in root.glob("*/oracle.json"):
+        if json.loads(oracle.read_text(encoding="utf-8")).get(field):
+            names.add(oracle.parent.name)
+    return names
+
+
 def compare_tree(committed: Path, generated: Path) -> list[str]:
     """Differences between two fixture trees, as human-readable lines."""
-    old, new = _files(committed), _files(generated)
-    problems: list[str] = []
+    wall_clock = {
+        name for root in (committed, generated) for name in _fixtures_whose_oracle_has(root, "wallClock")
+    }
+    crash_copies = _fixtures_whose_oracle_has(committed, "recordsFrom")
+    problems = []
+    for name in sorted(wall_clock):
+        problems += compare_wall_clock(committed / name, generated / name)
+
+    def fixed_clock(files: dict[str, Path]) -> dict[str, Path]:
+        return {k: v for k, v in files.items() if k.split("/", 1)[0] not in wall_clock}
+
+    old, new = fixed_clock(_files(committed)), fixed_clock(_files(generated))
     old_index, new_index = _index_files(old), _index_files(new)
     for directory in sorted(old_index.keys() | new_index.keys()):
         a, b = old_index.get(directory, []), new_index.get(directory, [])
@@ -66,10 +124,10 @@ def compare_tree(committed: Path, generated: Path) -> list[str]:
         for x, y in zip(a, b, strict=False):
             if old[x].read_bytes() != new[y].read_bytes():
                 problems.append(f"index file content differs: {x} vs {y}")
-    old_index = {name for names in old_index.values() for name in names}
-    new_index = {name for names in new_index.values() for name in names}
-    plain_old = {k for k in old if k not in old_index}
-    plain_new = {k for k in new if k not in new_index}
+    old_index_names = {name for names in old_index.values() for name in names}
+    new_index_names = {name for names in new_index.values() for name in names}
+    plain_old = {k for k in old if k not in old_index_names}
+    plain_new = {k for k in new if k not in new_index_names}
     for missing in sorted(plain_old - plain_new):
         problems.append(f"missing in regenerated: {missing}")
     for extra in sorted(plain_new - plain_old):
@@ -78,7 +136,9 @@ def compare_tree(committed: Path, generated: Path) -> list[str]:
         base = name.rsplit("/", 1)[-1]
         if base in PRESENCE_ONLY or base.endswith(".bak"):
             continue
-        if "/config/" in f"/{name}" and base.endswith(".json"):
+        if base == "checkpoint" and name.split("/", 1)[0] in crash_copies:
+            continue
+        if _is_config_json(name):
             if _config_json(old[name]) != _config_json(new[name]):
                 problems.append(f"config differs: {name}")
         elif base == "checkpoint":
@@ -89,9 +149,145 @@ def compare_tree(committed: Path, generated: Path) -> list[str]:
     return problems
 
 
+class _Refs:
+    """Run-independent names for offsets, UNIQ_KEYs and offsetMsgIds of one wall-clock oracle."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.ordinal = {r["commitLogOffset"]: n for n, r in enumerate(records)}
+        self.msg = {r["msgId"]: f"msg#{n}" for n, r in enumerate(records)}
+        self.uniq: dict[str, str] = {}
+        for n, r in enumerate(records):
+            if r["uniqKey"] is not None:
+                self.uniq.setdefault(r["uniqKey"], f"uniq#{n}")
+
+    def offsets(self, offsets: list[int]) -> list[int | str]:
+        return [self.ordinal.get(o, f"not a record start: {o}") for o in offsets]
+
+    def key(self, kind: str, key: str) -> str:
+        return self.uniq.get(key, f"unknown uniq key {key}") if kind == "uniqKey" else key
+
+    def any_id(self, value: str) -> str:
+        return self.msg.get(value) or self.uniq.get(value) or value
+
+
+def _host_address(host: str) -> str:
+    return host.rpartition(":")[0]
+
+
+def _record(record: dict[str, Any], refs: _Refs) -> dict[str, Any]:
+    dropped = {"commitLogOffset", "storeSize", "msgId", "bornTimestamp", "storeTimestamp"}
+    out = {k: v for k, v in record.items() if k not in dropped}
+    out["uniqKey"] = None if record["uniqKey"] is None else refs.uniq[record["uniqKey"]]
+    out["bornHost"] = _host_address(record["bornHost"])
+    out["storeHost"] = _host_address(record["storeHost"])
+    properties = record["properties"]
+    out["properties"] = {k: (refs.any_id(v) if k == "UNIQ_KEY" else v) for k, v in properties.items()}
+    return out
+
+
+def _store_query(query: dict[str, Any], refs: _Refs) -> dict[str, Any]:
+    answers = ("queryMessage", "queryOffsetCapped", "queryMessageAll", "matchesAll")
+    out = {k: (refs.offsets(v) if k in answers else v) for k, v in query.items()}
+    out["key"] = refs.key(query["kind"], query["key"])
+    return out
+
+
+def _msg_id_query(query: dict[str, Any], refs: _Refs) -> dict[str, Any]:
+    if query["msgId"] not in refs.msg:  # not an offsetMsgId of this store: its decoding depends on the run
+        return {"msgId": refs.any_id(query["msgId"]), "found": bool(query.get("found"))}
+    return {
+        "msgId": refs.msg[query["msgId"]],
+        "offset": refs.offsets([query["offset"]])[0],
+        "found": query.get("found"),
+        "error": query.get("error"),
+    }
+
+
+def _admin_answer(answer: dict[str, Any], refs: _Refs) -> dict[str, Any]:
+    out = {**answer, "offsets": refs.offsets(answer["offsets"])}
+    if answer["kind"] == "msgId":
+        out["msgId"] = refs.any_id(answer["msgId"])
+    else:
+        out["key"] = refs.key(answer["kind"], answer["key"])
+    return out
+
+
+def semantic_oracle(oracle: dict[str, Any]) -> dict[str, Any]:
+    """The run-independent content of a wall-clock oracle (WALL_CLOCK_RULES)."""
+    records = oracle["records"]
+    refs = _Refs(records)
+    last_end = records[-1]["commitLogOffset"] + records[-1]["storeSize"] if records else 0
+    same = ("fixture", "rocketmqVersion", "writtenBy", "config", "minPhyOffset", "queues")
+    return {
+        **{k: oracle[k] for k in same},
+        "recoveredToLastRecordEnd": oracle["maxPhyOffset"] == oracle["recoveredMaxPhyOffset"] == last_end,
+        "abortPresent": oracle["abortPresent"],
+        "consumerOffsets": oracle["consumerOffsets"],
+        "records": [_record(r, refs) for r in records],
+        "queries": [_store_query(q, refs) for q in oracle["queries"]],
+        "msgIdQueries": [_msg_id_query(q, refs) for q in oracle["msgIdQueries"]],
+        "admin": {
+            section: [_admin_answer(a, refs) for a in answers] for section, answers in oracle["admin"].items()
+        },
+    }
+
+
+def _first_difference(path: str, a: Any, b: Any) -> str | None:
+    """Where two JSON values first differ (for a readable report)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(a.keys() | b.keys(), key=str):
+            if key not in a or key not in b:
+                return f"{path}.{key}: only in {'regenerated' if key not in a else 'committed'}"
+            found = _first_difference(f"{path}.{key}", a[key], b[key])
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: length {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = _first_difference(f"{path}[{i}]", x, y)
+            if found:
+                return found
+        return None
+    return None if a == b else f"{path}: {a!r} != {b!r}"
+
+
+def compare_wall_clock(committed: Path, generated: Path) -> list[str]:
+    """Differences between two runs of a wall-clock fixture (WALL_CLOCK_RULES)."""
+    name = committed.name
+    if not (committed / "oracle.json").is_file() or not (generated / "oracle.json").is_file():
+        return [f"{name}: oracle.json missing on one side"]
+    old_oracle = json.loads((committed / "oracle.json").read_text(encoding="utf-8"))
+    new_oracle = json.loads((generated / "oracle.json").read_text(encoding="utf-8"))
+    problems = []
+    difference = _first_difference(name, semantic_oracle(old_oracle), semantic_oracle(new_oracle))
+    if difference:
+        problems.append(f"oracle differs semantically at {difference}")
+
+    def layout(root: Path) -> tuple[set[str], int]:
+        files = _files(root)
+        index = [k for k in files if k.startswith("store/index/")]
+        plain = {k for k in files if k not in index and not k.startswith("store/commitlog/")}
+        return plain, len(index)
+
+    (old_plain, old_index), (new_plain, new_index) = layout(committed), layout(generated)
+    if old_index != new_index:
+        problems.append(f"{name}: index file count {old_index} != {new_index}")
+    for missing in sorted(old_plain - new_plain):
+        problems.append(f"missing in regenerated: {name}/{missing}")
+    for extra in sorted(new_plain - old_plain):
+        problems.append(f"not in committed fixtures: {name}/{extra}")
+    for rel in sorted(old_plain & new_plain):
+        if _is_config_json(rel) and _config_json(committed / rel) != _config_json(generated / rel):
+            problems.append(f"config differs beyond dataVersion: {name}/{rel}")
+    return problems
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
         print(__doc__)
+        print(WALL_CLOCK_RULES)
         return 2
     problems = compare_tree(Path(argv[1]), Path(argv[2]))
     for line in problems:

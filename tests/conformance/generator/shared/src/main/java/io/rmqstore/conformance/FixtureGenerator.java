@@ -90,7 +90,7 @@ public final class FixtureGenerator {
         oracle.put("maxPhyOffset", driver.maxPhyOffset());
         oracle.put("records", walk.records().stream().map(Oracle::recordJson).toList());
         oracle.put("blanks", walk.blanks());
-        oracle.put("queues", queues(walk));
+        oracle.put("queues", queues(driver, walk));
         oracle.put("queries", Oracle.queries(driver, walk, extraProbes()));
         oracle.put("msgIdQueries", Oracle.msgIdQueries(driver, msgIdProbes(walk)));
         driver.shutdown();
@@ -98,7 +98,7 @@ public final class FixtureGenerator {
         Map<String, Map<Integer, Long>> offsets = Scenario.consumerOffsets();
         driver.persistConsumerOffsets(storeRoot, offsets);
         oracle.put("consumerOffsets", sorted(offsets));
-        oracle.put("recoveredMaxPhyOffset", recoverCopy(storeRoot, settings));
+        oracle.put("recoveredMaxPhyOffset", recoverCopy(driver, storeRoot, settings));
         oracle.put("abortPresent", Files.exists(storeRoot.resolve("abort")));
         write(dir.resolve("oracle.json"), oracle);
 
@@ -128,12 +128,12 @@ public final class FixtureGenerator {
         oracle.put("tornRecordOffset", last.offset());
         oracle.put("tornRecordSize", size);
         oracle.put("tornFrom", last.offset() + size / 2);
-        oracle.put("recoveredMaxPhyOffset", recoverCopy(crashRoot, settings));
+        oracle.put("recoveredMaxPhyOffset", recoverCopy(driver, crashRoot, settings));
         write(crashDir.resolve("oracle.json"), oracle);
     }
 
-    /** Recovery truncates files, so it always runs on a temporary copy. */
-    private long recoverCopy(Path storeRoot, StoreSettings settings) throws Exception {
+    /** RocketMQ's recovered max physical offset; recovery truncates files, so it always runs on a temporary copy. */
+    public static long recoverCopy(StoreDriver driver, Path storeRoot, StoreSettings settings) throws Exception {
         Path tmp = Files.createTempDirectory("rmq-recover");
         try {
             Path copy = tmp.resolve("store");
@@ -163,7 +163,8 @@ public final class FixtureGenerator {
         }
     }
 
-    private List<Map<String, Object>> queues(Oracle.Walk walk) {
+    /** getMinOffsetInQueue / getMaxOffsetInQueue for every (topic, queueId) the walk saw. */
+    public static List<Map<String, Object>> queues(StoreDriver driver, Oracle.Walk walk) {
         TreeMap<String, TreeSet<Integer>> topics = new TreeMap<>();
         walk.records().forEach(d -> topics.computeIfAbsent(d.stored().getTopic(), t -> new TreeSet<>())
             .add(d.stored().getQueueId()));
@@ -196,13 +197,15 @@ public final class FixtureGenerator {
         return ids;
     }
 
-    private static Map<String, Object> sorted(Map<String, Map<Integer, Long>> offsets) {
+    /** A consumer offset table with topics@groups and queue ids in sorted order. */
+    public static Map<String, Object> sorted(Map<String, ? extends Map<Integer, Long>> offsets) {
         Map<String, Object> m = new TreeMap<>();
         offsets.forEach((k, v) -> m.put(k, new TreeMap<>(v)));
         return m;
     }
 
-    private static void write(Path file, Map<String, Object> oracle) throws IOException {
+    /** Writes an oracle as deterministic JSON (Json.write). */
+    public static void write(Path file, Map<String, Object> oracle) throws IOException {
         Files.createDirectories(file.getParent());
         Files.writeString(file, Json.write(oracle), StandardCharsets.UTF_8);
     }

@@ -32,6 +32,13 @@ public final class Rmq5Driver implements StoreDriver {
         FixtureGenerator.main(new Rmq5Driver(), args);
     }
 
+    /** A driver over a store that a running BrokerController owns (open/put/shutdown are then not used). */
+    public static Rmq5Driver attachedTo(DefaultMessageStore brokerStore) {
+        Rmq5Driver driver = new Rmq5Driver();
+        driver.store = brokerStore;
+        return driver;
+    }
+
     @Override
     public String rocketmqVersion() {
         return "5.5.0";

@@ -1,0 +1,237 @@
+"""RocketMQ's answers about the conformance fixtures (fixtures/*/oracle.json) in comparable form.
+
+Shared by the Store, CLI and Spark conformance tests: which fixtures exist, the row every record must
+read as, and what a key / unique-key / msgId lookup must return. Oracle fields: README.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rmqstore import Store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ORACLES: dict[str, dict[str, Any]] = {
+    path.parent.name: json.loads(path.read_text(encoding="utf-8"))
+    for path in sorted(FIXTURES.glob("*/oracle.json"))
+}
+MAIN = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" not in oracle)
+"""Fixtures with their own records and queries."""
+CRASH = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" in oracle)
+"""Copies of a running store with a torn last record; their records are those of `recordsFrom`."""
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Host = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]
+
+
+def store_dir(name: str) -> Path:
+    return FIXTURES / name / "store"
+
+
+def index_geometry(name: str) -> tuple[int, int]:
+    """(maxHashSlotNum, maxIndexNum) the fixture's broker used."""
+    config = ORACLES[name]["config"]
+    return config["maxHashSlotNum"], config["maxIndexNum"]
+
+
+def open_store(name: str) -> Store:
+    return Store.open(store_dir(name), index_geometry=index_geometry(name))
+
+
+def host(text: str) -> Host:
+    """'ip:port' or '[v6]:port' -> comparable (address, port); Java prints IPv6 uncompressed."""
+    addr, _, port = text.rpartition(":")
+    return ipaddress.ip_address(addr.strip("[]")), int(port)
+
+
+def millis(value: datetime) -> int:
+    return (value - EPOCH) // timedelta(milliseconds=1)
+
+
+def keys_tokens(key: str | None) -> list[str] | None:
+    """The `keys` column for a KEYS property: split on " ", empty tokens dropped (null without KEYS)."""
+    return None if key is None else [token for token in key.split(" ") if token]
+
+
+def expected_row(record: dict[str, Any]) -> dict[str, Any]:
+    """A record as MessageDecoder read it, keyed by table column, hosts parsed, body bytes, times in ms."""
+    return {
+        "topic": record["topic"],
+        "queueId": record["queueId"],
+        "queueOffset": record["queueOffset"],
+        "commitLogOffset": record["commitLogOffset"],
+        "storeSize": record["storeSize"],
+        "msgId": record["msgId"],
+        "uniqKey": record["uniqKey"],
+        "key": record["key"],
+        "keys": keys_tokens(record["key"]),
+        "tags": record["tags"],
+        "body": base64.b64decode(record["body"]),
+        "bodyCrc": record["bodyCrc"],
+        "flag": record["flag"],
+        "sysFlag": record["sysFlag"],
+        "bornTimestamp": record["bornTimestamp"],
+        "storeTimestamp": record["storeTimestamp"],
+        "bornHost": host(record["bornHost"]),
+        "storeHost": host(record["storeHost"]),
+        "reconsumeTimes": record["reconsumeTimes"],
+        "preparedTransactionOffset": record["preparedTransactionOffset"],
+        "properties": record["properties"],
+    }
+
+
+def table_row(row: dict[str, Any]) -> dict[str, Any]:
+    """An Arrow table row (`to_pylist()`: tz-aware timestamps, map as pairs) in `expected_row` form."""
+    return {
+        **row,
+        "bornTimestamp": millis(row["bornTimestamp"]),
+        "storeTimestamp": millis(row["storeTimestamp"]),
+        "bornHost": host(row["bornHost"]),
+        "storeHost": host(row["storeHost"]),
+        "properties": dict(row["properties"]),
+    }
+
+
+def records(name: str) -> list[dict[str, Any]]:
+    """Every record a reader must return, in commit-log order: a crash copy's stop at RocketMQ's
+    recovered valid end (its torn last record and anything after it are not part of the log)."""
+    oracle = ORACLES[name]
+    if "recordsFrom" not in oracle:
+        return oracle["records"]
+    end = oracle["recoveredMaxPhyOffset"]
+    return [r for r in ORACLES[oracle["recordsFrom"]]["records"] if r["commitLogOffset"] < end]
+
+
+@dataclass(frozen=True)
+class IndexQuery:
+    """One key (a KEYS token) or unique-key question and RocketMQ's answers to it.
+
+    `capped`: the broker query (maxMsgsNumBatch 64 hash candidates for keys, defaultQueryMaxNum 32
+    for unique keys) hit its cap. `answered`: what RocketMQ returns: the capped broker answer
+    filtered like the client (topic equal and key among KEYS / UNIQ_KEY equal). `complete`: the same
+    with the cap raised (sorted, duplicates from repeated index entries like KEYS "dup dup" removed).
+    `admin`: the answer through DefaultMQAdminExt over the network, where the fixture recorded one.
+    `table`: the rows a table filter selects (topic equal and key among the KEYS tokens / UNIQ_KEY
+    equal): `complete` plus the matching records RocketMQ never indexes (`not_indexed`).
+    """
+
+    kind: str
+    topic: str
+    key: str
+    capped: bool
+    answered: frozenset[int]
+    complete: tuple[int, ...]
+    admin: frozenset[int] | None
+    table: tuple[int, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.topic}#{self.key!r}"
+
+    def check(self, found: Iterable[int]) -> None:
+        """A reader's offsets for this question: exactly RocketMQ's answer where RocketMQ is not capped,
+        a superset of it where it is, and always exactly the uncapped answer."""
+        found = sorted(found)
+        assert found == sorted(set(found)), f"{self.label}: repeated offsets {found}"
+        assert found == list(self.complete), self.label
+        rocketmq = [self.answered] + ([self.admin] if self.admin is not None else [])
+        for answer in rocketmq:
+            if self.capped:
+                assert set(found) >= answer, self.label
+            else:
+                assert set(found) == answer, self.label
+
+    def check_table(self, found: Iterable[int]) -> None:
+        """A table filter's rows for this question (every record, indexed or not)."""
+        found = sorted(found)
+        missing, extra = sorted(set(self.table) - set(found)), sorted(set(found) - set(self.table))
+        assert found == list(self.table), f"{self.label}: missing {missing}, unexpected {extra}"
+
+
+TRANSACTION_TYPE_MASK = 0x0C
+TRANSACTION_ROLLBACK_TYPE = 0x0C
+
+
+def not_indexed(record: dict[str, Any]) -> bool:
+    """IndexService.buildIndex (4.9 and 5.x) returns before indexing TRANSACTION_ROLLBACK_TYPE records,
+    so RocketMQ's key and unique-key queries never return them, while they are rows of the table."""
+    return record["sysFlag"] & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE
+
+
+def _matches(record: dict[str, Any], kind: str, topic: str, key: str) -> bool:
+    if record["topic"] != topic:
+        return False
+    return key in (keys_tokens(record["key"]) or []) if kind == "key" else record["uniqKey"] == key
+
+
+def index_queries(name: str) -> list[IndexQuery]:
+    """Every key and unique-key question the fixture's oracle asked RocketMQ."""
+    oracle = ORACLES[name]
+    unindexed = [r for r in records(name) if not_indexed(r)]
+    admin_sections = oracle.get("admin", {})
+    admin = {
+        (a["kind"], a["topic"], a["key"]): _admin_offsets(a)
+        for section in ("keyQueries", "uniqKeyQueries")
+        for a in admin_sections.get(section, [])
+    }
+    return [
+        IndexQuery(
+            kind=q["kind"],
+            topic=q["topic"],
+            key=q["key"],
+            capped=q["capped"],
+            answered=frozenset(q["queryMessage"]) & frozenset(q["matchesAll"]),
+            complete=tuple(sorted(set(q["matchesAll"]))),
+            admin=admin.get((q["kind"], q["topic"], q["key"])),
+            table=tuple(sorted(set(q["matchesAll"]) | {
+                r["commitLogOffset"] for r in unindexed if _matches(r, q["kind"], q["topic"], q["key"])
+            })),
+        )
+        for q in oracle["queries"]
+    ]
+
+
+NO_MESSAGE = 208
+"""ResponseCode.NO_MESSAGE: the admin client's "found nothing"; other codes (17 TOPIC_NOT_EXIST for
+SCHEDULE_TOPIC_XXXX, which the name server does not route) mean the admin path could not ask."""
+
+
+def _admin_offsets(answer: dict[str, Any]) -> frozenset[int] | None:
+    return frozenset(answer["offsets"]) if answer.get("error") in (None, NO_MESSAGE) else None
+
+
+@dataclass(frozen=True)
+class MsgIdQuery:
+    """A msgId probe: an offsetMsgId RocketMQ found at `offset` (lookMessageByOffset), or an id that
+    names no record (`offset` None). `admin`: mqadmin queryMsgById's answer (viewMessage) where
+    recorded: by offset, else the first record whose UNIQ_KEY equals the id."""
+
+    msg_id: str
+    offset: int | None
+    admin: frozenset[int] | None
+
+
+def msg_id_queries(name: str) -> list[MsgIdQuery]:
+    oracle = ORACLES[name]
+    admin = {a["msgId"]: _admin_offsets(a) for a in oracle.get("admin", {}).get("msgIdQueries", [])}
+    return [
+        MsgIdQuery(
+            msg_id=q["msgId"],
+            offset=q["offset"] if q.get("found") else None,
+            admin=admin.get(q["msgId"]),
+        )
+        for q in oracle["msgIdQueries"]
+    ]
+
+
+def offsets_with_uniq_key(name: str, uniq_key: str) -> list[int]:
+    """Indexed records whose UNIQ_KEY equals `uniq_key`, any topic: what a unique-key lookup (mqadmin's
+    fallback for an id that is no offsetMsgId) can find."""
+    return [r["commitLogOffset"] for r in records(name) if r["uniqKey"] == uniq_key and not not_indexed(r)]

@@ -1,0 +1,209 @@
+"""The Spark source (`spark.read.format("rmqstore")`) against stores written by real RocketMQ and
+RocketMQ's own answers (oracle.json), each read with filter pushdown and without (`pushdown=false`).
+
+A filter selects table rows, so pushed down or not it must return every record that satisfies it as
+MessageDecoder decoded the record. Against RocketMQ's index answers that is: exactly the uncapped
+answer plus the records RocketMQ never indexes (TRANSACTION_ROLLBACK_TYPE, `oracle.not_indexed`).
+SQL `key = v` compares the whole KEYS string; RocketMQ's meaning (v is one of the space-separated
+KEYS tokens) is the source's `keys` option. `msgId = v` compares the offsetMsgId column. Many values go
+into one IN query per fixture (one Spark job each) and the rows are grouped per value. The access path a
+read took comes from the source's `statsDir` diagnostics, so the pushdown variant is known to have
+used the index / offsets / consume queues and the other one a scan. Fixtures: README.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from oracle import (
+    CRASH,
+    MAIN,
+    expected_row,
+    index_queries,
+    msg_id_queries,
+    records,
+    store_dir,
+    table_row,
+)
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rmqstore.format.table import COLUMN_NAMES
+from rmqstore.spark import session
+
+pytestmark = pytest.mark.spark
+
+PUSHDOWN = [pytest.param(True, id="pushdown"), pytest.param(False, id="no-pushdown")]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    """One local session for the module (stopped at the end only if this module started it)."""
+    started_here = SparkSession.getActiveSession() is None
+    spark = session("local[2]", "rmqstore-conformance", **{
+        "spark__ui__enabled": "false",
+        "spark__sql__shuffle__partitions": "2",
+        "spark__python__worker__reuse": "true",
+    })
+    yield spark
+    if started_here:
+        spark.stop()
+
+
+class Read:
+    """One configured read of a fixture plus the plan diagnostics it writes to `statsDir`."""
+
+    def __init__(self, spark: SparkSession, name: str, pushdown: bool, stats_dir: Path, **options: str):
+        self.pushdown = pushdown
+        self.stats_dir = stats_dir
+        reader = spark.read.format("rmqstore").option("statsDir", str(stats_dir))
+        if not pushdown:
+            reader = reader.option("pushdown", "false")
+        for option, value in options.items():
+            reader = reader.option(option, value)
+        self.df: DataFrame = reader.load(str(store_dir(name)))
+
+    def assert_access(self, pushed_access: str) -> None:
+        """The plan consumed the filters and used `pushed_access`, or (no pushdown) consumed none."""
+        events = [json.loads(line) for path in self.stats_dir.glob("*.jsonl") for line in path.open()]
+        plans = [e for e in events if e["event"] == "plan"]
+        assert plans, "the source wrote no plan diagnostics"
+        for plan in plans:
+            assert bool(plan["pushed"]) == self.pushdown, plan
+            assert plan["access"] == [pushed_access if self.pushdown else "scan"], plan
+
+
+def _rows(df: DataFrame, *columns: str) -> list[dict[str, Any]]:
+    return df.select(*columns).toArrow().to_pylist()
+
+
+def _grouped(rows: list[dict[str, Any]], *by: str) -> dict[tuple[Any, ...], list[int]]:
+    """Sorted commitLogOffsets per value of the `by` columns."""
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for row in rows:
+        groups[tuple(row[c] for c in by)].append(row["commitLogOffset"])
+    return {value: sorted(offsets) for value, offsets in groups.items()}
+
+
+def _assert_rows_match_message_decoder(rows: list[dict[str, Any]], name: str) -> None:
+    actual = sorted((table_row(r) for r in rows), key=lambda r: r["commitLogOffset"])
+    expected = [expected_row(r) for r in records(name)]  # crash copies: up to the recovered end
+    got_offsets = [r["commitLogOffset"] for r in actual]
+    wanted_offsets = [r["commitLogOffset"] for r in expected]
+    missing = sorted(set(wanted_offsets) - set(got_offsets))
+    extra = sorted(set(got_offsets) - set(wanted_offsets))
+    assert got_offsets == wanted_offsets, f"records missing at {missing}, unexpected at {extra}"
+    for got, wanted in zip(actual, expected, strict=True):
+        assert got == wanted, f"record at {wanted['commitLogOffset']}"
+
+
+@pytest.mark.parametrize("pushdown", PUSHDOWN)
+@pytest.mark.parametrize("name", MAIN + CRASH)
+def test_every_record_matches_message_decoder(
+    spark: SparkSession, tmp_path: Path, name: str, pushdown: bool
+) -> None:
+    """`commitLogOffset >= 0` selects everything; pushed down it is planned as a commit-log range."""
+    read = Read(spark, name, pushdown, tmp_path)
+    _assert_rows_match_message_decoder(_rows(read.df.where("commitLogOffset >= 0"), *COLUMN_NAMES), name)
+    read.assert_access("scan")
+
+
+@pytest.mark.parametrize("pushdown", PUSHDOWN)
+@pytest.mark.parametrize("name", MAIN)
+def test_topic_filter_returns_every_record_of_its_topics(
+    spark: SparkSession, tmp_path: Path, name: str, pushdown: bool
+) -> None:
+    """`topic IN (every topic)`: pushed down it reads the consume queues, which RocketMQ does not fill
+    with PREPARED / ROLLBACK transaction records; those rows must still come back."""
+    topics = sorted({r["topic"] for r in records(name)})
+    read = Read(spark, name, pushdown, tmp_path)
+    _assert_rows_match_message_decoder(_rows(read.df.where(F.col("topic").isin(topics)), *COLUMN_NAMES), name)
+    read.assert_access("queues")
+
+
+@pytest.mark.parametrize("pushdown", PUSHDOWN)
+@pytest.mark.parametrize("name", MAIN)
+def test_key_equals_whole_keys_string(spark: SparkSession, tmp_path: Path, name: str, pushdown: bool) -> None:
+    """`key IN (...)` with every KEYS token and probe RocketMQ was asked about: the rows whose whole KEYS
+    string is one of them."""
+    values = sorted({q.key for q in index_queries(name) if q.kind == "key"})
+    read = Read(spark, name, pushdown, tmp_path)
+    found = _grouped(_rows(read.df.where(F.col("key").isin(values)), "commitLogOffset", "topic", "key"),
+                     "topic", "key")
+    assert found == _grouped([r for r in records(name) if r["key"] in values], "topic", "key")
+    read.assert_access("key-index")
+
+
+@pytest.mark.parametrize("pushdown", PUSHDOWN)
+@pytest.mark.parametrize("name", MAIN)
+def test_keys_option_matches_rocketmq_key_queries(
+    spark: SparkSession, tmp_path: Path, name: str, pushdown: bool
+) -> None:
+    """The `keys` option (a KEYS token, RocketMQ's meaning) with every token RocketMQ was asked about.
+    It is part of the DataFrame, not a pushed filter, so it applies with and without pushdown."""
+    queries = [q for q in index_queries(name) if q.kind == "key"]
+    read = Read(spark, name, pushdown, tmp_path, keys=json.dumps(sorted({q.key for q in queries})))
+    rows = _rows(read.df, "commitLogOffset", "topic", "keys")
+    assert sorted(r["commitLogOffset"] for r in rows) == sorted({o for q in queries for o in q.table})
+    for query in queries:
+        query.check_table(r["commitLogOffset"] for r in rows
+                          if r["topic"] == query.topic and query.key in r["keys"])
+
+
+@pytest.mark.parametrize("pushdown", PUSHDOWN)
+@pytest.mark.parametrize("name", MAIN)
+def test_uniq_key_matches_rocketmq(spark: SparkSession, tmp_path: Path, name: str, pushdown: bool) -> None:
+    """`uniqKey IN (every UNIQ_KEY)`, rows grouped per (topic, UNIQ_KEY) like RocketMQ's questions."""
+    queries = [q for q in index_queries(name) if q.kind == "uniqKey"]
+    read = Read(spark, name, pushdown, tmp_path)
+    where = F.col("uniqKey").isin(sorted({q.key for q in queries}))
+    found = _grouped(_rows(read.df.where(where), "commitLogOffset", "topic", "uniqKey"), "topic", "uniqKey")
+    for query in queries:
+        query.check_table(found.get((query.topic, query.key), []))
+    assert sum(map(len, found.values())) == len({o for q in queries for o in q.table})
+    read.assert_access("key-index")
+
+
+@pytest.mark.parametrize("pushdown", PUSHDOWN)
+@pytest.mark.parametrize("name", MAIN)
+def test_msg_id_matches_rocketmq(spark: SparkSession, tmp_path: Path, name: str, pushdown: bool) -> None:
+    """`msgId IN (...)`: an offsetMsgId RocketMQ found gives that record; ids naming no record give none."""
+    queries = msg_id_queries(name)
+    read = Read(spark, name, pushdown, tmp_path)
+    where = F.col("msgId").isin([q.msg_id for q in queries])
+    found = _grouped(_rows(read.df.where(where), "commitLogOffset", "msgId"), "msgId")
+    for query in queries:
+        expected = [] if query.offset is None else [query.offset]
+        assert found.get((query.msg_id,), []) == expected, query.msg_id
+    read.assert_access("offsets")
+
+
+@pytest.mark.parametrize("name", MAIN)
+def test_single_value_equalities_match_rocketmq(spark: SparkSession, tmp_path: Path, name: str) -> None:
+    """`=` instead of IN, pushed down: `uniqKey =` the unique key of most records (RocketMQ's capped
+    question, 32 of 35, where the fixture has it), `key =` a key that is a whole KEYS string (capped where
+    the fixture has one: the broker's "hot"), and `msgId =` one record's offsetMsgId."""
+    queries = index_queries(name)
+    uniq = max((q for q in queries if q.kind == "uniqKey"), key=lambda q: len(q.table))
+    key_of = {r["commitLogOffset"]: r["key"] for r in records(name)}
+    whole = sorted((q for q in queries if q.kind == "key" and any(key_of[o] == q.key for o in q.table)),
+                   key=lambda q: not q.capped)[0]
+    msg_id = next(q for q in msg_id_queries(name) if q.offset is not None)
+    checks = [
+        ("uniqKey", uniq.key, uniq.topic, "key-index", list(uniq.table)),
+        ("key", whole.key, whole.topic, "key-index", [o for o in whole.table if key_of[o] == whole.key]),
+        ("msgId", msg_id.msg_id, None, "offsets", [msg_id.offset]),
+    ]
+    for column, value, topic, access, expected in checks:
+        read = Read(spark, name, True, tmp_path / column)
+        where = F.col(column) == value
+        if topic is not None:
+            where = where & (F.col("topic") == topic)
+        found = sorted(r["commitLogOffset"] for r in _rows(read.df.where(where), "commitLogOffset"))
+        assert found == expected, f"{column} = {value!r}"
+        read.assert_access(access)
