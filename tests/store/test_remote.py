@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from store_builder import StoreBuilder, fill
 
 from rmqstore.io import ArrowFileSystem, resolve_location
+from rmqstore.store import Store
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +45,6 @@ def test_s3_uri_resolves_with_endpoint_override(bucket, monkeypatch):
 
 
 def test_store_over_s3_equals_the_local_store(s3_server, tmp_path, monkeypatch):
-    from store_builder import StoreBuilder, fill
-    from rmqstore.store import Store
 
     endpoint, s3, upload = s3_server
     b = StoreBuilder(str(tmp_path / "store"), segment_size=4096, hash_slots=4, index_entries=64)
