@@ -1,7 +1,7 @@
 """Tail a RocketMQ broker store with Spark Structured Streaming (into the console or a parquet lake).
 
-    PYSPARK_PYTHON=python3 python3 examples/streaming.py /var/rocketmq/store
-    PYSPARK_PYTHON=python3 python3 examples/streaming.py /var/rocketmq/store --topics OrderTopic \
+    python3 examples/streaming.py /var/rocketmq/store
+    python3 examples/streaming.py /var/rocketmq/store --topics OrderTopic \
         --sink parquet --output /lake/orders --checkpoint /lake/_checkpoints/orders
 
 The query reads the broker's own files while the broker writes them: it never emits a half-written

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from rmqstore.spark import session
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", "python3")
     spark = session("local[2]", "rmqstore-tests", **{
         "spark__ui__enabled": "false",
         "spark__sql__shuffle__partitions": "2",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from pyspark.sql import SparkSession
 
@@ -17,10 +18,11 @@ SESSION_CONF: dict[str, str] = {
 def session(master: str = "local[*]", app_name: str = "rmqstore", **conf: str) -> SparkSession:
     """`getOrCreate()` a session with `SESSION_CONF` (plus `conf`, dots written as `__`).
 
-    Sets PYSPARK_PYTHON to `python3` when unset, so Python workers find the installed package.
+    Sets PYSPARK_PYTHON to this interpreter when unset: Spark's default (`python3` on PATH) may
+    be another Python, without rmqstore, and the workers would fail to import it.
     On an existing session the SQL settings are applied with `spark.conf.set`.
     """
-    os.environ.setdefault("PYSPARK_PYTHON", "python3")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**SESSION_CONF, **{k.replace("__", "."): v for k, v in conf.items()}}
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
