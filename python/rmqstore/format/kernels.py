@@ -9,8 +9,8 @@ KEYS / TAGS / UNIQ_KEY, offsetMsgIds (§3.1) and host dictionary codes (§2.4).
 Buffers are 1-D uint8 arrays passed read-only (one compiled specialization); outputs of columns not
 requested (`decode`'s `want` flags) may be empty arrays. Kernels never read outside the buffer: every
 record is checked by `scan_record` before its fields are read. Compiled code is cached on disk
-(`NUMBA_CACHE_DIR`, default `~/.cache/rmqstore/numba`), so only the first use on a machine pays the
-compile time.
+(`NUMBA_CACHE_DIR`, default `numba/` under `rmqstore.cachedir.cache_root()`), so only the first use
+on a machine pays the compile time.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from rmqstore.cachedir import cache_root
 
 
 def _configure_cache() -> bool:
@@ -29,8 +31,7 @@ def _configure_cache() -> bool:
     """
     if os.environ.get("NUMBA_CACHE_DIR"):
         return True
-    home_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    for candidate in (home_cache / "rmqstore" / "numba", Path(tempfile.gettempdir()) / "rmqstore-numba"):
+    for candidate in (cache_root() / "numba", Path(tempfile.gettempdir()) / "rmqstore-numba"):
         try:
             candidate.mkdir(parents=True, exist_ok=True)
         except OSError:

@@ -12,7 +12,16 @@ import numpy as np
 import pyarrow as pa
 
 from rmqstore.plan.planner import OFFSETS_PER_TASK, probe_offsets
-from rmqstore.plan.tasks import KeyProbeTask, OffsetsTask, QueueSliceTask, RangeTask, ReadTask, probe_bucket
+from rmqstore.plan.tasks import (
+    KeyProbeTask,
+    OffsetsTask,
+    QueueSliceTask,
+    RangesTask,
+    RangeTask,
+    ReadTask,
+    probe_bucket,
+    within,
+)
 from rmqstore.store import Store
 
 READ_OFFSETS_CHUNK = 50_000
@@ -34,6 +43,10 @@ def run_task(task: ReadTask, store: Store, columns: Sequence[str],
         yield from store.scan(task.start, task.end, list(columns), check_crc=settings.check_crc,
                               mode=settings.mode, decompress=settings.decompress)
         return
+    if isinstance(task, RangesTask):
+        yield from store.scan_ranges(task.ranges, list(columns), check_crc=settings.check_crc,
+                                     mode=settings.mode, decompress=settings.decompress)
+        return
     if isinstance(task, OffsetsTask):
         offsets = np.asarray(task.offsets, dtype=np.int64)
         strict = not task.user_points
@@ -50,7 +63,8 @@ def _probe(task: KeyProbeTask, store: Store, columns: Sequence[str],
            settings: ReadSettings) -> Iterator[pa.RecordBatch]:
     """Probe on the executor; keep only the rows this task owns (see KeyProbeTask)."""
     found = probe_offsets(store, task.kind, task.values, task.topics, task.begin_ms, task.end_ms)
-    offsets = _within(np.fromiter(sorted(found), dtype=np.int64, count=len(found)), task.lo, task.hi)
+    offsets = within(np.fromiter(sorted(found), dtype=np.int64, count=len(found)), task.lo, task.hi,
+                      task.exclude)
     token_column = "uniqKey" if task.kind == "uniqKey" else "keys"
     decode = list(columns) if token_column in columns else [*columns, token_column]
     probes = set(task.all_values)
@@ -66,22 +80,13 @@ def _owner(tokens: Sequence[str | None] | None, probes: set[str], buckets: int) 
     return probe_bucket(min(matching), buckets) if matching else -1
 
 
-def _within(offsets: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
-    keep = np.ones(len(offsets), dtype=bool)
-    if lo is not None:
-        keep &= offsets >= lo
-    if hi is not None:
-        keep &= offsets < hi
-    return offsets[keep]
-
-
 def _queue_offsets(store: Store, task: QueueSliceTask) -> np.ndarray:
     parts = []
     for s in task.slices:
         units = store.consume_queue(s.topic, s.queue_id).units(s.start, s.end, tags=task.tags)
         parts.append(units["phy"].astype(np.int64))
     offsets = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
-    return _within(offsets, task.lo, task.hi)
+    return within(offsets, task.lo, task.hi, task.exclude)
 
 
 def _read(store: Store, offsets: np.ndarray, columns: Sequence[str], settings: ReadSettings,

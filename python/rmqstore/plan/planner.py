@@ -7,10 +7,13 @@ Access paths, most selective first; the first one that applies is used and the o
    partitioned by a stable hash (mmh3) of the value. `key = v` probes v's first KEYS token (a
    record whose whole KEYS string is v is indexed under each token) and is confirmed on the whole
    string. A missing or damaged index falls back to the next path and says so in `notes`.
-3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices. Known
-   deviation: records a broker never dispatches to a consume queue (transaction type PREPARED or
-   ROLLBACK, written by pre-4.3 producers, spec §4.1/§2.10) are not found this way, while a
-   scan (`pushdown=false`) returns them.
+3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices.
+Paths 2 and 3 also scan the commit-log bytes that consume queues do not cover
+(`Store.uncovered_ranges`: transaction PREPARED / ROLLBACK records, which are in no queue (§4.1)
+and, ROLLBACK, in no index (§5.4); queues lagging behind the log; topics without queue files), so
+they return the rows a scan returns; the index and queue tasks leave those bytes out (`exclude`)
+and a note says they are scanned. Queue windows (startingOffsets / endingOffsets) are positions in
+the queues: they select queue units only.
 4. `commitLogOffset` ranges and `storeTimestamp` ranges (seek by time): commit-log byte ranges.
 5. Otherwise the whole log, split by `Store.split_ranges`.
 Whatever path is used, every task's rows are confirmed against all predicates by the reader.
@@ -23,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+import numpy as np
+
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.plan.predicates import Compare, InSet, KeysContainAny, NotNull, Predicate, QueueWindows
 from rmqstore.plan.queues import queue_windows_slices
@@ -32,15 +37,18 @@ from rmqstore.plan.tasks import (
     ProbeKind,
     QueueSlice,
     QueueSliceTask,
+    RangesTask,
     RangeTask,
     ReadTask,
     probe_bucket,
+    within,
 )
 from rmqstore.store import SEEK_TIME_MARGIN_MS, IndexUnavailableError, Store
 
 log = logging.getLogger("rmqstore.plan")
 
 OFFSETS_PER_TASK = 200_000
+RANGES_PER_TASK = 10_000
 UNITS_PER_QUEUE_TASK = 1_000_000
 
 
@@ -194,11 +202,21 @@ def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
         return "offsets", _offset_tasks(index, offsets, settings, user_points=True)
     if b.probes:
         kind, values = min(b.probes.items(), key=lambda kv: len(kv[1]))
-        tasks = _probe_tasks(index, store, kind, values, b, (lo, hi), settings, notes)
-        if tasks is not None:
-            return "key-index", tasks
-    if b.topics is not None or b.windows is not None:
-        return "queues", _queue_tasks(index, store, b, (lo, hi), settings)
+        probe = _probe_values(kind, values)
+        if probe is None:
+            notes.append(f"store {store.path}: {kind} values {list(values)[:3]} cannot be looked up in the "
+                         "index (empty or space-only); scanning instead")
+        else:
+            uncovered = () if b.windows is not None else _uncovered_within(store, lo, hi)
+            tasks = _probe_tasks(index, store, kind, probe, b, (lo, hi), uncovered, settings, notes)
+            if tasks is not None:
+                return "key-index", tasks + _scan_tasks(index, store, uncovered, settings, notes)
+    if b.windows is not None:
+        return "queues", _queue_tasks(index, store, b, (lo, hi), (), settings)
+    if b.topics is not None:
+        uncovered = _uncovered_within(store, lo, hi)
+        return "queues", (_queue_tasks(index, store, b, (lo, hi), uncovered, settings)
+                          + _scan_tasks(index, store, uncovered, settings, notes))
     access = "range" if (lo, hi) != (store.min_offset, store.max_offset) else "scan"
     return access, _range_tasks(index, store, lo, hi, settings)
 
@@ -228,13 +246,42 @@ def _probe_values(kind: ProbeKind, values: tuple[str, ...]) -> tuple[str, ...] |
     return tuple(dict.fromkeys(tokens))
 
 
-def _probe_tasks(index: int, store: Store, kind: ProbeKind, values: tuple[str, ...], b: _Bounds,
-                 bounds: tuple[int, int], settings: PlanSettings, notes: list[str]) -> list[ReadTask] | None:
-    probe = _probe_values(kind, values)
-    if probe is None:
-        notes.append(f"store {store.path}: {kind} values {list(values)[:3]} cannot be looked up in the "
-                     "index (empty or space-only); scanning instead")
-        return None
+def _uncovered_within(store: Store, lo: int, hi: int) -> tuple[tuple[int, int], ...]:
+    """The bytes of [lo, hi) that consume queues do not cover."""
+    return tuple((max(a, lo), min(b, hi)) for a, b in store.uncovered_ranges() if max(a, lo) < min(b, hi))
+
+
+def _scan_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings,
+                notes: list[str]) -> list[ReadTask]:
+    """`RangesTask`s over `ranges` (bytes no queue covers, inside segments), about
+    `max_bytes_per_partition` bytes and at most `RANGES_PER_TASK` ranges each."""
+    if not ranges:
+        return []
+    total = sum(b - a for a, b in ranges)
+    notes.append(f"store {store.path}: {len(ranges)} commit-log range(s), {total} bytes, not covered by "
+                 "consume queues (transaction PREPARED/ROLLBACK records, queues behind the log, topics "
+                 f"without queue files) are scanned too: {list(ranges)[:3]}")
+    limit = settings.max_bytes_per_partition
+    tasks: list[ReadTask] = []
+    group: list[tuple[int, int]] = []
+    group_bytes = 0
+    for start, end in ranges:
+        while start < end:
+            piece = min(end, start + limit - group_bytes)
+            group.append((start, piece))
+            group_bytes += piece - start
+            start = piece
+            if group_bytes >= limit or len(group) >= RANGES_PER_TASK:
+                tasks.append(RangesTask(index, tuple(group)))
+                group, group_bytes = [], 0
+    if group:
+        tasks.append(RangesTask(index, tuple(group)))
+    return tasks
+
+
+def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ...], b: _Bounds,
+                 bounds: tuple[int, int], exclude: tuple[tuple[int, int], ...], settings: PlanSettings,
+                 notes: list[str]) -> list[ReadTask] | None:
     topics = None if b.topics is None else tuple(sorted(b.topics))
     lo, hi = bounds
     if len(probe) > settings.key_probe_partition_threshold:
@@ -245,14 +292,15 @@ def _probe_tasks(index: int, store: Store, kind: ProbeKind, values: tuple[str, .
         grouped: list[list[str]] = [[] for _ in range(buckets)]
         for value in probe:
             grouped[probe_bucket(value, buckets)].append(value)
-        return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, b.begin_ms, b.end_ms, lo, hi)
-                for i, g in enumerate(grouped) if g]
+        return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, b.begin_ms, b.end_ms, lo, hi,
+                             exclude) for i, g in enumerate(grouped) if g]
     try:
         offsets = probe_offsets(store, kind, probe, topics, b.begin_ms, b.end_ms)
     except IndexUnavailableError as exc:
         notes.append(f"store {store.path}: index cannot answer the {kind} lookup ({exc}); scanning instead")
         return None
-    return _offset_tasks(index, sorted(o for o in offsets if lo <= o < hi), settings, user_points=False)
+    found = within(np.fromiter(sorted(offsets), dtype=np.int64, count=len(offsets)), lo, hi, exclude)
+    return _offset_tasks(index, found.tolist(), settings, user_points=False)
 
 
 def _index_usable(store: Store) -> bool:
@@ -296,7 +344,7 @@ def _range_tasks(index: int, store: Store, lo: int, hi: int, settings: PlanSetti
 
 
 def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
-                 settings: PlanSettings) -> list[ReadTask]:
+                 exclude: tuple[tuple[int, int], ...], settings: PlanSettings) -> list[ReadTask]:
     known = set(store.topics())
     slices: list[QueueSlice] = []
     if b.windows is not None:
@@ -332,8 +380,8 @@ def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
             group_units += take
             start += take
             if group_units >= units_per_task:
-                tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi))
+                tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi, exclude))
                 group, group_units = [], 0
     if group:
-        tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi))
+        tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi, exclude))
     return tasks

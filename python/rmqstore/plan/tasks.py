@@ -1,14 +1,19 @@
 """Read tasks: the picklable units of work a plan is made of (one per Spark partition).
 
 `lo`/`hi` bound the commit-log offsets every task may return ([lo, hi)); `None` means unbounded.
+`exclude` lists commit-log byte ranges [start, end) a queue or index task leaves out because the
+plan scans them in `RangesTask`s (bytes consume queues do not cover, `Store.uncovered_ranges`): each
+record is read by one task only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import mmh3
+import numpy as np
 
 ProbeKind = Literal["key", "uniqKey", "keysContain"]
 
@@ -20,6 +25,14 @@ class RangeTask:
     store: int
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class RangesTask:
+    """Scan several commit-log byte ranges [start, end), ascending, each starting at a record start."""
+
+    store: int
+    ranges: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -53,11 +66,28 @@ class KeyProbeTask:
     end_ms: int | None
     lo: int | None
     hi: int | None
+    exclude: tuple[tuple[int, int], ...] = ()
 
 
 def probe_bucket(value: str, buckets: int) -> int:
     """The stable (mmh3, process-independent) bucket of a probe value."""
     return mmh3.hash(value, signed=False) % buckets
+
+
+def within(offsets: np.ndarray, lo: int | None, hi: int | None,
+           exclude: Sequence[tuple[int, int]] = ()) -> np.ndarray:
+    """The offsets in [lo, hi) (None: unbounded) and outside every `exclude` range (sorted, disjoint)."""
+    keep = np.ones(len(offsets), dtype=bool)
+    if lo is not None:
+        keep &= offsets >= lo
+    if hi is not None:
+        keep &= offsets < hi
+    if exclude:
+        starts = np.array([start for start, _ in exclude], dtype=np.int64)
+        ends = np.array([end for _, end in exclude], dtype=np.int64)
+        at = np.searchsorted(starts, offsets, side="right") - 1  # the last range starting at or before
+        keep &= (at < 0) | (offsets >= ends[np.maximum(at, 0)])
+    return offsets[keep]
 
 
 @dataclass(frozen=True)
@@ -79,6 +109,7 @@ class QueueSliceTask:
     tags: tuple[str, ...] | None
     lo: int | None
     hi: int | None
+    exclude: tuple[tuple[int, int], ...] = ()
 
 
-ReadTask = RangeTask | OffsetsTask | KeyProbeTask | QueueSliceTask
+ReadTask = RangeTask | RangesTask | OffsetsTask | KeyProbeTask | QueueSliceTask

@@ -34,7 +34,7 @@ from rmqstore.plan.predicates import (
     predicate_columns,
 )
 from rmqstore.plan.queues import resolve_windows
-from rmqstore.plan.tasks import RangeTask, ReadTask
+from rmqstore.plan.tasks import RangesTask, RangeTask, ReadTask
 from rmqstore.spark.filters import to_predicate
 from rmqstore.spark.guard import claim, new_plan_token
 from rmqstore.spark.options import (
@@ -88,7 +88,7 @@ class StoreReader(DataSourceReader):
             for store in stores:
                 store.close()
         _log_plan(plan, self.pushed)
-        range_bytes = sum(t.end - t.start for t in plan.tasks if isinstance(t, RangeTask))
+        range_bytes = sum(_scanned_bytes(t) for t in plan.tasks)
         self._write_stats({"event": "plan", "access": plan.access, "tasks": len(plan.tasks),
                            "range_bytes": range_bytes,
                            "notes": plan.notes, "pushed": [describe(p) for p in self.pushed]})
@@ -194,6 +194,15 @@ def _decode_columns(wanted: Sequence[str], predicates: Sequence[Predicate]) -> t
     """The user's columns plus those the confirmation needs, in table order."""
     needed = set(wanted) | set(predicate_columns(predicates))
     return tuple(name for name in COLUMN_NAMES if name in needed)
+
+
+def _scanned_bytes(task: ReadTask) -> int:
+    """Commit-log bytes a task plans to scan (0 for index, offset and queue reads)."""
+    if isinstance(task, RangeTask):
+        return task.end - task.start
+    if isinstance(task, RangesTask):
+        return sum(end - start for start, end in task.ranges)
+    return 0
 
 
 def _log_plan(plan: ReadPlan, pushed: Sequence[Predicate]) -> None:

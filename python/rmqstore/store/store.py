@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
-from rmqstore.format.columnar import decode_records
+from rmqstore.format.columnar import decode_records, walk_records
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import check_record
 from rmqstore.format.table import arrow_schema
@@ -25,6 +25,7 @@ from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.coverage import uncovered_ranges
 from rmqstore.store.errors import (
     FAILFAST,
     PERMISSIVE,
@@ -55,6 +56,8 @@ INDEX_TAIL_SCAN_LIMIT = 64 << 20
 """Lookups scan at most this many not-yet-indexed bytes at the end of the log themselves."""
 READ_RUN_GAP = 64 << 10
 """`read_offsets` reads records closer than this in one request."""
+GATHER_RANGE_BYTES = 1 << 20
+"""`scan_ranges` decodes the records of ranges up to this size together, in one call."""
 _LOOKUP_COLUMNS = ("commitLogOffset", "topic", "keys", "uniqKey", "storeTimestamp")
 
 
@@ -207,6 +210,44 @@ class Store:
                 batch = decode_records(chunk.buf, starts, chunk.base_offset, cols, decompress=decompress)
                 self.stats.records_decoded += len(starts)
                 yield batch
+
+    def scan_ranges(self, ranges: Iterable[tuple[int, int]], columns: Sequence[str] | None = None, *,
+                    check_crc: bool = False, mode: str = FAILFAST,
+                    decompress: bool = True) -> Iterator[pa.RecordBatch]:
+        """The records of `scan(start, end)` for each range (not in log order across ranges).
+
+        Meant for many small ranges that start at a record start inside one segment (the bytes no
+        consume queue covers): their records are decoded in one call, not one per range. A range that
+        is large, crosses a segment end or whose walk meets an invalid record is read by `scan` (same
+        errors and counters).
+        """
+        mode = check_mode(mode)
+        cols = list(arrow_schema(columns).names)
+        pieces: list[np.ndarray] = []
+        starts: list[np.ndarray] = []
+        gathered = 0
+        for start, end in ranges:
+            seg = self.log.segment_at(start)
+            end = min(end, self.max_offset)
+            if seg is None or start >= end or end > seg.end_offset or end - start > GATHER_RANGE_BYTES:
+                yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
+                continue
+            buf = self.log.read(seg, start - seg.base_offset, end - start)
+            walked = walk_records(buf, start, 0, len(buf), check_crc=check_crc)
+            if walked.stop_kind == "invalid":
+                yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
+                continue
+            self.stats.records_walked += len(walked.starts)
+            pieces.append(buf)
+            starts.append(np.asarray(walked.starts, dtype=np.int64) + gathered)
+            gathered += len(buf)
+        if not starts:
+            return
+        buf, positions = np.concatenate(pieces), np.concatenate(starts)
+        for first in range(0, len(positions), DEFAULT_BATCH_ROWS):
+            batch_starts = positions[first : first + DEFAULT_BATCH_ROWS]
+            self.stats.records_decoded += len(batch_starts)
+            yield decode_records(buf, batch_starts, 0, cols, decompress=decompress)
 
     def split_ranges(self, max_bytes: int) -> list[tuple[int, int]]:
         """Byte ranges of at most `max_bytes` covering [min_offset, max_offset), never crossing segments.
@@ -406,6 +447,24 @@ class Store:
             queue = ConsumeQueue(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
             self._queues[(topic, queue_id)] = queue
         return queue
+
+    @cached_property
+    def _uncovered(self) -> list[tuple[int, int]]:
+        return uncovered_ranges(self)
+
+    def uncovered_ranges(self) -> list[tuple[int, int]]:
+        """Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to.
+
+        Transaction PREPARED / ROLLBACK records (§4.1), records the queues have not caught up with and
+        records of topics without a queue directory; everything else is found through the queues.
+        Decided per segment (`rmqstore.store.coverage`), computed once per Store and cached on disk
+        outside the store for sealed segments. Not carried along when the Store is pickled.
+        """
+        return list(self._uncovered)
+
+    def uncovered_segments(self) -> list[Segment]:
+        """The segments holding `uncovered_ranges`, by base offset."""
+        return [seg for seg in self.segments if any(seg.contains(start) for start, _ in self._uncovered)]
 
     # ---- time ---------------------------------------------------------------------------------
 
