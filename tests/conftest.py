@@ -1,4 +1,4 @@
-"""Settings every suite shares.
+"""Settings and the Spark session every suite shares.
 
 Spark's Python workers run `PYSPARK_PYTHON` (default: `python3` on PATH), not this interpreter;
 point them at the interpreter that has rmqstore installed, so a plain `python -m pytest` works in a
@@ -7,7 +7,30 @@ virtualenv too.
 
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
+
+import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("TZ", "UTC")
+# Caches (compiled kernels, consume-queue coverage of the many test stores) go to a directory of
+# this run, not the user's ~/.cache/rmqstore.
+os.environ.setdefault("RMQSTORE_CACHE_DIR", tempfile.mkdtemp(prefix="rmqstore-test-cache-"))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator:
+    """One local Spark session for the whole run: starting one costs ~10 s, and getOrCreate would
+    hand a second suite the first one's session anyway."""
+    from rmqstore.spark import session
+
+    spark = session("local[2]", "rmqstore-tests", **{
+        "spark__ui__enabled": "false",
+        "spark__sql__shuffle__partitions": "2",
+        "spark__python__worker__reuse": "true",
+    })
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,25 +33,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rmqstore.format.table import COLUMN_NAMES
-from rmqstore.spark import session
 
 pytestmark = pytest.mark.spark
 
 PUSHDOWN = [pytest.param(True, id="pushdown"), pytest.param(False, id="no-pushdown")]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """One local session for the module (stopped at the end only if this module started it)."""
-    started_here = SparkSession.getActiveSession() is None
-    spark = session("local[2]", "rmqstore-conformance", **{
-        "spark__ui__enabled": "false",
-        "spark__sql__shuffle__partitions": "2",
-        "spark__python__worker__reuse": "true",
-    })
-    yield spark
-    if started_here:
-        spark.stop()
 
 
 class Read:

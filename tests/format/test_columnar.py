@@ -573,7 +573,8 @@ def test_decode_rejects_a_position_without_a_record(golden_record: bytes) -> Non
 
 def test_kernel_cache_falls_back_when_home_is_not_writable(tmp_path: Any) -> None:
     """Without NUMBA_CACHE_DIR and with an unusable home, compiled kernels are cached in the temp dir."""
-    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "RMQSTORE_CACHE_DIR")}
     env.update(HOME="/proc/self/no-home", TMPDIR=str(tmp_path))
     script = "import os, rmqstore.format.kernels; print(os.environ['NUMBA_CACHE_DIR'])"
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)

@@ -1,26 +1,11 @@
-"""One local Spark session for the whole suite (Spark is slow to start) and small stores."""
+"""Small stores for the Spark suite (the shared session fixture is in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 from spark_stores import SMALL_STORE_MESSAGES, write_store
-
-from rmqstore.spark import session
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    spark = session("local[2]", "rmqstore-tests", **{
-        "spark__ui__enabled": "false",
-        "spark__sql__shuffle__partitions": "2",
-        "spark__python__worker__reuse": "true",
-    })
-    yield spark
-    spark.stop()
 
 
 @pytest.fixture(scope="session")

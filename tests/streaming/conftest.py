@@ -14,19 +14,6 @@ import pytest
 HERE = Path(__file__).parent
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator:
-    from rmqstore.spark import RmqStoreDataSource
-    from rmqstore.spark import session as rmq_session
-
-    spark_session = rmq_session("local[2]", "rmqstore-streaming-tests", spark__ui__enabled="false",
-                                spark__sql__shuffle__partitions="2")
-    spark_session.sparkContext.setLogLevel("ERROR")
-    spark_session.dataSource.register(RmqStoreDataSource)
-    yield spark_session
-    spark_session.stop()
-
-
 class Appender:
     """`live_broker.py` in a separate process: appends slowly, in pieces, with segment roll-over."""
 
