@@ -36,13 +36,19 @@ def sink_batches(sink: Path) -> dict[int, list[list[dict]]]:
 
     The sink's `_spark_metadata/<batch>` log lists the files each committed batch wrote; files not
     listed there (from an interrupted batch) are not part of the output, exactly as Spark reads it.
+    Every 10th batch Spark writes `<batch>.compact` instead, listing the files of all batches so
+    far: that batch's own files are the ones no earlier batch listed.
     """
     batches: dict[int, list[list[dict]]] = {}
+    seen: set[str] = set()
     metadata = sink / "_spark_metadata"
-    for entry in sorted((p for p in metadata.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
+    logs = [p for p in metadata.iterdir() if p.name.removesuffix(".compact").isdigit()]
+    for entry in sorted(logs, key=lambda p: int(p.name.removesuffix(".compact"))):
         lines = entry.read_text().splitlines()[1:]  # line 0 is the log version
         files = [json.loads(line)["path"].removeprefix("file://") for line in lines]
-        batches[int(entry.name)] = [pq.read_table(path).to_pylist() for path in files]
+        own = [path for path in files if path not in seen]
+        seen.update(own)
+        batches[int(entry.name.removesuffix(".compact"))] = [pq.read_table(path).to_pylist() for path in own]
     return batches
 
 
