@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from plan_helpers import run_plan, scan_rows
 
 from rmqstore.plan.confirm import confirm
-from rmqstore.plan.execute import ReadSettings, run_task
-from rmqstore.plan.planner import PlanSettings, plan_read
+from rmqstore.plan.planner import ReadPlan
 from rmqstore.plan.predicates import Compare, InSet, KeysContainAny, NotNull, Predicate
 from rmqstore.plan.tasks import KeyProbeTask, OffsetsTask, QueueSliceTask, RangeTask
 from rmqstore.store import Store
@@ -39,18 +39,11 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def rows(store_path: Path) -> list[dict]:
-    with Store.open(str(store_path)) as store:
-        return [r for b in store.scan(columns=COLUMNS) for r in b.to_pylist()]
+    return scan_rows(store_path, COLUMNS)
 
 
-def _run(store_path: Path, predicates: list[Predicate], **settings: int) -> tuple[list[int], object]:
-    with Store.open(str(store_path)) as store:
-        plan = plan_read([store], [predicates], PlanSettings(**settings))
-        got = []
-        for task in plan.tasks:
-            for batch in run_task(task, store, COLUMNS, ReadSettings()):
-                got.extend(confirm(batch, predicates).column("commitLogOffset").to_pylist())
-    return sorted(got), plan
+def _run(store_path: Path, predicates: list[Predicate], **settings: int) -> tuple[list[int], ReadPlan]:
+    return run_plan(store_path, predicates, COLUMNS, **settings)
 
 
 def test_key_equality_compares_the_whole_keys_string(store_path: Path, rows: list[dict]) -> None:
