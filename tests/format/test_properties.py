@@ -9,7 +9,6 @@ from rmqstore.format.properties import (
     encode_crc_property,
     encode_properties,
     parse_properties,
-    split_crc_property,
 )
 
 NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=8)
@@ -62,19 +61,5 @@ def test_crc_property_vector_of_spec_8_2() -> None:
     assert len(prop) == 20
 
 
-@given(st.integers(0, 0x7FFFFFFF), st.binary(max_size=40).map(lambda b: b.replace(b"\x02", b"")))
-def test_crc_property_splits_back(crc: int, head: bytes) -> None:
-    props = (head + b"\x02" if head else b"") + encode_crc_property(crc)
-    assert split_crc_property(props) == ((head + b"\x02") if head else b"", crc)
-
-
 def test_crc_property_zero_padding_is_at_the_end() -> None:
     assert encode_crc_property(123)[9:19] == b"3210000000"
-
-
-def test_split_ignores_lookalikes() -> None:
-    not_own_property = b"MY" + encode_crc_property(5)
-    assert split_crc_property(not_own_property) == (not_own_property, None)
-    bad_digits = encode_crc_property(5).replace(b"5", b"x")
-    assert split_crc_property(bad_digits) == (bad_digits, None)
-    assert split_crc_property(b"A\x011\x02") == (b"A\x011\x02", None)

@@ -37,12 +37,3 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
     if not 0 <= port <= _MAX_PORT:
         raise ValueError(f"{msg_id!r} is not an offsetMsgId: port {port} out of range")
     return decode_host(raw[:host_len]), struct.unpack_from(">q", raw, host_len)[0]
-
-
-def looks_like_offset_msg_id(s: str) -> bool:
-    """True when `decode_offset_msg_id` accepts s (right length, hex, port < 65536, §3.2 heuristic)."""
-    try:
-        decode_offset_msg_id(s)
-    except ValueError:
-        return False
-    return True

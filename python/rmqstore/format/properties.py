@@ -44,29 +44,6 @@ def encode_properties(props: Mapping[str, str]) -> bytes:
     )
 
 
-def split_crc_property(data: bytes) -> tuple[bytes, int | None]:
-    """Split a trailing 20-byte `__CRC32#` property off PROPERTIES (§2.8).
-
-    Returns (properties without it, crc) where crc is the value with its 10 digits reversed back,
-    or (data unchanged, None) when the field does not end with a well-formed CRC property that
-    starts a property of its own.
-    """
-    data = bytes(data)
-    if len(data) < CRC32_RESERVED_LEN:
-        return data, None
-    start = len(data) - CRC32_RESERVED_LEN
-    tail = data[start:]
-    digits = tail[len(_CRC_PREFIX) : len(_CRC_PREFIX) + _CRC_DIGITS]
-    if (
-        not tail.startswith(_CRC_PREFIX)
-        or tail[-1] != PROPERTY_SEPARATOR
-        or not (start == 0 or data[start - 1] == PROPERTY_SEPARATOR)
-        or not digits.isdigit()
-    ):
-        return data, None
-    return data[:start], int(digits[::-1])
-
-
 def encode_crc_property(crc: int) -> bytes:
     """The 20-byte `__CRC32#` property: name, 0x01, 10 digits least significant first, 0x02 (§2.8).
 
