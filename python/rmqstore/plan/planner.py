@@ -295,12 +295,11 @@ def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ..
         return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, b.begin_ms, b.end_ms, lo, hi,
                              exclude) for i, g in enumerate(grouped) if g]
     try:
-        offsets = probe_offsets(store, kind, probe, topics, b.begin_ms, b.end_ms)
+        found = probe_offsets(store, kind, probe, topics, b.begin_ms, b.end_ms)
     except IndexUnavailableError as exc:
         notes.append(f"store {store.path}: index cannot answer the {kind} lookup ({exc}); scanning instead")
         return None
-    found = within(np.fromiter(sorted(offsets), dtype=np.int64, count=len(offsets)), lo, hi, exclude)
-    return _offset_tasks(index, found.tolist(), settings, user_points=False)
+    return _offset_tasks(index, within(found, lo, hi, exclude).tolist(), settings, user_points=False)
 
 
 def _index_usable(store: Store) -> bool:
@@ -308,15 +307,14 @@ def _index_usable(store: Store) -> bool:
 
 
 def probe_offsets(store: Store, kind: ProbeKind, values: Sequence[str], topics: Sequence[str] | None,
-                  begin_ms: int | None, end_ms: int | None) -> set[int]:
-    """Confirmed offsets of records matching any of the probe values (raises IndexUnavailableError)."""
+                  begin_ms: int | None, end_ms: int | None) -> np.ndarray:
+    """Confirmed offsets of records matching any of the probe values, sorted and unique (raises
+    IndexUnavailableError)."""
+    find = store.find_by_uniq_key if kind == "uniqKey" else store.find_by_key
     offsets: set[int] = set()
     for value in values:
-        if kind == "uniqKey":
-            offsets.update(store.find_by_uniq_key(value, topics, begin_ms, end_ms))
-        else:
-            offsets.update(store.find_by_key(value, topics, begin_ms, end_ms))
-    return offsets
+        offsets.update(find(value, topics, begin_ms, end_ms))
+    return np.fromiter(sorted(offsets), dtype=np.int64, count=len(offsets))
 
 
 def _offset_tasks(index: int, offsets: list[int], settings: PlanSettings, *,
