@@ -1,0 +1,62 @@
+"""The rules CI uses to check regenerated fixtures against the committed ones (compare_fixtures.py).
+
+A regeneration differs from the committed fixtures only in what RocketMQ derives from the clock or its
+timers; these tests pin which differences are tolerated and that real ones are still reported.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from compare_fixtures import compare_tree
+
+FIXTURES = Path(__file__).parent / "fixtures"
+BROKER = "rmq-5.5.0-broker"
+
+
+@pytest.fixture()
+def regenerated(tmp_path: Path) -> Path:
+    """A copy of the committed fixtures, standing in for a fresh regeneration."""
+    copy = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES, copy)
+    return copy
+
+
+def test_identical_trees_match(regenerated: Path) -> None:
+    assert compare_tree(FIXTURES, regenerated) == []
+
+
+def test_broker_config_backups_are_timing_not_content(regenerated: Path) -> None:
+    backups = sorted((regenerated / BROKER / "store" / "config").glob("*.bak"))
+    assert backups, "the broker fixture should hold config backups for this test to mean anything"
+    for backup in backups:
+        backup.unlink()
+    assert compare_tree(FIXTURES, regenerated) == []
+
+
+def test_broker_missing_config_file_is_reported(regenerated: Path) -> None:
+    (regenerated / BROKER / "store" / "config" / "topics.json").unlink()
+    expected = f"missing in regenerated: {BROKER}/store/config/topics.json"
+    assert compare_tree(FIXTURES, regenerated) == [expected]
+
+
+def test_broker_record_change_is_reported(regenerated: Path) -> None:
+    oracle_path = regenerated / BROKER / "oracle.json"
+    oracle = json.loads(oracle_path.read_text(encoding="utf-8"))
+    oracle["records"][0]["tags"] = "not-what-the-broker-wrote"
+    oracle_path.write_text(json.dumps(oracle), encoding="utf-8")
+    (problem,) = compare_tree(FIXTURES, regenerated)
+    assert problem.startswith("oracle differs semantically at") and "tags" in problem
+
+
+def test_fixed_clock_byte_change_is_reported(regenerated: Path) -> None:
+    segment = regenerated / "rmq-4.9.8" / "store" / "commitlog" / "00000000000000000000"
+    data = bytearray(segment.read_bytes())
+    data[100] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    assert compare_tree(FIXTURES, regenerated) == [
+        "bytes differ: rmq-4.9.8/store/commitlog/00000000000000000000"
+    ]
