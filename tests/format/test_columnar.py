@@ -379,6 +379,66 @@ def _starts_of(buf: np.ndarray) -> list[int]:
     return walk_records(buf, 1 << 30, 0, len(buf)).starts.tolist()
 
 
+@SETTINGS
+@given(
+    specs=st.lists(message_specs(), min_size=1, max_size=8),
+    damage=st.sampled_from(["flip", "zeroed", "none"]),
+    where=st.floats(0, 1),
+    check_crc=st.booleans(),
+    data=st.data(),
+)
+def test_walk_ranges_matches_walking_each_range(
+    specs: list[dict[str, Any]], damage: str, where: float, check_crc: bool, data: Any
+) -> None:
+    """Ranges gathered into one buffer walk like each range on its own; a range is clean exactly when
+    its own walk reaches its end (so cuts inside a record, damage and CRC errors make it unclean)."""
+    base = 1 << 30
+    clean, starts = build_segment(specs, base, blank=120)
+    buf = bytearray(clean.tobytes())
+    cut = int(where * (len(buf) - 1))
+    if damage == "flip":
+        buf[cut] ^= data.draw(st.integers(1, 255))
+    elif damage == "zeroed":
+        buf[cut : cut + 50] = bytes(len(buf[cut : cut + 50]))
+    segment = np.frombuffer(bytes(buf), dtype=np.uint8)
+    bounds = sorted(set(data.draw(st.lists(st.sampled_from([*starts, len(segment)]), min_size=2))))
+    cuts = data.draw(st.lists(st.integers(0, len(segment)), max_size=2))  # ends inside records
+    ranges = [(a, b) for a, b in zip(bounds, bounds[1:] + cuts, strict=False) if a < b]
+    length = np.asarray([b - a for a, b in ranges], dtype=np.int64)
+    gathered = np.concatenate([segment[a:b] for a, b in ranges]) if ranges else segment[:0]
+    at = np.cumsum(length) - length
+    physical = np.asarray([base + a for a, _ in ranges], dtype=np.int64)
+
+    walked = columnar.walk_ranges(gathered, at, physical, length, check_crc=check_crc)
+
+    expected_clean, expected_starts = [], []
+    for (a, b), gathered_at in zip(ranges, at.tolist(), strict=True):
+        alone = walk_records(segment[:b], base, a, b, check_crc=check_crc)
+        ok = (alone.stop_kind, alone.stop_pos) == ("end", b)
+        expected_clean.append(ok)
+        if ok:
+            expected_starts += [gathered_at + p - a for p in alone.starts.tolist()]
+    assert walked.clean.tolist() == expected_clean
+    assert walked.starts.tolist() == expected_starts
+
+
+def test_walk_ranges_crc_mismatch_makes_only_its_range_unclean(golden_fields: dict[str, Any]) -> None:
+    base = 1 << 20
+    buf, starts = _segment_of(golden_fields, [{"body": b"hello"}] * 4, base=base)
+    data = bytearray(buf.tobytes())
+    data[starts[1] + 88] ^= 0x20  # one body byte of the second record
+    segment = np.frombuffer(bytes(data), dtype=np.uint8)
+    ranges = [(starts[0], starts[2]), (starts[2], len(segment))]
+    length = np.asarray([b - a for a, b in ranges], dtype=np.int64)
+    physical = np.asarray([base + a for a, _ in ranges], dtype=np.int64)
+    gathered = np.concatenate([segment[a:b] for a, b in ranges])
+    at = np.cumsum(length) - length
+    unchecked = columnar.walk_ranges(gathered, at, physical, length)
+    assert (unchecked.clean.tolist(), unchecked.starts.tolist()) == ([True, True], starts)
+    checked = columnar.walk_ranges(gathered, at, physical, length, check_crc=True)
+    assert (checked.clean.tolist(), checked.starts.tolist()) == ([False, True], starts[2:])
+
+
 def test_walk_skips_a_record_hidden_inside_a_body(golden_fields: dict[str, Any]) -> None:
     """A body holding a complete record whose PHYSICALOFFSET matches its own position is no record."""
     base = 1 << 20

@@ -35,6 +35,18 @@ def test_read_returns_read_only_views_clipped_to_the_file(tree):
     assert fs.stats.bytes_read == 10 and fs.stats.read_calls == 3
 
 
+def test_read_ranges_concatenates_clipped_ranges_and_counts_them(tree):
+    fs = LocalFileSystem()
+    handle = fs.open(str(tree / "d" / "b.bin"))
+    data = handle.read_ranges([10, 0, 198], [3, 1, 50])
+    assert bytes(data) == bytes([10, 11, 12, 0, 198, 199])
+    assert (fs.stats.bytes_read, fs.stats.read_calls) == (6, 3)
+    assert fs.stats.paths_read == {str(tree / "d" / "b.bin")}
+    assert len(handle.read_ranges([], [])) == 0 and fs.stats.read_calls == 3
+    with pytest.raises(ValueError):
+        handle.read_ranges([5], [-1])
+
+
 def test_views_survive_close(tree):
     handle = LocalFileSystem().open(str(tree / "d" / "b.bin"))
     view = handle.read(0, 200)

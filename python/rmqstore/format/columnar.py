@@ -5,14 +5,13 @@ one Arrow record batch (spec §2.2-§2.12, §3.1).
 starts into the table's columns (`table.py`). The per-record work runs in compiled kernels
 (`kernels.py`) that make one pass over the records and write Arrow buffers directly (int32 offsets +
 contiguous data, wrapped without copying); Python handles only the rare cases: error reasons
-(`record.check_record`), BODYCRC (zlib), compressed bodies (`compression.decompress_body`), host
+(`record.check_record`), compressed bodies (`compression.decompress_body`), host
 formatting once per distinct host, and rows with invalid UTF-8 (decoded by `record.decode_record`
 with U+FFFD replacement). `record.py` is the scalar reference these functions are tested against.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -92,28 +91,48 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
     while pos < end:
         count, pos, kind = kernels.walk(buf, base_offset, pos, min(end, pos + WALK_WINDOW), out)
         chain = out[:count].copy()
-        bad = _first_crc_mismatch(buf, chain) if check_crc else None
-        if bad is not None:
-            chain, pos, kind = chain[:bad], int(chain[bad]), kernels.INVALID
+        bad = np.flatnonzero(kernels.crc_mismatches(buf, chain)) if check_crc else ()
+        if len(bad):
+            chain, pos, kind = chain[: bad[0]], int(chain[bad[0]]), kernels.INVALID
         found.append(chain)
         if kind != kernels.END:
             return _stopped(buf, base_offset, _concat(found), int(pos), kind, check_crc)
     return RecordWalk(_concat(found), int(pos), "end", f"reached the end position {end}")
 
 
+@dataclass(frozen=True)
+class RangesWalk:
+    """Outcome of `walk_ranges`: `starts` (int64 buffer positions of the records of the clean ranges,
+    in range order) and `clean` (per range: its records reach exactly its end, none invalid)."""
+
+    starts: np.ndarray
+    clean: np.ndarray
+
+
+def walk_ranges(
+    buf: Any, at: np.ndarray, physical: np.ndarray, length: np.ndarray, *, check_crc: bool = False
+) -> RangesWalk:
+    """`walk_records` over many ranges gathered into one buffer, in one compiled call.
+
+    Range r is buf[at[r]:at[r] + length[r]], the commit-log bytes from physical offset physical[r]
+    (a record start); ranges are not empty and in buffer order. A range is clean when its walk
+    reaches exactly its end without a BLANK, an invalid record or (with `check_crc`) a BODYCRC
+    mismatch; the starts of unclean ranges are left out, for the caller to read them another way
+    (with the reasons `walk_records` gives).
+    """
+    buf = as_byte_array(buf)
+    at, physical, length = (np.ascontiguousarray(a, dtype=np.int64) for a in (at, physical, length))
+    out = np.empty(len(buf) // MIN_RECORD_SIZE + len(at) + 1, dtype=np.int64)
+    count, clean = kernels.walk_ranges(buf, at, physical, length, out)
+    starts = out[:count]
+    owner = np.searchsorted(at, starts, side="right") - 1
+    if check_crc:
+        clean[owner[kernels.crc_mismatches(buf, starts)]] = False
+    return RangesWalk(starts[clean[owner]].copy(), clean)
+
+
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-
-def _first_crc_mismatch(buf: np.ndarray, starts: np.ndarray) -> int | None:
-    """Index of the first record whose BODYCRC differs from its body's masked CRC-32 (§2.7)."""
-    body_at, body_len, stored = kernels.body_spans(buf, starts)
-    view = memoryview(buf)
-    for row in np.flatnonzero(body_len > 0):
-        at = int(body_at[row])
-        if zlib.crc32(view[at : at + int(body_len[row])]) & 0x7FFFFFFF != stored[row]:
-            return int(row)
-    return None
 
 
 def _stopped(

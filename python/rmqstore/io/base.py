@@ -8,6 +8,7 @@ reads). Nothing here can write, lock or create a file.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,6 +60,12 @@ class RandomAccessFile(ABC):
 
         Raises ValueError for a negative offset or length.
         """
+
+    def read_ranges(self, offsets: Sequence[int], lengths: Sequence[int]) -> np.ndarray:
+        """The bytes of several ranges, each clipped like `read`, concatenated into one array."""
+        if not len(offsets):
+            return np.zeros(0, dtype=np.uint8)
+        return np.concatenate([self.read(o, n) for o, n in zip(offsets, lengths, strict=True)])
 
     @abstractmethod
     def close(self) -> None:

@@ -131,6 +131,11 @@ class CommitLog:
         self._stats.segments_touched.add(seg.base_offset)
         return self._files.get(seg.path).read(pos, length)
 
+    def read_ranges(self, seg: Segment, positions: Sequence[int], lengths: Sequence[int]) -> np.ndarray:
+        """Bytes of several ranges of a segment (positions in the segment), concatenated."""
+        self._stats.segments_touched.add(seg.base_offset)
+        return self._files.get(seg.path).read_ranges(positions, lengths)
+
     def _window_cap(self, seg: Segment) -> int:
         return LOCAL_WINDOW if self._files.get(seg.path).zero_copy else REMOTE_WINDOW
 

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
-from rmqstore.format.columnar import decode_records, walk_records
+from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import check_record
 from rmqstore.format.table import arrow_schema
@@ -216,38 +216,35 @@ class Store:
                     decompress: bool = True) -> Iterator[pa.RecordBatch]:
         """The records of `scan(start, end)` for each range (not in log order across ranges).
 
-        Meant for many small ranges that start at a record start inside one segment (the bytes no
-        consume queue covers): their records are decoded in one call, not one per range. A range that
-        is large, crosses a segment end or whose walk meets an invalid record is read by `scan` (same
-        errors and counters).
+        Meant for many small ranges that start at a record start (the bytes no consume queue covers):
+        the ranges inside one segment are read, walked and decoded together in a few compiled calls,
+        not one per range. A range that is large, crosses a segment end or whose walk does not end
+        cleanly at its end is read by `scan` (same errors and counters).
         """
         mode = check_mode(mode)
         cols = list(arrow_schema(columns).names)
-        pieces: list[np.ndarray] = []
-        starts: list[np.ndarray] = []
-        gathered = 0
-        for start, end in ranges:
-            seg = self.log.segment_at(start)
-            end = min(end, self.max_offset)
-            if seg is None or start >= end or end > seg.end_offset or end - start > GATHER_RANGE_BYTES:
-                yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
-                continue
-            buf = self.log.read(seg, start - seg.base_offset, end - start)
-            walked = walk_records(buf, start, 0, len(buf), check_crc=check_crc)
-            if walked.stop_kind == "invalid":
-                yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
-                continue
+        spans = np.asarray(list(ranges), dtype=np.int64).reshape(-1, 2)
+        starts, ends = spans[:, 0], np.minimum(spans[:, 1], self.max_offset)
+        seg_index = np.searchsorted([seg.base_offset for seg in self.segments], starts, side="right") - 1
+        seg_ends = np.asarray([seg.end_offset for seg in self.segments] + [0], dtype=np.int64)  # [-1]: none
+        gather = ((seg_index >= 0) & (starts < ends) & (ends <= seg_ends[seg_index])
+                  & (ends - starts <= GATHER_RANGE_BYTES))
+        unclean = [(a, b) for a, b, ok in zip(starts.tolist(), ends.tolist(), gather.tolist(), strict=True)
+                   if not ok and a < b]
+        for i in np.unique(seg_index[gather]).tolist():
+            seg, mine = self.segments[i], gather & (seg_index == i)
+            physical, length = starts[mine], ends[mine] - starts[mine]
+            buf = self.log.read_ranges(seg, (physical - seg.base_offset).tolist(), length.tolist())
+            walked = walk_ranges(buf, np.cumsum(length) - length, physical, length, check_crc=check_crc)
             self.stats.records_walked += len(walked.starts)
-            pieces.append(buf)
-            starts.append(np.asarray(walked.starts, dtype=np.int64) + gathered)
-            gathered += len(buf)
-        if not starts:
-            return
-        buf, positions = np.concatenate(pieces), np.concatenate(starts)
-        for first in range(0, len(positions), DEFAULT_BATCH_ROWS):
-            batch_starts = positions[first : first + DEFAULT_BATCH_ROWS]
-            self.stats.records_decoded += len(batch_starts)
-            yield decode_records(buf, batch_starts, 0, cols, decompress=decompress)
+            unclean += [(a, a + n) for a, n, ok in zip(physical.tolist(), length.tolist(),
+                                                       walked.clean.tolist(), strict=True) if not ok]
+            for first in range(0, len(walked.starts), DEFAULT_BATCH_ROWS):
+                batch_starts = walked.starts[first : first + DEFAULT_BATCH_ROWS]
+                self.stats.records_decoded += len(batch_starts)
+                yield decode_records(buf, batch_starts, 0, cols, decompress=decompress)
+        for start, end in sorted(unclean):
+            yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
 
     def split_ranges(self, max_bytes: int) -> list[tuple[int, int]]:
         """Byte ranges of at most `max_bytes` covering [min_offset, max_offset), never crossing segments.
