@@ -1,4 +1,5 @@
-"""Queue and index plans also scan the bytes no consume queue covers, so pushdown == scan."""
+"""Queue plans also scan the bytes no consume queue covers, index plans the bytes the index lacks
+(ROLLBACK records), so pushdown == scan."""
 
 from __future__ import annotations
 
@@ -71,6 +72,12 @@ def _hidden(rows: list[dict]) -> list[tuple[int, int]]:
             if r["sysFlag"] & 0xC in (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)]
 
 
+def _unindexed(rows: list[dict]) -> list[tuple[int, int]]:
+    """Byte ranges of the records the index does not have (ROLLBACK, §5.4)."""
+    return [(r["commitLogOffset"], r["commitLogOffset"] + r["storeSize"]) for r in rows
+            if r["sysFlag"] & 0xC == TRANSACTION_ROLLBACK]
+
+
 def test_the_fixture_has_uncovered_segments(store_path: Path, rows: list[dict]) -> None:
     txn = Counter(r["sysFlag"] & 0xC for r in rows)
     assert txn[TRANSACTION_PREPARED] and txn[TRANSACTION_ROLLBACK] and txn[TRANSACTION_COMMIT]
@@ -79,6 +86,7 @@ def test_the_fixture_has_uncovered_segments(store_path: Path, rows: list[dict]) 
         assert held == {1, 3}
         assert [s.base_offset // SEGMENT for s in store.uncovered_segments()] == [1, 3]
         assert store.uncovered_ranges() == _hidden(rows)
+        assert store.unindexed_ranges() == _unindexed(rows) and len(_unindexed(rows)) < len(_hidden(rows))
         assert len(store.segments) > 5
 
 
@@ -123,10 +131,21 @@ def test_index_plans_return_what_a_scan_returns(store_path: Path, rows: list[dic
     assert any(r["sysFlag"] & 0xC == TRANSACTION_ROLLBACK for r in rows if r["commitLogOffset"] in expected)
     assert got == expected
     assert plan.access == ["key-index"]
-    hidden = _hidden(rows)
-    assert [r for t in plan.tasks if isinstance(t, RangesTask) for r in t.ranges] == hidden
+    unindexed = _unindexed(rows)
+    assert [r for t in plan.tasks if isinstance(t, RangesTask) for r in t.ranges] == unindexed
     index_hits = [o for t in plan.tasks if isinstance(t, OffsetsTask) for o in t.offsets]
-    assert index_hits and not any(a <= o < b for o in index_hits for a, b in hidden)
+    assert index_hits and not any(a <= o < b for o in index_hits for a, b in unindexed)
+    prepared = {r["commitLogOffset"] for r in rows if r["sysFlag"] & 0xC == TRANSACTION_PREPARED}
+    assert prepared & set(expected) <= set(index_hits)  # found through the index, not scanned
+    assert any("not in the index" in n for n in plan.notes)
+
+
+def test_prepared_rows_come_back_through_the_index(store_path: Path, rows: list[dict]) -> None:
+    got, plan = _run(store_path, [InSet("key", ("k1", "k2"))])
+    prepared = [r["commitLogOffset"] for r in rows
+                if r["key"] in ("k1", "k2") and r["sysFlag"] & 0xC == TRANSACTION_PREPARED]
+    index_hits = {o for t in plan.tasks if isinstance(t, OffsetsTask) for o in t.offsets}
+    assert prepared and set(prepared) <= index_hits & set(got)
 
 
 def test_executor_probes_leave_the_scanned_bytes_out(store_path: Path, rows: list[dict]) -> None:
@@ -134,7 +153,7 @@ def test_executor_probes_leave_the_scanned_bytes_out(store_path: Path, rows: lis
     got, plan = _run(store_path, predicates, key_probe_partition_threshold=2)
     assert got == _scanned(rows, predicates)
     probes = [t for t in plan.tasks if isinstance(t, KeyProbeTask)]
-    assert len(probes) > 1 and all(list(t.exclude) == _hidden(rows) for t in probes)
+    assert len(probes) > 1 and all(list(t.exclude) == _unindexed(rows) for t in probes)
 
 
 def test_queue_windows_select_queue_units_only(store_path: Path, rows: list[dict]) -> None:

@@ -64,6 +64,30 @@ def test_prepared_and_rollback_records_are_the_uncovered_ranges(builder: StoreBu
         assert len(segments) == 2
         assert store.uncovered_segments() == segments
         assert store.uncovered_ranges() == [(r.offset, r.offset + r.size) for r in (prepared, rollback)]
+        assert store.unindexed_ranges() == [(rollback.offset, rollback.offset + rollback.size)]
+
+
+def test_a_gap_without_valid_records_stays_unindexed(builder: StoreBuilder) -> None:
+    """Bytes that hold no valid record cannot be in the index: key plans scan them (and report them)."""
+    fill(builder, 30)
+    broken = _append_without_unit(builder, "TopicA", TRANSACTION_PREPARED, keys="txn")
+    fill(builder, 60)
+    segment = builder.segments[broken.offset - broken.offset % builder.segment_size]
+    at = broken.offset % builder.segment_size
+    segment[at + 4 : at + 8] = b"\x00\x00\x00\x00"  # MAGICCODE
+    with Store.open(builder.finish()) as store:
+        assert not _segment_of(store, broken.offset).contains(store.max_offset)  # a sealed segment
+        assert store.unindexed_ranges() == store.uncovered_ranges() == [(broken.offset,
+                                                                         broken.offset + broken.size)]
+
+
+def test_queues_behind_the_log_are_indexed(builder: StoreBuilder) -> None:
+    """Records in no queue but of an indexed type are found through the index: nothing unindexed."""
+    written = fill(builder, 60)
+    for rec in written[-3:]:
+        _drop_unit(builder, rec)
+    with Store.open(builder.finish()) as store:
+        assert store.uncovered_ranges() and store.unindexed_ranges() == []
 
 
 def test_queues_behind_the_log_leave_the_tail_uncovered(builder: StoreBuilder) -> None:
@@ -112,6 +136,8 @@ def test_verdicts_are_cached_outside_the_store_and_reused(builder: StoreBuilder,
             return ranges, store.stats.bytes_read, len(cq_paths)
 
     cold, cold_bytes, cold_files = measured()
+    with Store.open(root) as store:
+        assert store.unindexed_ranges() == []  # a PREPARED record is indexed, from the cache too
     files = os.listdir(private_cache)
     assert len(files) == 1 and files[0].endswith(".json")
     assert os.path.commonpath([root, private_cache]) != root
@@ -136,11 +162,12 @@ def test_a_cached_verdict_is_used_until_its_segment_changes(builder: StoreBuilde
     path = os.path.join(private_cache, name)
     with open(path) as fh:
         doc = json.load(fh)
-    doc["segments"][os.path.basename(first.path)][3] = [[0, 100]]  # pretend it was found uncovered
+    doc["segments"][os.path.basename(first.path)][3:5] = [[[0, 100]], [[0, 40]]]  # pretend: uncovered
     with open(path, "w") as fh:
         json.dump(doc, fh)
     with Store.open(root) as store:
         assert store.uncovered_ranges() == [(0, 100)]  # the cache is read
+        assert store.unindexed_ranges() == [(0, 40)]
     stat = os.stat(first.path)
     os.utime(first.path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     with Store.open(root) as store:

@@ -8,11 +8,12 @@ Access paths, most selective first; the first one that applies is used and the o
    record whose whole KEYS string is v is indexed under each token) and is confirmed on the whole
    string. A missing or damaged index falls back to the next path and says so in `notes`.
 3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices.
-Paths 2 and 3 also scan the commit-log bytes that consume queues do not cover
-(`Store.uncovered_ranges`: transaction PREPARED / ROLLBACK records, which are in no queue (§4.1)
-and, ROLLBACK, in no index (§5.4); queues lagging behind the log; topics without queue files), so
-they return the rows a scan returns; the index and queue tasks leave those bytes out (`exclude`)
-and a note says they are scanned. Queue windows (startingOffsets / endingOffsets) are positions in
+Paths 2 and 3 also scan the records their index or queues cannot find, so they return the rows a
+scan returns: path 3 the bytes consume queues do not cover (`Store.uncovered_ranges`: transaction
+PREPARED / ROLLBACK records, which are in no queue (§4.1); queues lagging behind the log; topics
+without queue files), path 2 only the part of those the index has not (`Store.unindexed_ranges`:
+ROLLBACK records, §5.4). The index and queue tasks leave the scanned bytes out (`exclude`) and a
+note says they are scanned. Queue windows (startingOffsets / endingOffsets) are positions in
 the queues: they select queue units only.
 4. `commitLogOffset` ranges and `storeTimestamp` ranges (seek by time): commit-log byte ranges.
 5. Otherwise the whole log, split by `Store.split_ranges`.
@@ -207,16 +208,16 @@ def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
             notes.append(f"store {store.path}: {kind} values {list(values)[:3]} cannot be looked up in the "
                          "index (empty or space-only); scanning instead")
         else:
-            uncovered = () if b.windows is not None else _uncovered_within(store, lo, hi)
-            tasks = _probe_tasks(index, store, kind, probe, b, (lo, hi), uncovered, settings, notes)
+            unindexed = () if b.windows is not None else _within(store.unindexed_ranges(), lo, hi)
+            tasks = _probe_tasks(index, store, kind, probe, b, (lo, hi), unindexed, settings, notes)
             if tasks is not None:
-                return "key-index", tasks + _scan_tasks(index, store, uncovered, settings, notes)
+                return "key-index", tasks + _scan_tasks(index, store, unindexed, settings, notes, UNINDEXED)
     if b.windows is not None:
         return "queues", _queue_tasks(index, store, b, (lo, hi), (), settings)
     if b.topics is not None:
-        uncovered = _uncovered_within(store, lo, hi)
+        uncovered = _within(store.uncovered_ranges(), lo, hi)
         return "queues", (_queue_tasks(index, store, b, (lo, hi), uncovered, settings)
-                          + _scan_tasks(index, store, uncovered, settings, notes))
+                          + _scan_tasks(index, store, uncovered, settings, notes, UNCOVERED))
     access = "range" if (lo, hi) != (store.min_offset, store.max_offset) else "scan"
     return access, _range_tasks(index, store, lo, hi, settings)
 
@@ -246,21 +247,25 @@ def _probe_values(kind: ProbeKind, values: tuple[str, ...]) -> tuple[str, ...] |
     return tuple(dict.fromkeys(tokens))
 
 
-def _uncovered_within(store: Store, lo: int, hi: int) -> tuple[tuple[int, int], ...]:
-    """The bytes of [lo, hi) that consume queues do not cover."""
-    return tuple((max(a, lo), min(b, hi)) for a, b in store.uncovered_ranges() if max(a, lo) < min(b, hi))
+def _within(ranges: Sequence[tuple[int, int]], lo: int, hi: int) -> tuple[tuple[int, int], ...]:
+    """`ranges` clipped to [lo, hi)."""
+    return tuple((max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) < min(b, hi))
+
+
+UNCOVERED = ("not covered by consume queues (transaction PREPARED/ROLLBACK records, queues behind the log, "
+             "topics without queue files)")
+UNINDEXED = "not in the index (transaction ROLLBACK records)"
 
 
 def _scan_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings,
-                notes: list[str]) -> list[ReadTask]:
-    """`RangesTask`s over `ranges` (bytes no queue covers, inside segments), about
+                notes: list[str], what: str) -> list[ReadTask]:
+    """`RangesTask`s over `ranges` (the bytes `what` describes, inside segments), about
     `max_bytes_per_partition` bytes and at most `RANGES_PER_TASK` ranges each."""
     if not ranges:
         return []
     total = sum(b - a for a, b in ranges)
-    notes.append(f"store {store.path}: {len(ranges)} commit-log range(s), {total} bytes, not covered by "
-                 "consume queues (transaction PREPARED/ROLLBACK records, queues behind the log, topics "
-                 f"without queue files) are scanned too: {list(ranges)[:3]}")
+    notes.append(f"store {store.path}: {len(ranges)} commit-log range(s), {total} bytes, {what}, are scanned "
+                 f"too: {list(ranges)[:3]}")
     limit = settings.max_bytes_per_partition
     tasks: list[ReadTask] = []
     group: list[tuple[int, int]] = []

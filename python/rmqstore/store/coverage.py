@@ -13,6 +13,12 @@ queues, only units inside [min_offset, max_offset)), before the first one and af
 few records' worth of scanning, queues behind the log cost the tail they lag. Units that overlap or
 point past the records leave the whole segment uncovered.
 
+Index lookups need less: the index has every record of a gap but ROLLBACK-typed ones (§5.4; the
+broker dispatches each record to the consume queues and the index in log order, so a gap record
+before the index's end that is in no queue is still indexed unless it is a ROLLBACK). A verdict also
+keeps these `unindexed` parts of its gaps - ROLLBACK records and bytes that hold no valid record -
+which are all a key plan must scan (records after the index's end are the lookup's own tail scan).
+
 Reading every queue costs a few % of the log's bytes, so verdicts are cached on disk outside the
 store, in `coverage/<sha256 of the store location>.json` under `rmqstore.cachedir.cache_root()`,
 keyed by segment name, size, mtime and (for the segment holding the valid end)
@@ -37,9 +43,10 @@ import numpy as np
 
 from rmqstore.cachedir import cache_root
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
-from rmqstore.format.layout import BLANK_MAGIC
+from rmqstore.format.layout import BLANK_MAGIC, SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segments import Segment
 
 if TYPE_CHECKING:
@@ -47,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmqstore.store")
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 BLANK_HEADER_SIZE = 8
 """TOTALSIZE and MAGICCODE of a BLANK record (§2.6)."""
 
@@ -58,10 +65,12 @@ Gap = tuple[int, int]
 
 @dataclass(frozen=True)
 class SegmentVerdict:
-    """The uncovered byte ranges of one segment, in log order (none: every record has a unit)."""
+    """The uncovered byte ranges of one segment, in log order (none: every record has a unit), and
+    the parts of them an index lookup cannot find (ROLLBACK records, bytes holding no valid record)."""
 
     segment: Segment
     gaps: tuple[Gap, ...]
+    unindexed: tuple[Gap, ...]
 
 
 def cache_dir() -> str:
@@ -72,6 +81,11 @@ def cache_dir() -> str:
 def uncovered_ranges(store: Store) -> list[Gap]:
     """Commit-log byte ranges [start, end) holding the records no consume queue points to."""
     return [gap for verdict in segment_verdicts(store) for gap in verdict.gaps]
+
+
+def unindexed_ranges(store: Store) -> list[Gap]:
+    """The parts of `uncovered_ranges` an index lookup cannot find (module docstring)."""
+    return [gap for verdict in segment_verdicts(store) for gap in verdict.unindexed]
 
 
 def segment_verdicts(store: Store) -> list[SegmentVerdict]:
@@ -105,8 +119,11 @@ def _compute(store: Store, segments: Sequence[Segment],
     order = np.argsort(phy, kind="stable")
     phy, size = phy[order], size[order]
     bounds = np.searchsorted(phy, [s.base_offset for s in segments] + [segments[-1].end_offset])
-    return [SegmentVerdict(seg, _gaps(store, seg, phy[lo:hi] - seg.base_offset, size[lo:hi]))
-            for seg, lo, hi in zip(segments, bounds[:-1], bounds[1:], strict=True)]
+    verdicts = []
+    for seg, lo, hi in zip(segments, bounds[:-1], bounds[1:], strict=True):
+        gaps = _gaps(store, seg, phy[lo:hi] - seg.base_offset, size[lo:hi])
+        verdicts.append(SegmentVerdict(seg, gaps, _unindexed(store, gaps)))
+    return verdicts
 
 
 def _units_from(queue: ConsumeQueue, first_phy: int) -> np.ndarray:
@@ -149,6 +166,36 @@ def _gaps(store: Store, seg: Segment, starts: np.ndarray, sizes: np.ndarray) -> 
     open_holes = holes_from < holes_to
     return tuple((seg.base_offset + int(a), seg.base_offset + int(b))
                  for a, b in zip(holes_from[open_holes], holes_to[open_holes], strict=True))
+
+
+def _unindexed(store: Store, gaps: tuple[Gap, ...]) -> tuple[Gap, ...]:
+    """The bytes of `gaps` outside every valid record the index has (all but ROLLBACK-typed, §5.4)."""
+    if not gaps:
+        return ()
+    indexed: list[Gap] = []
+    for batch in store.scan_ranges(gaps, ["commitLogOffset", "storeSize", "sysFlag"], mode=PERMISSIVE):
+        rows = batch.to_pydict()
+        indexed += [(offset, offset + size) for offset, size, flag in
+                    zip(rows["commitLogOffset"], rows["storeSize"], rows["sysFlag"], strict=True)
+                    if flag & SYSFLAG_TRANSACTION_MASK != TRANSACTION_ROLLBACK]
+    return _subtract(gaps, sorted(indexed))
+
+
+def _subtract(ranges: Sequence[Gap], holes: Sequence[Gap]) -> tuple[Gap, ...]:
+    """`ranges` (sorted, disjoint) without `holes` (sorted, disjoint, each inside one range)."""
+    out: list[Gap] = []
+    i = 0
+    for start, end in ranges:
+        while i < len(holes) and holes[i][1] <= start:
+            i += 1
+        while i < len(holes) and holes[i][0] < end:
+            if holes[i][0] > start:
+                out.append((start, holes[i][0]))
+            start = max(start, holes[i][1])
+            i += 1
+        if start < end:
+            out.append((start, end))
+    return tuple(out)
 
 
 def _blank_at(store: Store, seg: Segment, pos: int) -> bool:
@@ -198,12 +245,13 @@ class _DiskCache:
         for seg in live:
             entry = entries.get(os.path.basename(seg.path))
             if entry and entry[:3] == _segment_key(store, seg):
-                known[seg.base_offset] = SegmentVerdict(seg, tuple((a, b) for a, b in entry[3]))
+                known[seg.base_offset] = SegmentVerdict(seg, tuple((a, b) for a, b in entry[3]),
+                                                        tuple((a, b) for a, b in entry[4]))
         return known
 
     def save(self, store: Store, verdicts: Sequence[SegmentVerdict]) -> None:
         """Write the verdicts (atomic rename); a cache that cannot be written is only logged."""
-        entries = {os.path.basename(v.segment.path): [*_segment_key(store, v.segment), v.gaps]
+        entries = {os.path.basename(v.segment.path): [*_segment_key(store, v.segment), v.gaps, v.unindexed]
                    for v in verdicts}
         doc = {"version": CACHE_VERSION, "queues": self.queues_digest, "segments": entries}
         directory = os.path.dirname(self.path)

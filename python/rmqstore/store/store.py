@@ -25,7 +25,7 @@ from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
-from rmqstore.store.coverage import uncovered_ranges
+from rmqstore.store.coverage import uncovered_ranges, unindexed_ranges
 from rmqstore.store.errors import (
     FAILFAST,
     PERMISSIVE,
@@ -458,6 +458,18 @@ class Store:
         outside the store for sealed segments. Not carried along when the Store is pickled.
         """
         return list(self._uncovered)
+
+    def unindexed_ranges(self) -> list[tuple[int, int]]:
+        """The parts of `uncovered_ranges` that key and uniqKey lookups cannot find through the index.
+
+        ROLLBACK records (the only transaction type the broker does not index, §5.4) and bytes holding
+        no valid record; records after the index's end are found by the lookups themselves.
+        """
+        return list(self._unindexed)
+
+    @cached_property
+    def _unindexed(self) -> list[tuple[int, int]]:
+        return unindexed_ranges(self)
 
     def uncovered_segments(self) -> list[Segment]:
         """The segments holding `uncovered_ranges`, by base offset."""
