@@ -229,7 +229,7 @@ class Store:
         seg_ends = np.asarray([seg.end_offset for seg in self.segments] + [0], dtype=np.int64)  # [-1]: none
         gather = ((seg_index >= 0) & (starts < ends) & (ends <= seg_ends[seg_index])
                   & (ends - starts <= GATHER_RANGE_BYTES))
-        unclean = [(a, b) for a, b, ok in zip(starts.tolist(), ends.tolist(), gather.tolist(), strict=True)
+        by_scan = [(a, b) for a, b, ok in zip(starts.tolist(), ends.tolist(), gather.tolist(), strict=True)
                    if not ok and a < b]
         for i in np.unique(seg_index[gather]).tolist():
             seg, mine = self.segments[i], gather & (seg_index == i)
@@ -237,13 +237,13 @@ class Store:
             buf = self.log.read_ranges(seg, (physical - seg.base_offset).tolist(), length.tolist())
             walked = walk_ranges(buf, np.cumsum(length) - length, physical, length, check_crc=check_crc)
             self.stats.records_walked += len(walked.starts)
-            unclean += [(a, a + n) for a, n, ok in zip(physical.tolist(), length.tolist(),
+            by_scan += [(a, a + n) for a, n, ok in zip(physical.tolist(), length.tolist(),
                                                        walked.clean.tolist(), strict=True) if not ok]
             for first in range(0, len(walked.starts), DEFAULT_BATCH_ROWS):
                 batch_starts = walked.starts[first : first + DEFAULT_BATCH_ROWS]
                 self.stats.records_decoded += len(batch_starts)
                 yield decode_records(buf, batch_starts, 0, cols, decompress=decompress)
-        for start, end in sorted(unclean):
+        for start, end in sorted(by_scan):
             yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
 
     def split_ranges(self, max_bytes: int) -> list[tuple[int, int]]:
