@@ -2,8 +2,9 @@
 
 `lo`/`hi` bound the commit-log offsets every task may return ([lo, hi)); `None` means unbounded.
 `exclude` lists commit-log byte ranges [start, end) a queue or index task leaves out because the
-plan scans them in `RangesTask`s (bytes consume queues do not cover, `Store.uncovered_ranges`): each
-record is read by one task only.
+plan scans them in `RangesTask`s (bytes consume queues do not cover, `Store.uncovered_ranges`, or for
+an index task the part of those the index lacks, `Store.unindexed_ranges`): each record is read by
+one task only.
 """
 
 from __future__ import annotations

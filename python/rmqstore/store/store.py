@@ -57,7 +57,7 @@ INDEX_TAIL_SCAN_LIMIT = 64 << 20
 READ_RUN_GAP = 64 << 10
 """`read_offsets` reads records closer than this in one request."""
 GATHER_RANGE_BYTES = 1 << 20
-"""`scan_ranges` decodes the records of ranges up to this size together, in one call."""
+"""`scan_ranges` reads, walks and decodes the ranges of a segment up to this size together."""
 _LOOKUP_COLUMNS = ("commitLogOffset", "topic", "keys", "uniqKey", "storeTimestamp")
 
 
