@@ -404,20 +404,18 @@ def test_walk_ranges_matches_walking_each_range(
     bounds = sorted(set(data.draw(st.lists(st.sampled_from([*starts, len(segment)]), min_size=2))))
     cuts = data.draw(st.lists(st.integers(0, len(segment)), max_size=2))  # ends inside records
     ranges = [(a, b) for a, b in zip(bounds, bounds[1:] + cuts, strict=False) if a < b]
-    length = np.asarray([b - a for a, b in ranges], dtype=np.int64)
-    gathered = np.concatenate([segment[a:b] for a, b in ranges]) if ranges else segment[:0]
-    at = np.cumsum(length) - length
-    physical = np.asarray([base + a for a, _ in ranges], dtype=np.int64)
 
-    walked = columnar.walk_ranges(gathered, at, physical, length, check_crc=check_crc)
+    walked = _walk_gathered(segment, base, ranges, check_crc=check_crc)
 
     expected_clean, expected_starts = [], []
-    for (a, b), gathered_at in zip(ranges, at.tolist(), strict=True):
+    gathered_at = 0
+    for a, b in ranges:
         alone = walk_records(segment[:b], base, a, b, check_crc=check_crc)
         ok = (alone.stop_kind, alone.stop_pos) == ("end", b)
         expected_clean.append(ok)
         if ok:
             expected_starts += [gathered_at + p - a for p in alone.starts.tolist()]
+        gathered_at += b - a
     assert walked.clean.tolist() == expected_clean
     assert walked.starts.tolist() == expected_starts
 
@@ -429,14 +427,19 @@ def test_walk_ranges_crc_mismatch_makes_only_its_range_unclean(golden_fields: di
     data[starts[1] + 88] ^= 0x20  # one body byte of the second record
     segment = np.frombuffer(bytes(data), dtype=np.uint8)
     ranges = [(starts[0], starts[2]), (starts[2], len(segment))]
-    length = np.asarray([b - a for a, b in ranges], dtype=np.int64)
-    physical = np.asarray([base + a for a, _ in ranges], dtype=np.int64)
-    gathered = np.concatenate([segment[a:b] for a, b in ranges])
-    at = np.cumsum(length) - length
-    unchecked = columnar.walk_ranges(gathered, at, physical, length)
+    unchecked = _walk_gathered(segment, base, ranges, check_crc=False)
     assert (unchecked.clean.tolist(), unchecked.starts.tolist()) == ([True, True], starts)
-    checked = columnar.walk_ranges(gathered, at, physical, length, check_crc=True)
+    checked = _walk_gathered(segment, base, ranges, check_crc=True)
     assert (checked.clean.tolist(), checked.starts.tolist()) == ([False, True], starts[2:])
+
+
+def _walk_gathered(segment: np.ndarray, base: int, ranges: list[tuple[int, int]], *,
+                   check_crc: bool) -> columnar.RangesWalk:
+    """`walk_ranges` over `ranges` of a segment at `base`, gathered back to back like `read_ranges`."""
+    gathered = np.concatenate([segment[a:b] for a, b in ranges]) if ranges else segment[:0]
+    physical = np.asarray([base + a for a, _ in ranges], dtype=np.int64)
+    length = np.asarray([b - a for a, b in ranges], dtype=np.int64)
+    return columnar.walk_ranges(gathered, physical, length, check_crc=check_crc)
 
 
 def test_walk_skips_a_record_hidden_inside_a_body(golden_fields: dict[str, Any]) -> None:

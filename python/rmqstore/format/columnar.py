@@ -109,19 +109,18 @@ class RangesWalk:
     clean: np.ndarray
 
 
-def walk_ranges(
-    buf: Any, at: np.ndarray, physical: np.ndarray, length: np.ndarray, *, check_crc: bool = False
-) -> RangesWalk:
-    """`walk_records` over many ranges gathered into one buffer, in one compiled call.
+def walk_ranges(buf: Any, physical: np.ndarray, length: np.ndarray, *, check_crc: bool = False) -> RangesWalk:
+    """`walk_records` over many ranges laid back to back in one buffer, in one compiled call.
 
-    Range r is buf[at[r]:at[r] + length[r]], the commit-log bytes from physical offset physical[r]
-    (a record start); ranges are not empty and in buffer order. A range is clean when its walk
-    reaches exactly its end without a BLANK, an invalid record or (with `check_crc`) a BODYCRC
-    mismatch; the starts of unclean ranges are left out, for the caller to read them another way
-    (with the reasons `walk_records` gives).
+    Range r holds length[r] > 0 bytes of the commit log from physical offset physical[r] (a record
+    start), right after range r - 1 (as `RandomAccessFile.read_ranges` returns them). A range is
+    clean when its walk reaches exactly its end without a BLANK, an invalid record or (with
+    `check_crc`) a BODYCRC mismatch; the starts of unclean ranges are left out, for the caller to
+    read them another way (with the reasons `walk_records` gives).
     """
     buf = as_byte_array(buf)
-    at, physical, length = (np.ascontiguousarray(a, dtype=np.int64) for a in (at, physical, length))
+    physical, length = (np.ascontiguousarray(a, dtype=np.int64) for a in (physical, length))
+    at = np.cumsum(length) - length
     out = np.empty(len(buf) // MIN_RECORD_SIZE + len(at) + 1, dtype=np.int64)
     count, clean = kernels.walk_ranges(buf, at, physical, length, out)
     starts = out[:count]

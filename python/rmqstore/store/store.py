@@ -235,7 +235,7 @@ class Store:
             seg, mine = self.segments[i], gather & (seg_index == i)
             physical, length = starts[mine], ends[mine] - starts[mine]
             buf = self.log.read_ranges(seg, (physical - seg.base_offset).tolist(), length.tolist())
-            walked = walk_ranges(buf, np.cumsum(length) - length, physical, length, check_crc=check_crc)
+            walked = walk_ranges(buf, physical, length, check_crc=check_crc)
             self.stats.records_walked += len(walked.starts)
             by_scan += [(a, a + n) for a, n, ok in zip(physical.tolist(), length.tolist(),
                                                        walked.clean.tolist(), strict=True) if not ok]
