@@ -5,7 +5,8 @@ BLANK) holds the end; later segments are pre-allocated or stale and count as emp
 walked from 0 with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first
 invalid record (a torn tail after a crash, zeros, garbage, a length past the end) ends the log there
 and is not an error. An invalid record in an *older* segment does not move the end: scans report it
-(FAILFAST) or skip to the next segment (PERMISSIVE), as records never span segments.
+(FAILFAST) or step over the damage (PERMISSIVE): reading resumes at the next record start that
+resync finds (`format.resync`), and the place and the bytes skipped are counted in `StoreStats`.
 
 Reads go through windows: a local map hands out zero-copy views, a remote file is read in ranged
 requests of at most `remote_window` bytes; a record cut by a window edge is re-read whole.
@@ -211,13 +212,12 @@ class CommitLog:
             return
         stop.kind, stop.position, stop.reason = "end", pos, None
 
-    def chunks(self, start: int, end: int, *, check_crc: bool, mode: ReadMode,
-               problems: list[str] | None = None) -> Iterator[Chunk]:
+    def chunks(self, start: int, end: int, *, check_crc: bool, mode: ReadMode) -> Iterator[Chunk]:
         """Valid records whose start is in [start, end) ∩ [min_offset, max_offset), in log order.
 
         `start` may be any byte: the first record start at or after it is found by resync (a range
         [a, b) owns exactly the records starting in it). An invalid record before the valid end
-        raises StoreCorruptionError (FAILFAST) or skips the rest of its segment (PERMISSIVE).
+        raises StoreCorruptionError (FAILFAST) or is stepped over (PERMISSIVE, `_skip_damage`).
         """
         lo_limit, hi_limit = max(start, self.min_offset), min(end, self.max_offset)
         for seg in self.segments:
@@ -230,20 +230,29 @@ class CommitLog:
                 if found is None:
                     continue
                 pos = found
-            stop = WalkStop()
-            yield from self.walk(seg, pos, hi - seg.base_offset, check_crc=check_crc, stop=stop)
-            if stop.kind == "invalid":
-                self._invalid(seg, stop, mode, problems)
+            while pos < hi - seg.base_offset:
+                stop = WalkStop()
+                yield from self.walk(seg, pos, hi - seg.base_offset, check_crc=check_crc, stop=stop)
+                if stop.kind != "invalid":
+                    break
+                pos = self._skip_damage(seg, stop, mode)
 
-    def _invalid(self, seg: Segment, stop: WalkStop, mode: ReadMode, problems: list[str] | None) -> None:
+    def _skip_damage(self, seg: Segment, stop: WalkStop, mode: ReadMode) -> int:
+        """Where reading resumes after the invalid record at `stop`: the next record start (or the
+        segment-ending BLANK) up to the segment's valid end, else that end.
+
+        FAILFAST raises StoreCorruptionError. PERMISSIVE counts the place and the bytes up to the
+        resume point, also when that point lies past the range being read (the next range resyncs
+        there again without counting), so a log read range by range counts every byte once.
+        """
         offset = seg.base_offset + stop.position
-        cause = f"invalid record ({stop.reason}); the rest of the segment is skipped"
         if mode == FAILFAST:
             raise StoreCorruptionError(seg.path, offset, f"invalid record: {stop.reason}")
-        self._stats.invalid_records_skipped += 1
-        self._stats.bytes_skipped += seg.size - stop.position
-        if problems is not None:
-            problems.append(f"{seg.path}: at physical offset {offset}: {cause}")
+        limit = min(seg.size, self.max_offset - seg.base_offset)
+        found = self.resync(seg, stop.position + 1, limit)
+        resume = limit if found is None else found
+        self._stats.skip(seg.path, offset, resume - stop.position, f"invalid record ({stop.reason})")
+        return resume
 
 
 @dataclass(frozen=True)
