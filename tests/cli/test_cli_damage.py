@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import GEOMETRY_ARG, KnownStore, Stored, jsonl
 
-from rmqstore.format.layout import COMPRESSION_TYPE_SHIFT, SYSFLAG_COMPRESSED, TRANSACTION_ROLLBACK
+from rmqstore.format.compression import compressed_sys_flag
+from rmqstore.format.layout import TRANSACTION_ROLLBACK
 
 SEGMENT = 8192
 
@@ -19,8 +20,7 @@ SEGMENT = 8192
 def test_dump_empty_compressed_bodies(tmp_path: Path, run_cli, write_raw_log) -> None:
     """ROLLBACK records with the compression bits and no body (older end-transaction path) between
     ordinary ones: every record comes out, the empty bodies as empty."""
-    bits = SYSFLAG_COMPRESSED | TRANSACTION_ROLLBACK
-    rollback = [(b"", bits | kind << COMPRESSION_TYPE_SHIFT) for kind in range(4)]
+    rollback = [(b"", compressed_sys_flag(kind) | TRANSACTION_ROLLBACK) for kind in range(4)]
     offsets = write_raw_log(tmp_path / "s", [(b"first", 0), *rollback, (b"last", 0)])
     status, out, err = run_cli("dump", tmp_path / "s", "--columns", "commitLogOffset,body", "--no-progress")
     assert status == 0, err

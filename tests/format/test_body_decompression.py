@@ -14,14 +14,17 @@ import pytest
 import zstandard
 
 from rmqstore.format.columnar import decode_records
-from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_body
+from rmqstore.format.compression import (
+    MAX_MESSAGE_SIZE,
+    BodyDecompressionError,
+    compressed_sys_flag,
+    decompress_body,
+)
 from rmqstore.format.layout import (
     COMPRESSION_LEGACY_ZLIB,
     COMPRESSION_LZ4,
-    COMPRESSION_TYPE_SHIFT,
     COMPRESSION_ZLIB,
     COMPRESSION_ZSTD,
-    SYSFLAG_COMPRESSED,
     TRANSACTION_ROLLBACK,
 )
 from rmqstore.format.record import decode_record, encode_record
@@ -29,9 +32,6 @@ from rmqstore.format.record import decode_record, encode_record
 TYPES = (COMPRESSION_LEGACY_ZLIB, COMPRESSION_LZ4, COMPRESSION_ZSTD, COMPRESSION_ZLIB)
 BASE = 4096
 
-
-def compressed_flag(kind: int) -> int:
-    return SYSFLAG_COMPRESSED | kind << COMPRESSION_TYPE_SHIFT
 
 
 def per_record(buf: np.ndarray, starts: list[int], **kwargs: Any) -> list[bytes]:
@@ -62,8 +62,8 @@ def test_empty_compressed_body_is_empty(decode: Callable, kind: int, transaction
                                         golden_fields: dict[str, Any]) -> None:
     """MessageDecoder decompresses only a non-empty body: BODYLENGTH 0 is the empty body whatever
     the compression bits say (a ROLLBACK from the older end-transaction path keeps them)."""
-    flag = compressed_flag(kind) | transaction
-    specs = [(b"", flag), (zlib.compress(b"next"), compressed_flag(COMPRESSION_ZLIB)), (b"", flag)]
+    flag = compressed_sys_flag(kind) | transaction
+    specs = [(b"", flag), (zlib.compress(b"next"), compressed_sys_flag(COMPRESSION_ZLIB)), (b"", flag)]
     buf, starts = segment(golden_fields, specs)
     assert per_record(buf, starts) == [b"", b"next", b""]  # the oracle
     assert decode(buf, starts) == [b"", b"next", b""]
@@ -73,7 +73,7 @@ def test_empty_compressed_body_is_empty(decode: Callable, kind: int, transaction
 @pytest.mark.parametrize("kind", [*TYPES, 5])
 def test_corrupt_body_is_a_named_error(decode: Callable, kind: int, golden_fields: dict[str, Any]) -> None:
     """A flipped compression bit (a plain body read as compressed) or an unknown type."""
-    specs = [(b"plain", 0), (b"plain body, never compressed", compressed_flag(kind))]
+    specs = [(b"plain", 0), (b"plain body, never compressed", compressed_sys_flag(kind))]
     buf, starts = segment(golden_fields, specs)
     with pytest.raises(BodyDecompressionError) as info:
         decode(buf, starts)
@@ -103,7 +103,7 @@ def test_decompression_bomb_stops_at_the_cap(decode: Callable, kind: int, size: 
                                              golden_fields: dict[str, Any]) -> None:
     bomb = _bomb(kind, size)
     assert len(bomb) < size // 200
-    buf, starts = segment(golden_fields, [(bomb, compressed_flag(kind))])
+    buf, starts = segment(golden_fields, [(bomb, compressed_sys_flag(kind))])
     began = time.monotonic()
     with pytest.raises(BodyDecompressionError, match=f"inflates past {MAX_MESSAGE_SIZE} bytes"):
         decode(buf, starts)
@@ -116,9 +116,9 @@ def test_decompression_bomb_stops_at_the_cap(decode: Callable, kind: int, size: 
 def test_body_exactly_at_the_cap_is_accepted(kind: int) -> None:
     body = bytes(range(256)) * 40
     stored = _compress(kind, body)
-    assert decompress_body(stored, compressed_flag(kind), max_size=len(body)) == body
+    assert decompress_body(stored, compressed_sys_flag(kind), max_size=len(body)) == body
     with pytest.raises(BodyDecompressionError, match=f"inflates past {len(body) - 1} bytes"):
-        decompress_body(stored, compressed_flag(kind), max_size=len(body) - 1)
+        decompress_body(stored, compressed_sys_flag(kind), max_size=len(body) - 1)
 
 
 def _compress(kind: int, body: bytes) -> bytes:
@@ -133,4 +133,4 @@ def _compress(kind: int, body: bytes) -> bytes:
 def test_truncated_body_is_detected(kind: int) -> None:
     stored = _compress(kind, b"rocketmq " * 2000)
     with pytest.raises(BodyDecompressionError, match=f"compression type {kind}"):
-        decompress_body(stored[: len(stored) // 2], compressed_flag(kind))
+        decompress_body(stored[: len(stored) // 2], compressed_sys_flag(kind))

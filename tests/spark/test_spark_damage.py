@@ -8,12 +8,8 @@ import pytest
 import zstandard
 from spark_stores import read_stats
 
-from rmqstore.format.layout import (
-    COMPRESSION_TYPE_SHIFT,
-    COMPRESSION_ZSTD,
-    SYSFLAG_COMPRESSED,
-    TRANSACTION_ROLLBACK,
-)
+from rmqstore.format.compression import compressed_sys_flag
+from rmqstore.format.layout import COMPRESSION_ZSTD, TRANSACTION_ROLLBACK
 
 pytestmark = pytest.mark.spark
 BIG = bytes(100_000)
@@ -23,9 +19,8 @@ BIG = bytes(100_000)
 def store(tmp_path_factory: pytest.TempPathFactory, write_raw_log) -> tuple[Path, list[int]]:
     """Plain records, four ROLLBACKs with compression bits 0-3 and no body, and a zstd body of
     100,000 zeros: (store, offsets)."""
-    bits = SYSFLAG_COMPRESSED | TRANSACTION_ROLLBACK
-    rollback = [(b"", bits | kind << COMPRESSION_TYPE_SHIFT) for kind in range(4)]
-    zstd = SYSFLAG_COMPRESSED | COMPRESSION_ZSTD << COMPRESSION_TYPE_SHIFT
+    rollback = [(b"", compressed_sys_flag(kind) | TRANSACTION_ROLLBACK) for kind in range(4)]
+    zstd = compressed_sys_flag(COMPRESSION_ZSTD)
     root = tmp_path_factory.mktemp("spark-damage") / "store"
     specs = [(b"plain", 0), *rollback, (zstandard.ZstdCompressor().compress(BIG), zstd), (b"last", 0)]
     return root, write_raw_log(root, specs)

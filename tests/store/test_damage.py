@@ -11,21 +11,17 @@ import pytest
 import zstandard
 from store_builder import StoreBuilder, Written, fill
 
+from rmqstore.format.compression import compressed_sys_flag
 from rmqstore.format.layout import (
     COMPRESSION_LZ4,
-    COMPRESSION_TYPE_SHIFT,
     COMPRESSION_ZLIB,
     COMPRESSION_ZSTD,
-    SYSFLAG_COMPRESSED,
     TRANSACTION_ROLLBACK,
 )
 from rmqstore.store import Store, StoreCorruptionError
 
 SEGMENT = 32 << 10
 
-
-def compressed(kind: int) -> int:
-    return SYSFLAG_COMPRESSED | kind << COMPRESSION_TYPE_SHIFT
 
 
 def offsets_of(batches) -> list[int]:
@@ -46,7 +42,8 @@ def read_paths(store: Store, written: list[Written], mode: str) -> dict[str, lis
 def test_empty_compressed_bodies_on_every_read_path(builder: StoreBuilder) -> None:
     fill(builder, 10)
     for kind in (0, COMPRESSION_LZ4, COMPRESSION_ZSTD, COMPRESSION_ZLIB):
-        builder.append("RMQ_SYS_TRANS_HALF_TOPIC", b"", sys_flag=compressed(kind) | TRANSACTION_ROLLBACK)
+        flag = compressed_sys_flag(kind) | TRANSACTION_ROLLBACK
+        builder.append("RMQ_SYS_TRANS_HALF_TOPIC", b"", sys_flag=flag)
     fill(builder, 5)
     builder.finish()
     store = Store.open(builder.root)
@@ -64,11 +61,12 @@ def bad_bodies(tmp_path) -> tuple[StoreBuilder, list[Written]]:
     (1 GiB of zeros in 32 KiB), all in the first segment."""
     b = StoreBuilder(str(tmp_path / "store"), segment_size=128 << 10)
     fill(b, 20)
-    flipped = b.append("TopicA", b"a plain body, never compressed", sys_flag=compressed(COMPRESSION_ZLIB))
+    plain = b"a plain body, never compressed"
+    flipped = b.append("TopicA", plain, sys_flag=compressed_sys_flag(COMPRESSION_ZLIB))
     fill(b, 20)
     zc = zstandard.ZstdCompressor(level=1, write_content_size=False).compressobj()
     bomb_body = b"".join(zc.compress(bytes(1 << 20)) for _ in range(1024)) + zc.flush()
-    bomb = b.append("TopicA", bomb_body, sys_flag=compressed(COMPRESSION_ZSTD))
+    bomb = b.append("TopicA", bomb_body, sys_flag=compressed_sys_flag(COMPRESSION_ZSTD))
     fill(b, 20)
     b.finish()
     return b, [flipped, bomb]
@@ -113,7 +111,7 @@ def test_corrupt_bodies_permissive_skip_and_count(bad_bodies, path: str) -> None
 
 def test_the_cap_is_a_store_option(builder: StoreBuilder) -> None:
     big = builder.append("TopicA", zstandard.ZstdCompressor().compress(bytes(100_000)),
-                         sys_flag=compressed(COMPRESSION_ZSTD))
+                         sys_flag=compressed_sys_flag(COMPRESSION_ZSTD))
     builder.finish()
     with pytest.raises(StoreCorruptionError, match="inflates past 99999 bytes"):
         Store.open(builder.root, max_message_size=99_999).read_offsets([big.offset])

@@ -18,6 +18,7 @@ and the time to produce it.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import lz4.frame
 import zstandard
@@ -62,29 +63,34 @@ def compression_type(sys_flag: int) -> int:
     return (sys_flag & SYSFLAG_COMPRESSION_TYPE_MASK) >> COMPRESSION_TYPE_SHIFT
 
 
+def compressed_sys_flag(kind: int) -> int:
+    """The sysFlag bits of a body compressed with `kind` (bit 0 and type bits 8-10, §2.3)."""
+    return SYSFLAG_COMPRESSED | kind << COMPRESSION_TYPE_SHIFT
+
+
 def _too_big(limit: int) -> str:
     return (f"body inflates past {limit} bytes (the cap on a decompressed body; the producer refuses "
             f"bodies over maxMessageSize before compressing them)")
 
 
-def _zlib_decompress(body: bytes, limit: int) -> bytes:
-    dobj = zlib.decompressobj()
-    out = dobj.decompress(body, limit + 1)
+def _bounded(out: bytes, dobj: Any, limit: int, what: str) -> bytes:
+    """`out`, the whole output of the decompressor `dobj`, unless it passed the cap or the stream
+    did not end (`dobj.eof`)."""
     if len(out) > limit:
         raise BodyDecompressionError(_too_big(limit))
     if not dobj.eof:
-        raise BodyDecompressionError("truncated zlib stream")
+        raise BodyDecompressionError(f"truncated {what}")
     return out
+
+
+def _zlib_decompress(body: bytes, limit: int) -> bytes:
+    dobj = zlib.decompressobj()
+    return _bounded(dobj.decompress(body, limit + 1), dobj, limit, "zlib stream")
 
 
 def _lz4_decompress(body: bytes, limit: int) -> bytes:
     dobj = lz4.frame.LZ4FrameDecompressor()
-    out = dobj.decompress(body, max_length=limit + 1)
-    if len(out) > limit:
-        raise BodyDecompressionError(_too_big(limit))
-    if not dobj.eof:
-        raise BodyDecompressionError("truncated LZ4 frame")
-    return out
+    return _bounded(dobj.decompress(body, max_length=limit + 1), dobj, limit, "LZ4 frame")
 
 
 def _zstd_decompress(body: bytes, limit: int) -> bytes:
@@ -101,9 +107,7 @@ def _zstd_decompress(body: bytes, limit: int) -> bytes:
         if size > limit:
             raise BodyDecompressionError(_too_big(limit))
         parts.append(part)
-    if not dobj.eof:
-        raise BodyDecompressionError("truncated zstd frame")
-    return b"".join(parts)
+    return _bounded(b"".join(parts), dobj, limit, "zstd frame")
 
 
 def decompress_body(body: bytes, sys_flag: int, *, max_size: int = MAX_MESSAGE_SIZE) -> bytes:
