@@ -30,10 +30,12 @@ class StoreStats(IOStats):
     records_walked: int = 0
     """Record headers stepped over by scans and walks (decoded or not)."""
     invalid_records_skipped: int = 0
-    """Damaged places skipped in PERMISSIVE mode: an invalid record, after which reading resumes at
-    the next valid record start (the bytes between are `bytes_skipped`). Each place counts once."""
+    """Damaged places skipped in PERMISSIVE mode, each counted once: an invalid record where a walk
+    stopped (reading resumes at the next valid record start), a record whose body cannot be
+    decompressed, or an offset asked for that holds no valid record (`read_offsets`)."""
     bytes_skipped: int = 0
-    """Bytes of log skipped at those places."""
+    """Bytes of log skipped at those places: from the invalid record to where reading resumed; the
+    record's size for a body that cannot be decompressed; 0 for an offset that holds no record."""
     skipped: dict[tuple[str, int], Skipped] = field(default_factory=dict)
     """Each damaged place by (file, physical offset), in the order found."""
     segments_touched: set[int] = field(default_factory=set)
