@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pyarrow.fs as pafs
 
@@ -37,7 +38,10 @@ def absolute_location(location: str) -> str:
     Done where a path is typed (the Spark driver), so that processes with another working
     directory (executors) read the same store.
     """
-    return location if is_uri(location) else os.path.abspath(os.path.expanduser(location))
+    if is_uri(location):
+        return location
+    path = os.path.expanduser(location)
+    return path if os.path.isabs(path) else os.path.abspath(path)
 
 
 def with_environment_credentials(storage_options: Mapping[str, str],
@@ -73,25 +77,35 @@ def resolve_location(location: str, *, filesystem: pafs.FileSystem | None = None
             return LocalFileSystem(stats), os.path.abspath(location)
         return ArrowFileSystem(filesystem, stats), location.rstrip("/")
     if not is_uri(location):
-        return LocalFileSystem(stats), absolute_location(location)
-    remote, path = pafs.FileSystem.from_uri(location)
+        return LocalFileSystem(stats), os.path.abspath(os.path.expanduser(location))
+    unknown = sorted(set(storage_options or ()) - set(S3_STORAGE_OPTIONS))
+    if storage_options and (unknown or not is_s3_uri(location)):
+        problem = f"unknown {', '.join(unknown)}" if unknown else "they apply to s3:// locations only"
+        raise ValueError(f"{location}: storage options {sorted(storage_options)}: {problem} "
+                         f"(known: {', '.join(S3_STORAGE_OPTIONS)})")
+    settings = {k: v for k, v in (storage_options or {}).items() if k not in S3_CREDENTIAL_ENV}
+    remote, path = pafs.FileSystem.from_uri(_with_query(location, settings))
     if isinstance(remote, pafs.LocalFileSystem):
         return LocalFileSystem(stats), path
-    if storage_options:
-        remote = _configured_s3(location, remote, storage_options)
+    credentials = {k: v for k, v in (storage_options or {}).items() if k in S3_CREDENTIAL_ENV}
+    if credentials:
+        remote = _with_credentials(remote, credentials)
     return ArrowFileSystem(remote, stats), path.rstrip("/")
 
 
-def _configured_s3(location: str, remote: pafs.FileSystem, options: Mapping[str, str]) -> pafs.S3FileSystem:
-    """The S3 file system of `location` with `options` applied (errors name options, never values)."""
-    unknown = sorted(set(options) - set(S3_STORAGE_OPTIONS))
-    if not isinstance(remote, pafs.S3FileSystem) or unknown:
-        problem = f"unknown {', '.join(unknown)}" if unknown else "they apply to s3:// locations only"
-        raise ValueError(f"{location}: storage options {sorted(options)}: {problem} "
-                         f"(known: {', '.join(S3_STORAGE_OPTIONS)})")
-    if ("access_key" in options) != ("secret_key" in options):
-        raise ValueError(f"{location}: S3 credentials need both access_key and secret_key")
-    # The URI's settings (region, scheme, endpoint, ...) as S3FileSystem arguments: its pickle state.
-    arguments = remote.__reduce__()[1][0]
-    arguments.update(options)
+def _with_query(uri: str, settings: Mapping[str, str]) -> str:
+    """`uri` with `settings` in its query string (they replace the URI's own values)."""
+    if not settings:
+        return uri
+    parts = urlsplit(uri)
+    query = {**dict(parse_qsl(parts.query)), **settings}
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def _with_credentials(remote: pafs.FileSystem, credentials: Mapping[str, str]) -> pafs.S3FileSystem:
+    """The S3 file system `remote` with explicit credentials (errors never show their values)."""
+    if "access_key" not in credentials or "secret_key" not in credentials:
+        raise ValueError("S3 credentials need both access_key and secret_key")
+    arguments = remote.__reduce__()[1][0]  # the URI's settings as S3FileSystem arguments (pickle state)
+    arguments.update(credentials)
     return pafs.S3FileSystem(**arguments)
