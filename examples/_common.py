@@ -19,7 +19,8 @@ def demo_store(path: Path = DEMO_STORE) -> str:
 
         print(f"creating a {DEMO_BYTES >> 20} MiB demo store in {path} (once) ...", file=sys.stderr)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tqdm(total=DEMO_BYTES, unit="B", unit_scale=True, desc="demo store", file=sys.stderr) as bar:
+        with tqdm(total=DEMO_BYTES, unit="B", unit_scale=True, unit_divisor=1024, desc="demo store",
+                  file=sys.stderr) as bar:
             create_demo_store(path, target_bytes=DEMO_BYTES, seed=1, progress=bar.update)
     return str(path)
 

