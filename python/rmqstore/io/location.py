@@ -78,19 +78,23 @@ def resolve_location(location: str, *, filesystem: pafs.FileSystem | None = None
         return ArrowFileSystem(filesystem, stats), location.rstrip("/")
     if not is_uri(location):
         return LocalFileSystem(stats), os.path.abspath(os.path.expanduser(location))
-    unknown = sorted(set(storage_options or ()) - set(S3_STORAGE_OPTIONS))
+    remote, path = _remote_filesystem(location, storage_options or {})
+    if isinstance(remote, pafs.LocalFileSystem):
+        return LocalFileSystem(stats), path
+    return ArrowFileSystem(remote, stats), path.rstrip("/")
+
+
+def _remote_filesystem(location: str, storage_options: Mapping[str, str]) -> tuple[pafs.FileSystem, str]:
+    """`FileSystem.from_uri` with the storage options applied (errors name options, never values)."""
+    unknown = sorted(set(storage_options) - set(S3_STORAGE_OPTIONS))
     if storage_options and (unknown or not is_s3_uri(location)):
         problem = f"unknown {', '.join(unknown)}" if unknown else "they apply to s3:// locations only"
         raise ValueError(f"{location}: storage options {sorted(storage_options)}: {problem} "
                          f"(known: {', '.join(S3_STORAGE_OPTIONS)})")
-    settings = {k: v for k, v in (storage_options or {}).items() if k not in S3_CREDENTIAL_ENV}
+    settings = {k: v for k, v in storage_options.items() if k not in S3_CREDENTIAL_ENV}
+    credentials = {k: v for k, v in storage_options.items() if k in S3_CREDENTIAL_ENV}
     remote, path = pafs.FileSystem.from_uri(_with_query(location, settings))
-    if isinstance(remote, pafs.LocalFileSystem):
-        return LocalFileSystem(stats), path
-    credentials = {k: v for k, v in (storage_options or {}).items() if k in S3_CREDENTIAL_ENV}
-    if credentials:
-        remote = _with_credentials(remote, credentials)
-    return ArrowFileSystem(remote, stats), path.rstrip("/")
+    return (_with_credentials(remote, credentials) if credentials else remote), path
 
 
 def _with_query(uri: str, settings: Mapping[str, str]) -> str:
@@ -103,9 +107,7 @@ def _with_query(uri: str, settings: Mapping[str, str]) -> str:
 
 
 def _with_credentials(remote: pafs.FileSystem, credentials: Mapping[str, str]) -> pafs.S3FileSystem:
-    """The S3 file system `remote` with explicit credentials (errors never show their values)."""
-    if "access_key" not in credentials or "secret_key" not in credentials:
-        raise ValueError("S3 credentials need both access_key and secret_key")
+    """The S3 file system `remote` with explicit credentials (pyarrow's errors never show their values)."""
     arguments = remote.__reduce__()[1][0]  # the URI's settings as S3FileSystem arguments (pickle state)
     arguments.update(credentials)
     return pafs.S3FileSystem(**arguments)
