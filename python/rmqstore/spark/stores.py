@@ -1,9 +1,8 @@
 """Opening the stores a Spark read names, with errors that start with the cause.
 
-Spark shows an error raised while it creates or plans a Python source after a prefix of its own
-(`[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: ...`), followed by the
-Python traceback. So the error is raised here, from one frame, without a chained cause: the
-traceback is then two lines and the message states the problem and what a store looks like.
+A path that is not a usable store is a StoreLayoutError whose message starts with
+`rmqstore: no RocketMQ store at '<path>': <reason>` and says what a store holds; `cause_first`
+(rmqstore.spark.errors) lets Spark show it without the Python traceback.
 """
 
 from __future__ import annotations
