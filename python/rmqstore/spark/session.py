@@ -23,15 +23,16 @@ def session(master: str | None = None, app_name: str = "rmqstore", **conf: str) 
     `master`: when None, the master already chosen wins (spark-submit's `--master`, the pyspark
     shell, `spark.master` in spark-defaults.conf or PYSPARK_SUBMIT_ARGS, a running SparkContext);
     only when nothing chose one is it `local[*]`.
-    Sets PYSPARK_PYTHON to this interpreter when unset: Spark's default (`python3` on PATH) may
-    be another Python, without rmqstore, and the workers would fail to import it.
+    Sets PYSPARK_PYTHON to this interpreter when unset, before Spark's JVM starts (it picks the
+    Python of auto-registered sources then): Spark's default (`python3` on PATH) may be another
+    Python, without rmqstore, and the workers would fail to import it. On a cluster set
+    PYSPARK_PYTHON (or `spark.pyspark.python`) to the executors' Python: see the README.
     On an existing session the SQL settings are applied with `spark.conf.set`.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**SESSION_CONF, **{k.replace("__", "."): v for k, v in conf.items()}}
-    builder = SparkSession.builder.appName(app_name)
     master = master or settings.get("spark.master") or _chosen_master() or DEFAULT_MASTER
-    builder = builder.master(master)
+    builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
