@@ -13,11 +13,15 @@ DEMO_BYTES = 64 * 1024 * 1024
 def demo_store(path: Path = DEMO_STORE) -> str:
     """The demo store path, writing a 64 MiB demo store there first if it does not exist."""
     if not (path / "commitlog").is_dir():
+        from tqdm import tqdm
+
         from rmqstore.writer.demo import create_demo_store
 
-        print(f"creating a {DEMO_BYTES >> 20} MiB demo store in {path} ...", file=sys.stderr)
+        print(f"creating a {DEMO_BYTES >> 20} MiB demo store in {path} (once) ...", file=sys.stderr)
         path.parent.mkdir(parents=True, exist_ok=True)
-        create_demo_store(path, target_bytes=DEMO_BYTES, seed=1)
+        with tqdm(total=DEMO_BYTES, unit="B", unit_scale=True, unit_divisor=1024, desc="demo store",
+                  file=sys.stderr) as bar:
+            create_demo_store(path, target_bytes=DEMO_BYTES, seed=1, progress=bar.update)
     return str(path)
 
 

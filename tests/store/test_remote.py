@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from store_builder import StoreBuilder, fill
 
@@ -73,3 +75,22 @@ def test_store_over_s3_equals_the_local_store(s3_server, tmp_path, monkeypatch):
     remote.stats.reset()
     remote.read_offsets([b.written[50].offset])
     assert remote.stats.read_calls == 1 and remote.stats.bytes_read < 8192
+
+
+def test_storage_options_configure_s3_and_travel_with_a_pickled_store(s3_server, tmp_path):
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=4096, hash_slots=4, index_entries=64)
+    fill(b, 20)
+    b.finish()
+    upload(b.root, "stores/options")
+    options = {"endpoint_override": endpoint, "scheme": "http", "region": "us-east-1",
+               "access_key": "AKIDSTOREOPTIONS", "secret_key": "secret-store-options"}
+    store = pickle.loads(pickle.dumps(Store.open("s3://stores/options", storage_options=options)))
+    assert store.location == "s3://stores/options"
+    assert store.fs.filesystem.__reduce__()[1][0]["access_key"] == "AKIDSTOREOPTIONS"
+    assert [r.to_pylist() for r in store.scan()] == [r.to_pylist() for r in Store.open(b.root).scan()]
+    with pytest.raises(ValueError, match="unknown password") as error:
+        Store.open("s3://stores/options", storage_options={**options, "password": "hunter2"})
+    assert "hunter2" not in str(error.value) and "secret-store-options" not in str(error.value)
+    with pytest.raises(ValueError, match="s3:// locations only"):
+        Store.open("gs://bucket/store", storage_options={"region": "x"})

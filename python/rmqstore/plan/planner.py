@@ -102,7 +102,7 @@ def plan_read(stores: Sequence[Store], predicates: Sequence[Sequence[Predicate]]
         plan.access.append(access)
         plan.tasks.extend(tasks)
     for note in plan.notes:
-        log.warning(note)
+        log.info(note)  # callers show plan.notes to the user (the Spark reader: once per application)
     return plan
 
 

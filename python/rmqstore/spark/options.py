@@ -11,6 +11,11 @@ Offsets (`startingOffsets` / `endingOffsets`):
 - per topic and queue JSON like Kafka, `{"TopicA":{"0":23,"1":-2}}`: a queue offset, -2 = earliest,
   -1 = latest; queues of a named topic that are not listed start at earliest / end at latest;
 - `group:<consumerGroup>`: that group's committed offsets (config/consumerOffset.json).
+
+`verifyCrc` defaults to true: a record whose body does not match its BODYCRC fails the read
+(FAILFAST) or is skipped (PERMISSIVE) instead of coming back silently. Measured on a 500 MiB demo
+store (local[2], `count()`): +13% for a one-column schema, within noise for all columns; point
+lookups read few records and do not notice it. `verifyCrc=false` trades that check for speed.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from rmqstore.format.compression import MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
+from rmqstore.io.location import absolute_location, is_s3_uri, with_environment_credentials
 
 EARLIEST_QUEUE_OFFSET = -2
 LATEST_QUEUE_OFFSET = -1
@@ -53,11 +59,23 @@ MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 MAX_BYTES_PER_TRIGGER = "maxBytesPerTrigger"
 MAX_MESSAGE_SIZE = "maxMessageSize"
 
+S3_OPTIONS: dict[str, str] = {
+    "s3.accessKey": "access_key",
+    "s3.secretKey": "secret_key",
+    "s3.sessionToken": "session_token",
+    "s3.region": "region",
+    "s3.endpoint": "endpoint_override",
+    "s3.scheme": "scheme",
+}
+"""Options for s3:// stores and the `pyarrow.fs.S3FileSystem` argument each sets. Their values are
+never shown (names matching Spark's `spark.redaction.regex` are redacted in plans too)."""
+
 ALL_OPTIONS: tuple[str, ...] = (
     PATH, PATHS, BROKER_NAMES, STARTING_OFFSETS, ENDING_OFFSETS, STARTING_TIMESTAMP, ENDING_TIMESTAMP,
     TOPICS, KEYS, MIN_PARTITIONS, MAX_BYTES_PER_PARTITION, VERIFY_CRC, MODE, DECOMPRESS,
     INDEX_HASH_SLOTS, INDEX_ENTRIES, PUSHDOWN, KEY_PROBE_PARTITION_THRESHOLD, STALE_READER_CHECK,
     STATS_DIR, FAIL_ON_DATA_LOSS, MAX_OFFSETS_PER_TRIGGER, MAX_BYTES_PER_TRIGGER, MAX_MESSAGE_SIZE,
+    *S3_OPTIONS,
 )
 _BY_LOWER = {name.lower(): name for name in ALL_OPTIONS}
 
@@ -90,7 +108,10 @@ LATEST = OffsetSpec("latest")
 
 @dataclass(frozen=True)
 class RmqOptions:
-    """All options of one read, validated. Paths and broker names are parallel tuples."""
+    """All options of one read, validated. Paths and broker names are parallel tuples.
+
+    Local paths are absolute (made so where the options were parsed: the driver), URIs as given.
+    """
 
     paths: tuple[str, ...]
     broker_names: tuple[str, ...]
@@ -102,7 +123,7 @@ class RmqOptions:
     keys: tuple[str, ...] | None = None
     min_partitions: int | None = None
     max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
-    verify_crc: bool = False
+    verify_crc: bool = True
     mode: str = "FAILFAST"
     decompress: bool = True
     index_geometry: tuple[int, int] | None = None
@@ -115,13 +136,23 @@ class RmqOptions:
     max_bytes_per_trigger: int | None = None
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     """Cap on a decompressed body (RocketMQ's `maxMessageSize`); a body inflating past it is corrupt."""
+    storage_options: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """`pyarrow.fs.S3FileSystem` arguments for the s3:// paths: the s3.* options, else the AWS
+    credentials of the driver's environment, pinned so that executors read with them too."""
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def storage_options_for(self, path: str) -> Mapping[str, str] | None:
+        """The storage options to open `path` with (none for paths that are not s3://)."""
+        return self.storage_options if is_s3_uri(path) else None
 
 
 def parse_options(options: Mapping[str, str], *, require_path: bool = True) -> RmqOptions:
     """Validate the raw (case-insensitive, string-valued) options of a read."""
     raw = _canonical_names(options)
-    paths = _parse_paths(raw, require_path)
+    given_paths = _parse_paths(raw, require_path)
+    paths = tuple(absolute_location(p) for p in given_paths)
+    if len(set(paths)) != len(paths):
+        raise OptionError(PATHS, f"the same store is listed twice: {list(given_paths)}")
     starting = parse_offsets(STARTING_OFFSETS, raw.get(STARTING_OFFSETS, "earliest"))
     ending = parse_offsets(ENDING_OFFSETS, raw.get(ENDING_OFFSETS, "latest"))
     hash_slots = _optional_int(raw, INDEX_HASH_SLOTS, minimum=1)
@@ -141,7 +172,7 @@ def parse_options(options: Mapping[str, str], *, require_path: bool = True) -> R
         raise OptionError(MODE, f"{raw[MODE]!r} is not one of {', '.join(MODES)}")
     return RmqOptions(
         paths=paths,
-        broker_names=_parse_broker_names(raw, paths),
+        broker_names=_parse_broker_names(raw, given_paths),
         starting_offsets=starting,
         ending_offsets=ending,
         starting_timestamp=starting_ts,
@@ -151,7 +182,7 @@ def parse_options(options: Mapping[str, str], *, require_path: bool = True) -> R
         min_partitions=_optional_int(raw, MIN_PARTITIONS, minimum=1),
         max_bytes_per_partition=_optional_size(raw, MAX_BYTES_PER_PARTITION)
         or DEFAULT_MAX_BYTES_PER_PARTITION,
-        verify_crc=_bool(raw, VERIFY_CRC, False),
+        verify_crc=_bool(raw, VERIFY_CRC, True),
         mode=mode,
         decompress=_bool(raw, DECOMPRESS, True),
         index_geometry=None if hash_slots is None else (hash_slots, index_entries),
@@ -164,6 +195,7 @@ def parse_options(options: Mapping[str, str], *, require_path: bool = True) -> R
         max_offsets_per_trigger=_optional_int(raw, MAX_OFFSETS_PER_TRIGGER, minimum=1),
         max_bytes_per_trigger=_optional_size(raw, MAX_BYTES_PER_TRIGGER),
         max_message_size=_optional_size(raw, MAX_MESSAGE_SIZE) or DEFAULT_MAX_MESSAGE_SIZE,
+        storage_options=_storage_options(raw, paths),
         raw=raw,
     )
 
@@ -241,9 +273,20 @@ def _parse_paths(raw: Mapping[str, str], require_path: bool) -> tuple[str, ...]:
     if not paths and require_path:
         raise OptionError(PATH, "no store directory given: use .load('/path/to/store') or "
                                 ".option('path', ...)")
-    if len(set(paths)) != len(paths):
-        raise OptionError(PATHS, f"the same store is listed twice: {paths}")
     return tuple(paths)
+
+
+def _storage_options(raw: Mapping[str, str], paths: tuple[str, ...]) -> dict[str, str]:
+    """The s3.* options as S3FileSystem arguments, plus the environment's AWS credentials (s3:// only)."""
+    given = {S3_OPTIONS[name]: value for name, value in raw.items() if name in S3_OPTIONS}
+    if given and not any(is_s3_uri(p) for p in paths):
+        raise OptionError(next(n for n in raw if n in S3_OPTIONS), "applies to s3:// store paths only")
+    if ("access_key" in given) != ("secret_key" in given):
+        raise OptionError("s3.secretKey" if "access_key" in given else "s3.accessKey",
+                          "must be given together with 's3.accessKey'/'s3.secretKey'")
+    if not any(is_s3_uri(p) for p in paths):
+        return given
+    return with_environment_credentials(given)
 
 
 def _parse_broker_names(raw: Mapping[str, str], paths: tuple[str, ...]) -> tuple[str, ...]:

@@ -35,8 +35,10 @@ from rmqstore.plan.predicates import (
 )
 from rmqstore.plan.queues import resolve_windows
 from rmqstore.plan.tasks import RangesTask, RangeTask, ReadTask
+from rmqstore.spark.errors import cause_first
 from rmqstore.spark.filters import to_predicate
 from rmqstore.spark.guard import claim, new_plan_token
+from rmqstore.spark.notes import note_once
 from rmqstore.spark.options import (
     ENDING_OFFSETS,
     STARTING_OFFSETS,
@@ -45,6 +47,7 @@ from rmqstore.spark.options import (
     RmqOptions,
 )
 from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch
+from rmqstore.spark.stores import open_store
 from rmqstore.store import Store
 
 log = logging.getLogger("rmqstore.spark")
@@ -77,8 +80,8 @@ class StoreReader(DataSourceReader):
         self.pushed_text = ""
 
     def partitions(self) -> list[InputPartition]:
-        stores = [Store.open(path, index_geometry=self.options.index_geometry,
-                             max_message_size=self.options.max_message_size) for path in self.options.paths]
+        with cause_first():
+            stores = [open_store(self.options, path) for path in self.options.paths]
         try:
             per_store = [tuple(self.pushed) + _option_predicates(self.options, store) for store in stores]
             plan = plan_read(stores, per_store, PlanSettings(
@@ -215,4 +218,4 @@ def _log_plan(plan: ReadPlan, pushed: Sequence[Predicate]) -> None:
     message = f"rmqstore plan: access={plan.access} tasks={len(plan.tasks)} pushed filters: {text}"
     log.info(message)
     for note in plan.notes:
-        print(f"rmqstore: {note}", file=sys.stderr)
+        note_once(note)

@@ -1,30 +1,38 @@
-"""A ready local SparkSession for rmqstore."""
+"""A ready SparkSession for rmqstore."""
 
 from __future__ import annotations
 
 import os
 import sys
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 SESSION_CONF: dict[str, str] = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
-    "spark.ui.showConsoleProgress": "false",
 }
 """Settings the source wants: pushdown on (off is correct too, only slower), UTC timestamps."""
 
+DEFAULT_MASTER = "local[*]"
 
-def session(master: str = "local[*]", app_name: str = "rmqstore", **conf: str) -> SparkSession:
+
+def session(master: str | None = None, app_name: str = "rmqstore", **conf: str) -> SparkSession:
     """`getOrCreate()` a session with `SESSION_CONF` (plus `conf`, dots written as `__`).
 
-    Sets PYSPARK_PYTHON to this interpreter when unset: Spark's default (`python3` on PATH) may
-    be another Python, without rmqstore, and the workers would fail to import it.
+    `master`: when None, the master already chosen wins (spark-submit's `--master`, the pyspark
+    shell, `spark.master` in spark-defaults.conf or PYSPARK_SUBMIT_ARGS, a running SparkContext);
+    only when nothing chose one is it `local[*]`.
+    Sets PYSPARK_PYTHON to this interpreter when unset, before Spark's JVM starts (it picks the
+    Python of auto-registered sources then): Spark's default (`python3` on PATH) may be another
+    Python, without rmqstore, and the workers would fail to import it. On a cluster set
+    PYSPARK_PYTHON (or `spark.pyspark.python`) to the executors' Python: see the README.
     On an existing session the SQL settings are applied with `spark.conf.set`.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**SESSION_CONF, **{k.replace("__", "."): v for k, v in conf.items()}}
-    builder = SparkSession.builder.master(master).appName(app_name)
+    master = master or settings.get("spark.master") or _chosen_master() or DEFAULT_MASTER
+    builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -32,3 +40,14 @@ def session(master: str = "local[*]", app_name: str = "rmqstore", **conf: str) -
         if key.startswith("spark.sql."):
             spark.conf.set(key, value)
     return spark
+
+
+def _chosen_master() -> str | None:
+    """The master set before this call: a running context's, else the launching JVM's `spark.master`."""
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return active.master
+    # Starts (or joins, under spark-submit) the JVM exactly as getOrCreate() would; its system
+    # properties then hold --master / spark-defaults.conf / PYSPARK_SUBMIT_ARGS settings.
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.master", None)

@@ -17,7 +17,11 @@ calls `reader()` and then `pushFilters`. Otherwise `plan_data_source_read` calls
 when the conf is off, fails with DATA_SOURCE_PUSHDOWN_DISABLED if the reader's class overrides
 `pushFilters` — even for reads without filters. That worker never calls pushFilters, so `reader()`
 returns the reader without it there: with the conf off every read still works as a full scan
-(Spark applies the filters), and nothing is lost when it is on.
+(Spark applies the filters), and nothing is lost when it is on. That worker holds the conf's value
+in its planning frame (`enable_pushdown`); when it is off, a note says so once per application.
+
+Paths and stores are checked in `schema()`, which Spark calls in `load()`: a wrong path or option
+fails where the DataFrame is made, not at its first action.
 
 Readers are imported when used; `pyspark_rmqstore` guards the import of this module, because an
 import error during Spark's automatic lookup would disable every Python data source.
@@ -30,20 +34,29 @@ import sys
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
+from rmqstore.spark.errors import cause_first
 from rmqstore.spark.options import parse_options
 from rmqstore.spark.schema import table_schema, validate_schema
 
 _PLAIN_PLANNER_FILE = "plan_data_source_read.py"
+_PLAIN_PLANNER_CONF = "enable_pushdown"
+
+PUSHDOWN_OFF_NOTE = (
+    "filter pushdown is off in this Spark session, so rmqstore reads whole stores and Spark filters "
+    "the rows (no index lookups). Turn it on with "
+    "spark.conf.set(\"spark.sql.python.filterPushdown.enabled\", \"true\") "
+    "or start Spark with rmqstore.spark.session().")
 
 
-def _planned_without_pushdown() -> bool:
-    """True when Spark's plain read planner (which never calls pushFilters) is asking for a reader."""
+def _plain_planner_pushdown() -> bool | None:
+    """None unless Spark's plain read planner (which never calls pushFilters) asks for a reader;
+    then whether the session has filter pushdown on (that planner's `enable_pushdown`)."""
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename.endswith(_PLAIN_PLANNER_FILE):
-            return True
+            return bool(frame.f_locals.get(_PLAIN_PLANNER_CONF, True))
         frame = frame.f_back
-    return False
+    return None
 
 
 class RmqStoreDataSource(DataSource):
@@ -54,19 +67,28 @@ class RmqStoreDataSource(DataSource):
         return "rmqstore"
 
     def schema(self) -> StructType:
-        parse_options(self.options)  # option errors surface at load() already
+        from rmqstore.spark.stores import check_stores
+
+        with cause_first():
+            check_stores(parse_options(self.options))  # wrong paths and options fail at load()
         return table_schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        from rmqstore.spark.notes import note_once
         from rmqstore.spark.reader import PushdownStoreReader, StoreReader
 
-        options = parse_options(self.options)
-        schema = validate_schema(schema)
-        if not options.pushdown or _planned_without_pushdown():
-            return StoreReader(options, schema)
-        return PushdownStoreReader(options, schema)
+        with cause_first():
+            options = parse_options(self.options)
+            schema = validate_schema(schema)
+            session_pushdown = _plain_planner_pushdown()
+            if session_pushdown is False and options.pushdown:
+                note_once(PUSHDOWN_OFF_NOTE)
+            if not options.pushdown or session_pushdown is not None:
+                return StoreReader(options, schema)
+            return PushdownStoreReader(options, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from rmqstore.spark.stream import StoreStreamReader
 
-        return StoreStreamReader(self.options, validate_schema(schema))
+        with cause_first():
+            return StoreStreamReader(self.options, validate_schema(schema))

@@ -6,7 +6,7 @@ Never writes, locks, truncates or recovers anything: the bytes on disk are the s
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
@@ -77,18 +77,20 @@ class Store:
                  commitlog_dirs: str | Sequence[str] | None = None,
                  filesystem: pafs.FileSystem | None = None, check_crc_at_end: bool = True,
                  index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT,
-                 max_message_size: int = MAX_MESSAGE_SIZE) -> None:
+                 max_message_size: int = MAX_MESSAGE_SIZE,
+                 storage_options: Mapping[str, str] | None = None) -> None:
         self._open_args: dict[str, Any] = {
             "index_geometry": index_geometry, "commitlog_dirs": commitlog_dirs, "filesystem": filesystem,
             "check_crc_at_end": check_crc_at_end, "index_tail_scan_limit": index_tail_scan_limit,
-            "max_message_size": max_message_size,
+            "max_message_size": max_message_size, "storage_options": storage_options,
         }
         if max_message_size <= 0:
             raise ValueError(f"max_message_size must be positive, got {max_message_size}")
         self.max_message_size = max_message_size
         self.location = location
         self.stats = StoreStats()
-        self.fs, self.path = resolve_location(location, filesystem=filesystem, stats=self.stats)
+        self.fs, self.path = resolve_location(location, filesystem=filesystem, stats=self.stats,
+                                              storage_options=storage_options)
         if not self.fs.is_dir(self.path):
             raise StoreLayoutError(f"{location}: no such store directory")
         self.commitlog_dirs = self._commitlog_dirs(commitlog_dirs)
@@ -107,7 +109,8 @@ class Store:
     def open(cls, path_or_uri: str | os.PathLike[str], *, index_geometry: tuple[int, int] | None = None,
              commitlog_dirs: str | Sequence[str] | None = None, filesystem: pafs.FileSystem | None = None,
              check_crc_at_end: bool = True, index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT,
-             max_message_size: int = MAX_MESSAGE_SIZE) -> Store:
+             max_message_size: int = MAX_MESSAGE_SIZE,
+             storage_options: Mapping[str, str] | None = None) -> Store:
         """Open a store read-only.
 
         `path_or_uri`: the store root (`storePathRootDir`): a local path, or a URI that
@@ -124,10 +127,14 @@ class Store:
         `max_message_size`: the largest decompressed body accepted; one inflating past it is corrupt
         (the producer refuses bodies over its `maxMessageSize` before compressing them; see
         `format.compression`).
+        `storage_options`: `pyarrow.fs.S3FileSystem` arguments for an s3:// store (`access_key`,
+        `secret_key`, `session_token`, `region`, `endpoint_override`, `scheme`); they travel with a
+        pickled Store, so credentials given here reach every process that reads it.
         """
         return cls(os.fspath(path_or_uri), index_geometry=index_geometry, commitlog_dirs=commitlog_dirs,
                    filesystem=filesystem, check_crc_at_end=check_crc_at_end,
-                   index_tail_scan_limit=index_tail_scan_limit, max_message_size=max_message_size)
+                   index_tail_scan_limit=index_tail_scan_limit, max_message_size=max_message_size,
+                   storage_options=storage_options)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its open arguments (Spark ships stores to executors); reopened on load.
