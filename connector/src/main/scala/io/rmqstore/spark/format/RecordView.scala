@@ -1,0 +1,167 @@
+package io.rmqstore.spark.format
+
+import java.nio.ByteBuffer
+import java.nio.charset.StandardCharsets.US_ASCII
+
+import io.rmqstore.spark.format.Layout._
+
+/** Lazy accessors over one record that passed `RecordCheck` (spec §2.2), one table row.
+  *
+  * Nothing is decoded until asked: numeric fields are read from the buffer on each call, strings and
+  * the properties map are built once per record. Scans reuse one view (`reset`), so a view is valid
+  * only until the next record; copy what must outlive it. `physicalOffset` is the record's position in
+  * the log (checked equal to its PHYSICALOFFSET field by the store's walk).
+  */
+final class RecordView(private var buf: ByteBuffer, private var pos: Int, private var phy: Long) {
+  private var sysFlagValue = 0
+  private var bodyLenAt = 0
+  private var tailKnown = false
+  private var topicAtValue = 0
+  private var topicLenValue = 0
+  private var propsAtValue = 0
+  private var propsLenValue = 0
+  private var propsMap: java.util.LinkedHashMap[String, String] = null
+  private var keyValue: String = null
+  private var keyKnown = false
+  private var tagsValue: String = null
+  private var tagsKnown = false
+  private var uniqValue: String = null
+  private var uniqKnown = false
+  private var topicValue: String = null
+  if (buf != null) reset(buf, pos, phy)
+
+  /** An empty view for `reset`. */
+  def this() = this(null, 0, 0L)
+
+  /** Point this view at the record at `pos` of `buf`, physical offset `physicalOffset`. */
+  def reset(buffer: ByteBuffer, position: Int, physicalOffset: Long): RecordView = {
+    buf = buffer
+    pos = position
+    phy = physicalOffset
+    sysFlagValue = buffer.getInt(position + OffSysFlag)
+    bodyLenAt = position + bodyLengthOffset(sysFlagValue)
+    tailKnown = false
+    propsMap = null
+    keyKnown = false
+    tagsKnown = false
+    uniqKnown = false
+    topicValue = null
+    this
+  }
+
+  /** The buffer the record lies in (for copying raw bytes into columns). */
+  def buffer: ByteBuffer = buf
+
+  /** Index of the record's first byte in `buffer`. */
+  def position: Int = pos
+
+  def totalSize: Int = buf.getInt(pos)
+  def magic: Int = buf.getInt(pos + OffMagic)
+  def bodyCrc: Int = buf.getInt(pos + OffBodyCrc)
+  def queueId: Int = buf.getInt(pos + OffQueueId)
+  def flag: Int = buf.getInt(pos + OffFlag)
+  def queueOffset: Long = buf.getLong(pos + OffQueueOffset)
+  def physicalOffset: Long = phy
+  def sysFlag: Int = sysFlagValue
+  def bornTimestampMs: Long = buf.getLong(pos + OffBornTimestamp)
+  def storeTimestampMs: Long = buf.getLong(pos + storeTimestampOffset(sysFlagValue))
+  def reconsumeTimes: Int = buf.getInt(bodyLenAt - 12)
+  def preparedTransactionOffset: Long = buf.getLong(bodyLenAt - 8)
+
+  def bornHost: String = Hosts.decode(buf, pos + OffBornHost, bornHostLen(sysFlagValue))
+  def storeHost: String = Hosts.decode(buf, storeHostAt, storeHostLen(sysFlagValue))
+
+  /** offsetMsgId: store host bytes + physical offset in uppercase hex (§3.1). */
+  def msgId: String = MsgId.offsetMsgId(buf, storeHostAt, storeHostLen(sysFlagValue), phy)
+
+  /** BODYLENGTH as stored (negative counts as an empty body). */
+  def bodyLength: Int = buf.getInt(bodyLenAt)
+
+  /** Index in `buffer` of the stored body. */
+  def bodyPosition: Int = bodyLenAt + 4
+
+  /** The stored (possibly compressed) body bytes. */
+  def storedBody: Array[Byte] = copy(bodyPosition, math.max(bodyLength, 0))
+
+  /** The body, decompressed when `decompress` and the record says it is compressed (§2.9). Throws
+    * IllegalArgumentException (naming the compression type) for a corrupt compressed body.
+    */
+  def body(decompress: Boolean): Array[Byte] = {
+    val stored = storedBody
+    if (decompress) Compression.decompress(stored, sysFlagValue) else stored
+  }
+
+  def topicPosition: Int = { tail(); topicAtValue }
+  def topicLength: Int = { tail(); topicLenValue }
+  def propertiesPosition: Int = { tail(); propsAtValue }
+  def propertiesLength: Int = { tail(); propsLenValue }
+
+  /** TOPIC as UTF-8 text. */
+  def topic: String = {
+    if (topicValue == null) { tail(); topicValue = Properties.text(buf, topicAtValue, topicLenValue) }
+    topicValue
+  }
+
+  /** Every property, last duplicate wins (§2.8), built once per record. */
+  def properties: java.util.Map[String, String] = {
+    if (propsMap == null) { tail(); propsMap = Properties.parse(buf, propsAtValue, propsLenValue) }
+    propsMap
+  }
+
+  /** The KEYS property exactly as stored, null when absent. */
+  def key: String = {
+    if (!keyKnown) { keyValue = property(RecordView.KeysName, PropertyKeys); keyKnown = true }
+    keyValue
+  }
+
+  /** KEYS split on single spaces, empty tokens dropped (§2.8, §5.4); null without KEYS. */
+  def keys: Array[String] = RecordView.splitKeys(key)
+
+  /** The UNIQ_KEY property (client message id), null when absent. */
+  def uniqKey: String = {
+    if (!uniqKnown) { uniqValue = property(RecordView.UniqKeyName, PropertyUniqKey); uniqKnown = true }
+    uniqValue
+  }
+
+  /** The TAGS property, null when absent. */
+  def tags: String = {
+    if (!tagsKnown) { tagsValue = property(RecordView.TagsName, PropertyTags); tagsKnown = true }
+    tagsValue
+  }
+
+  private def property(name: Array[Byte], text: String): String =
+    if (propsMap != null) propsMap.get(text)
+    else { tail(); Properties.find(buf, propsAtValue, propsLenValue, name) }
+
+  private def storeHostAt: Int = pos + storeTimestampOffset(sysFlagValue) + 8
+
+  private def tail(): Unit = if (!tailKnown) {
+    val at = bodyPosition + math.max(bodyLength, 0)
+    if (magic == MagicV2) {
+      topicLenValue = buf.getShort(at)
+      topicAtValue = at + 2
+    } else {
+      topicLenValue = buf.get(at)
+      topicAtValue = at + 1
+    }
+    propsAtValue = topicAtValue + topicLenValue + 2
+    propsLenValue = math.max(buf.getShort(propsAtValue - 2).toInt, 0)
+    tailKnown = true
+  }
+
+  private def copy(at: Int, len: Int): Array[Byte] = {
+    val out = new Array[Byte](len)
+    buf.get(at, out)
+    out
+  }
+}
+
+object RecordView {
+  private val KeysName = PropertyKeys.getBytes(US_ASCII)
+  private val TagsName = PropertyTags.getBytes(US_ASCII)
+  private val UniqKeyName = PropertyUniqKey.getBytes(US_ASCII)
+
+  /** KEYS split on single spaces with empty tokens dropped (§2.8, §5.4); null when absent. */
+  def splitKeys(keys: String): Array[String] =
+    if (keys == null) null else keys.split(' ').filter(_.nonEmpty)
+}
