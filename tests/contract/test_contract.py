@@ -14,7 +14,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_expected import ROW_COLUMNS, expected_offsets, store_rows
 from spark_stores import explain_text, write_store
+from test_options import INVALID_OPTIONS
 
+from rmqstore.spark.options import OptionError, parse_options
 from rmqstore.spark.schema import TABLE_COLUMNS, table_schema
 
 pytestmark = pytest.mark.spark
@@ -77,6 +79,20 @@ def test_or_of_pushable_predicates(spark: SparkSession, engine_format: str, cont
                                                                          and r["topic"] == "TopicA"))
 
 
+@pytest.mark.parametrize(("options", "named"), INVALID_OPTIONS)
+def test_every_option_error_has_the_python_wording(spark: SparkSession, engine_format: str,
+                                                   options: dict[str, str], named: str) -> None:
+    """The Python options table (rmqstore.spark.options) is the reference; JSON parser details differ.
+    Spark hands option names over lower-cased."""
+    with pytest.raises(OptionError) as python_error:
+        parse_options({name.lower(): value for name, value in options.items()})
+    expected = str(python_error.value)
+    if "invalid JSON" in expected:
+        expected = expected[:expected.index("invalid JSON") + len("invalid JSON")]
+    with pytest.raises(ERRORS, match=re.escape(expected)):
+        spark.read.format(engine_format).options(**options).load().collect()
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"minPartitions": "-1"}, "rmqstore option 'minPartitions': -1 is less than 1"),
     ({"mode": "LENIENT"}, "rmqstore option 'mode': 'LENIENT' is not one of FAILFAST, PERMISSIVE"),
@@ -113,3 +129,26 @@ def test_several_stores_in_one_table(spark: SparkSession, engine_format: str, co
     want = {("a", r["commitLogOffset"]) for r in store_rows(contract_store) if r["key"] == "k5"}
     want |= {("b", r["commitLogOffset"]) for r in store_rows(other) if r["key"] == "k5"}
     assert got == want
+
+
+@pytest.mark.parametrize("options", [
+    {"topics": "TopicA,TopicC"},
+    {"keys": "k1,k7"},
+    {"startingOffsets": "group:cg1", "topics": "TopicA"},
+    {"startingOffsets": '{"TopicB":{"0":3}}', "endingOffsets": '{"TopicB":{"0":9,"1":-1}}'},
+    {"startingOffsets": "4096", "endingOffsets": "20000"},
+    {"startingTimestamp": "1700000100000", "minPartitions": "3"},
+    {"maxBytesPerPartition": "4k", "verifyCrc": "true"},
+], ids=lambda o: ",".join(o))
+def test_row_options_select_the_same_rows(spark: SparkSession, contract_store: Path,
+                                          options: dict[str, str]) -> None:
+    """Options that restrict rows (topics, keys, queue / physical / time windows) and shape the plan."""
+    from rmqstore.spark.jar import PROVIDER_CLASS
+
+    def read(fmt: str) -> list[int]:
+        df = spark.read.format(fmt).options(**options).load(str(contract_store))
+        return sorted(r.commitLogOffset for r in df.select("commitLogOffset").collect())
+
+    python = read("rmqstore_python")
+    assert 0 < len(python) < len(store_rows(contract_store)) or "verifyCrc" in options
+    assert read(PROVIDER_CLASS) == python
