@@ -13,7 +13,7 @@ from pyspark.errors import AnalysisException, IllegalArgumentException, PythonEx
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_expected import ROW_COLUMNS, expected_offsets, store_rows
-from spark_stores import explain_text, write_store
+from spark_stores import explain_text, read_stats, write_store
 from test_options import INVALID_OPTIONS
 
 from rmqstore.spark.options import OptionError, parse_options
@@ -152,3 +152,23 @@ def test_row_options_select_the_same_rows(spark: SparkSession, contract_store: P
     python = read("rmqstore_python")
     assert 0 < len(python) < len(store_rows(contract_store)) or "verifyCrc" in options
     assert read(PROVIDER_CLASS) == python
+
+
+def test_point_and_window_reads_decode_only_what_they_select(
+    spark: SparkSession, engine_format: str, contract_store: Path, tmp_path: Path
+) -> None:
+    """Proven by the statsDir lines: `msgId =` decodes its record alone (offsets access), a time window
+    a slice of the log (range access)."""
+    rows = store_rows(contract_store)
+    times = sorted(r["storeTimestamp"] for r in rows)
+    lo, hi = times[len(times) // 2], times[len(times) // 2 + 20]
+    cases = [("msgId", F.col("msgId") == rows[100]["msgId"], "offsets", 1, 1),
+             ("time", F.col("storeTimestamp").between(lo, hi), "range", 21, len(rows) // 2)]
+    for name, condition, access, selected, most in cases:
+        stats = tmp_path / name
+        df = spark.read.format(engine_format).option("statsDir", str(stats)).load(str(contract_store))
+        assert df.where(condition).count() >= selected
+        events = read_stats(stats)
+        assert [e["access"] for e in events if e["event"] == "plan"] == [[access]]
+        decoded = sum(e["records_decoded"] for e in events if e["event"] == "read")
+        assert selected <= decoded <= most, (name, decoded)

@@ -45,7 +45,7 @@ def engine_jar(engine: str) -> Path | None:
 
 def with_jar(current: str | None, jar: Path) -> str:
     """`spark.jars` with the connector appended to what the user set."""
-    entries = [e for e in (current or "").split(",") if e.strip()]
+    entries = [e.strip() for e in (current or "").split(",") if e.strip()]
     return ",".join([*entries, str(jar)]) if str(jar) not in entries else ",".join(entries)
 
 

@@ -50,18 +50,23 @@ class RmqScan(readSchema: StructType, options: RmqOptions, consumed: IndexedSeq[
       val perStore = stores.map(s => (s.logEnd, consumed ++ OptionPredicates.forStore(options, s)))
       val plan = ScanPlanner.plan(stores, perStore.map(_._2),
         ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions))
+      report(plan)
       (plan, perStore)
     } finally stores.foreach(_.close())
   }
 
-  override def planInputPartitions(): Array[InputPartition] = {
-    val (plan, perStore) = planned
+  /** One log line and one statsDir "plan" line per planned scan. */
+  private def report(plan: ReadPlan): Unit = {
     val rangeBytes = plan.tasks.collect { case RangeTask(_, s, e) => e - s }.sum
     logInfo(s"rmqstore plan: access=${plan.access.mkString(",")} tasks=${plan.tasks.size} pushed filters: " +
       consumed.map(Predicate.describe).mkString("; "))
     StatsLog.write(options.statsDir, Map("event" -> "plan", "engine" -> "jvm", "access" -> plan.access,
       "tasks" -> plan.tasks.size, "range_bytes" -> rangeBytes, "notes" -> plan.notes,
       "pushed" -> consumed.map(Predicate.describe)))
+  }
+
+  override def planInputPartitions(): Array[InputPartition] = {
+    val (plan, perStore) = planned
     plan.tasks.zipWithIndex.map { case (task, i) =>
       RmqInputPartition(i, task, options.paths(task.store), options.brokerNames(task.store), perStore(task.store)._1,
         perStore(task.store)._2)
