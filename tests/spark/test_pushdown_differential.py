@@ -1,5 +1,5 @@
-"""Pushdown on == pushdown off == Store API, row for row, for random predicate combinations, on both
-engines (the `engine_format` fixture)."""
+"""Pushdown on == pushdown off == Store API, row for row, for random predicate combinations (AND, and
+an OR, which Spark pushes to the JVM engine only), on both engines (the `engine_format` fixture)."""
 
 from __future__ import annotations
 
@@ -79,6 +79,9 @@ def _predicates(rows: list[dict]) -> st.SearchStrategy:
 def test_pushdown_matches_full_scan_and_store_api(spark: SparkSession, engine_format: str, small_store: Path,
                                                   rows: list[dict], data: st.DataObject) -> None:
     chosen = data.draw(st.lists(_predicates(rows), min_size=1, max_size=3))
+    if len(chosen) > 1 and data.draw(st.booleans(), label="first two ORed"):
+        (first, p1), (second, p2) = chosen[:2]
+        chosen = [(first | second, lambda r, p1=p1, p2=p2: p1(r) or p2(r)), *chosen[2:]]
     condition = chosen[0][0]
     for expression, _ in chosen[1:]:
         condition = condition & expression
