@@ -1,7 +1,7 @@
 package io.rmqstore.spark.format
 
 import java.nio.ByteBuffer
-import java.nio.charset.StandardCharsets.US_ASCII
+import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
 
 import io.rmqstore.spark.format.Layout._
 
@@ -21,12 +21,11 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   private var propsAtValue = 0
   private var propsLenValue = 0
   private var propsMap: java.util.LinkedHashMap[String, String] = null
-  private var keyValue: String = null
-  private var keyKnown = false
-  private var tagsValue: String = null
-  private var tagsKnown = false
-  private var uniqValue: String = null
-  private var uniqKnown = false
+  private var propsBytes = new Array[Byte](1024)
+  private var propsCopied = false
+  private val wellKnown = new Array[Int](2 * RecordView.WellKnownNames.length)
+  private var wellKnownFound = false
+  private val wellKnownText = new Array[String](RecordView.WellKnownNames.length)
   private var topicValue: String = null
   if (buf != null) reset(buf, pos, phy)
 
@@ -42,9 +41,9 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
     bodyLenAt = position + bodyLengthOffset(sysFlagValue)
     tailKnown = false
     propsMap = null
-    keyKnown = false
-    tagsKnown = false
-    uniqKnown = false
+    propsCopied = false
+    wellKnownFound = false
+    java.util.Arrays.fill(wellKnownText.asInstanceOf[Array[AnyRef]], null)
     topicValue = null
     this
   }
@@ -104,34 +103,60 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 
   /** Every property, last duplicate wins (§2.8), built once per record. */
   def properties: java.util.Map[String, String] = {
-    if (propsMap == null) { tail(); propsMap = Properties.parse(buf, propsAtValue, propsLenValue) }
+    if (propsMap == null) propsMap = Properties.parse(propertyBytes, 0, propsLenValue)
     propsMap
   }
 
-  /** The KEYS property exactly as stored, null when absent. */
-  def key: String = {
-    if (!keyKnown) { keyValue = property(RecordView.KeysName, PropertyKeys); keyKnown = true }
-    keyValue
+  /** The properties as byte spans (see `Properties.spans`; `out` needs `Properties.SpanInts *
+    * Properties.MaxProperties` ints); returns their number. For copying UTF-8 straight into columns.
+    */
+  def propertySpans(out: Array[Int]): Int = {
+    val n = Properties.spans(propertyBytes, 0, propsLenValue, out)
+    var i = 0
+    while (i < n) {
+      out(i * Properties.SpanInts) += propsAtValue
+      out(i * Properties.SpanInts + 2) += propsAtValue
+      i += 1
+    }
+    n
   }
+
+  // The PROPERTIES bytes copied once into an array: scanning an array is much faster than a buffer.
+  private def propertyBytes: Array[Byte] = {
+    if (!propsCopied) {
+      tail()
+      if (propsBytes.length < propsLenValue) propsBytes = new Array[Byte](propsLenValue)
+      buf.get(propsAtValue, propsBytes, 0, propsLenValue)
+      propsCopied = true
+    }
+    propsBytes
+  }
+
+  /** The KEYS property exactly as stored, null when absent. */
+  def key: String = wellKnownProperty(RecordView.Keys)
 
   /** KEYS split on single spaces, empty tokens dropped (§2.8, §5.4); null without KEYS. */
   def keys: Array[String] = RecordView.splitKeys(key)
 
   /** The UNIQ_KEY property (client message id), null when absent. */
-  def uniqKey: String = {
-    if (!uniqKnown) { uniqValue = property(RecordView.UniqKeyName, PropertyUniqKey); uniqKnown = true }
-    uniqValue
-  }
+  def uniqKey: String = wellKnownProperty(RecordView.UniqKey)
 
   /** The TAGS property, null when absent. */
-  def tags: String = {
-    if (!tagsKnown) { tagsValue = property(RecordView.TagsName, PropertyTags); tagsKnown = true }
-    tagsValue
-  }
+  def tags: String = wellKnownProperty(RecordView.Tags)
 
-  private def property(name: Array[Byte], text: String): String =
-    if (propsMap != null) propsMap.get(text)
-    else { tail(); Properties.find(buf, propsAtValue, propsLenValue, name) }
+  // KEYS, TAGS and UNIQ_KEY are found in one pass over the field, their strings built when asked.
+  private def wellKnownProperty(i: Int): String = {
+    if (wellKnownText(i) == null) {
+      if (propsMap != null) return propsMap.get(RecordView.WellKnown(i))
+      if (!wellKnownFound) {
+        Properties.find(propertyBytes, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
+        wellKnownFound = true
+      }
+      if (wellKnown(2 * i) < 0) return null
+      wellKnownText(i) = new String(propsBytes, wellKnown(2 * i), wellKnown(2 * i + 1), UTF_8)
+    }
+    wellKnownText(i)
+  }
 
   private def storeHostAt: Int = pos + storeTimestampOffset(sysFlagValue) + 8
 
@@ -157,9 +182,11 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 }
 
 object RecordView {
-  private val KeysName = PropertyKeys.getBytes(US_ASCII)
-  private val TagsName = PropertyTags.getBytes(US_ASCII)
-  private val UniqKeyName = PropertyUniqKey.getBytes(US_ASCII)
+  private final val Keys = 0
+  private final val Tags = 1
+  private final val UniqKey = 2
+  private val WellKnown = Array(PropertyKeys, PropertyTags, PropertyUniqKey)
+  private val WellKnownNames = WellKnown.map(_.getBytes(US_ASCII))
 
   /** KEYS split on single spaces with empty tokens dropped (§2.8, §5.4); null when absent. */
   def splitKeys(keys: String): Array[String] =
