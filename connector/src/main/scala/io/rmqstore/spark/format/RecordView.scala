@@ -73,6 +73,16 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   /** offsetMsgId: store host bytes + physical offset in uppercase hex (§3.1). */
   def msgId: String = MsgId.offsetMsgId(buf, storeHostAt, storeHostLen(sysFlagValue), phy)
 
+  /** `msgId` as ASCII into `out` at `off` (room for `MsgId.MaxLength`); returns its length. */
+  def msgIdBytes(out: Array[Byte], off: Int): Int = MsgId.write(buf, storeHostAt, storeHostLen(sysFlagValue), phy, out, off)
+
+  /** `bornHost` as ASCII into `out` at `off` (room for `Hosts.MaxTextLength`); returns its length. */
+  def bornHostBytes(out: Array[Byte], off: Int): Int =
+    Hosts.write(buf, pos + OffBornHost, bornHostLen(sysFlagValue), out, off)
+
+  /** `storeHost` as ASCII into `out` at `off` (room for `Hosts.MaxTextLength`); returns its length. */
+  def storeHostBytes(out: Array[Byte], off: Int): Int = Hosts.write(buf, storeHostAt, storeHostLen(sysFlagValue), out, off)
+
   /** BODYLENGTH as stored (negative counts as an empty body). */
   def bodyLength: Int = buf.getInt(bodyLenAt)
 
@@ -138,6 +148,31 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   /** KEYS split on single spaces, empty tokens dropped (§2.8, §5.4); null without KEYS. */
   def keys: Array[String] = RecordView.splitKeys(key)
 
+  /** The `keys` tokens as (position in `buffer`, length) pairs in `out` (room for `propertiesLength + 2`
+    * ints); returns the number of tokens, -1 without KEYS. For copying UTF-8 straight into columns.
+    */
+  def keyTokenSpans(out: Array[Int]): Int = {
+    findWellKnown()
+    val from = wellKnown(0)
+    if (from < 0) return -1
+    val until = from + wellKnown(1)
+    var count = 0
+    var start = from
+    var i = from
+    while (i <= until) {
+      if (i == until || propsBytes(i) == ' ') {
+        if (i > start) {
+          out(2 * count) = propsAtValue + start
+          out(2 * count + 1) = i - start
+          count += 1
+        }
+        start = i + 1
+      }
+      i += 1
+    }
+    count
+  }
+
   /** The UNIQ_KEY property (client message id), null when absent. */
   def uniqKey: String = wellKnownProperty(RecordView.UniqKey)
 
@@ -148,14 +183,16 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   private def wellKnownProperty(i: Int): String = {
     if (wellKnownText(i) == null) {
       if (propsMap != null) return propsMap.get(RecordView.WellKnown(i))
-      if (!wellKnownFound) {
-        Properties.find(propertyBytes, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
-        wellKnownFound = true
-      }
+      findWellKnown()
       if (wellKnown(2 * i) < 0) return null
       wellKnownText(i) = new String(propsBytes, wellKnown(2 * i), wellKnown(2 * i + 1), UTF_8)
     }
     wellKnownText(i)
+  }
+
+  private def findWellKnown(): Unit = if (!wellKnownFound) {
+    Properties.find(propertyBytes, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
+    wellKnownFound = true
   }
 
   private def storeHostAt: Int = pos + storeTimestampOffset(sysFlagValue) + 8

@@ -48,8 +48,12 @@ class RecordRulesSuite extends AnyFunSuite {
     val r = record(props = properties("KEYS" -> " a  b "))
     val v = new RecordView(buf(r), 0, 0L)
     assert(v.key == " a  b " && v.keys.toSeq == Seq("a", "b"))
+    val spans = new Array[Int](64)
+    assert(v.keyTokenSpans(spans) == 2)
+    assert(Seq(0, 1).map(i => new String(r, spans(2 * i), spans(2 * i + 1), UTF_8)) == Seq("a", "b"))
     val none = new RecordView(buf(record(props = Array.emptyByteArray)), 0, 0L)
     assert(none.key == null && none.keys == null && none.tags == null && none.properties.isEmpty)
+    assert(none.keyTokenSpans(spans) == -1)
   }
 
   test("check: every invalid case has a code and Python's wording") {
@@ -94,6 +98,10 @@ class RecordRulesSuite extends AnyFunSuite {
       assert(v.storeHost == (if (store eq v6) "[::1]:10911" else "127.0.0.1:10911"))
       assert(v.msgId.length == (if (store eq v6) 56 else 32))
       assert(MsgId.decode(v.msgId).contains((v.storeHost, 7L)))
+      val out = new Array[Byte](math.max(Hosts.MaxTextLength, MsgId.MaxLength))
+      assert(new String(out, 0, v.bornHostBytes(out, 0), UTF_8) == v.bornHost)
+      assert(new String(out, 0, v.storeHostBytes(out, 0), UTF_8) == v.storeHost)
+      assert(new String(out, 0, v.msgIdBytes(out, 0), UTF_8) == v.msgId)
     }
     val longTopic = "%RETRY%" + "g" * 160
     val r = record(topic = longTopic, magic = Layout.MagicV2)
@@ -124,6 +132,9 @@ class RecordRulesSuite extends AnyFunSuite {
     assert(show(0xfe80, 0, 0, 0, 0x1ff, 0xfe23, 0x4567, 0x890a) == "[fe80::1ff:fe23:4567:890a]:8080")
     assert(show(0, 0, 0, 0, 0, 0xffff, 0x0102, 0x0304) == "[::ffff:102:304]:8080")
     assert(show(1, 2, 3, 4, 5, 6, 7, 0) == "[1:2:3:4:5:6:7:0]:8080")
+    assert(show(0xffff, 0xabc, 0, 0, 1, 0, 0, 0) == "[ffff:abc:0:0:1::]:8080")
+    val v4 = ByteBuffer.allocate(8).put(Array[Byte](10, 0, -1, 7)).putInt(-1)
+    assert(Hosts.decode(v4, 0, 8) == "10.0.255.7:-1")
   }
 
   test("msgId: decode rejects UNIQ_KEY-like ids, odd lengths and non-hex") {

@@ -1,5 +1,6 @@
 package io.rmqstore.spark.store
 
+import java.nio.charset.StandardCharsets.UTF_8
 import java.util.Base64
 
 import scala.collection.mutable
@@ -7,7 +8,7 @@ import scala.jdk.CollectionConverters._
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rmqstore.spark.format.{Layout, MsgId}
+import io.rmqstore.spark.format.{Layout, MsgId, Properties}
 
 /** The format/io/store layers against stores written by real RocketMQ and RocketMQ's own answers. */
 class ConformanceSuite extends AnyFunSuite {
@@ -21,6 +22,8 @@ class ConformanceSuite extends AnyFunSuite {
     test(s"$name: every record matches MessageDecoder field by field") {
       val expected = records(name)
       val seen = mutable.ArrayBuffer.empty[Long]
+      val spans = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
+      val ascii = new Array[Byte](64)
       val store = open(name)
       try {
         val stats = store.scan(Long.MinValue, Long.MaxValue, verifyCrc = true, permissive = false) { v =>
@@ -54,6 +57,16 @@ class ConformanceSuite extends AnyFunSuite {
           assert(v.reconsumeTimes == r.get("reconsumeTimes").asInt, at)
           assert(v.preparedTransactionOffset == r.get("preparedTransactionOffset").asLong, at)
           assert(v.properties.asScala.toMap == stringMap(r.get("properties")), at)
+          // The byte-level accessors a columnar reader uses say the same.
+          val n = v.propertySpans(spans)
+          def text(i: Int, k: Int) = Properties.text(v.buffer, spans(4 * i + k), spans(4 * i + k + 1))
+          val bytes = (0 until n).map(i => text(i, 0) -> text(i, 2))
+          assert(bytes.toMap == stringMap(r.get("properties")) && bytes.size == n, at)
+          val k = v.keyTokenSpans(spans)
+          assert((if (k < 0) None else Some((0 until k).map(i => Properties.text(v.buffer, spans(2 * i), spans(2 * i + 1))))) == tokens, at)
+          assert(new String(ascii, 0, v.msgIdBytes(ascii, 0), UTF_8) == r.get("msgId").asText, at)
+          assert(new String(ascii, 0, v.storeHostBytes(ascii, 0), UTF_8) == v.storeHost, at)
+          assert(new String(ascii, 0, v.bornHostBytes(ascii, 0), UTF_8) == v.bornHost, at)
         }
         assert(seen.toSeq == expected.map(_.get("commitLogOffset").asLong))
         assert(stats.records == expected.length && stats.skippedRecords == 0)
@@ -142,8 +155,8 @@ class ConformanceSuite extends AnyFunSuite {
 
     test(s"$name: consumer offsets match the persisted JSON") {
       val expected = all(name).get("consumerOffsets").fields.asScala.map { e =>
-        val Array(topic, group) = e.getKey.split("@", 2)
-        (topic, group) -> e.getValue.fields.asScala.map(q => q.getKey.toInt -> q.getValue.asLong).toMap
+        val at = e.getKey.indexOf('@')
+        (e.getKey.substring(0, at), e.getKey.substring(at + 1)) -> e.getValue.fields.asScala.map(q => q.getKey.toInt -> q.getValue.asLong).toMap
       }.toMap
       val store = open(name)
       try assert(store.consumerOffsets == expected)

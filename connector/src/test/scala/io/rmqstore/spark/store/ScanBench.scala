@@ -11,6 +11,7 @@ object ScanBench {
   private val threads = java.lang.management.ManagementFactory.getThreadMXBean
   private val spans = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
   private val scratch = new Array[Byte](1 << 20)
+  private val keySpans = new Array[Int](1 << 16)
 
   private def copy(v: RecordView, at: Int, len: Int): Long = {
     v.buffer.get(at, scratch, 0, len)
@@ -19,10 +20,11 @@ object ScanBench {
 
   private def bytes(v: RecordView): Long = {
     var sink = copy(v, v.topicPosition, v.topicLength) + v.queueId + v.queueOffset + v.physicalOffset + v.totalSize
-    sink += v.msgId.length + Option(v.uniqKey).map(_.length).getOrElse(0) + Option(v.keys).map(_.length).getOrElse(0)
+    sink += v.msgIdBytes(scratch, 0) + Option(v.uniqKey).map(_.length).getOrElse(0) + v.keyTokenSpans(keySpans)
     sink += Option(v.tags).map(_.length).getOrElse(0) + v.bodyCrc + v.flag + v.sysFlag + v.bornTimestampMs
     sink += (if ((v.sysFlag & 1) != 0) v.body(decompress = true).length else copy(v, v.bodyPosition, v.bodyLength))
-    sink += v.storeTimestampMs + v.bornHost.length + v.storeHost.length + v.reconsumeTimes + v.preparedTransactionOffset
+    sink += v.storeTimestampMs + v.bornHostBytes(scratch, 0) + v.storeHostBytes(scratch, 0) + v.reconsumeTimes
+    sink += v.preparedTransactionOffset
     val n = v.propertySpans(spans)
     var i = 0
     while (i < n) {
