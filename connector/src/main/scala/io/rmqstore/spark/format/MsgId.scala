@@ -4,7 +4,10 @@ import java.nio.ByteBuffer
 
 /** offsetMsgId: the broker message id, store host + physical offset in uppercase hex (spec §3.1). */
 object MsgId {
-  private val Hex = "0123456789ABCDEF".toCharArray
+  private val Hex = "0123456789ABCDEF".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
+
+  /** Length of an IPv6 offsetMsgId, the longer kind. */
+  final val MaxLength = 56
   private final val OffsetLen = 8
   private final val MaxPort = 0xffff
 
@@ -17,16 +20,21 @@ object MsgId {
 
   /** offsetMsgId of the store host stored at `hostPos` (`hostLen` 8 or 20 bytes, §2.4) of `buf`. */
   def offsetMsgId(buf: ByteBuffer, hostPos: Int, hostLen: Int, phy: Long): String = {
-    val out = new Array[Char](2 * (hostLen + OffsetLen))
+    val out = new Array[Byte](2 * (hostLen + OffsetLen))
+    new String(out, 0, write(buf, hostPos, hostLen, phy, out, 0), java.nio.charset.StandardCharsets.ISO_8859_1)
+  }
+
+  /** Write the offsetMsgId as ASCII to `out` at `off` (room for 56 bytes); returns its length (32 or 56). */
+  def write(buf: ByteBuffer, hostPos: Int, hostLen: Int, phy: Long, out: Array[Byte], off: Int): Int = {
     var i = 0
     while (i < hostLen) {
       val b = buf.get(hostPos + i) & 0xff
-      out(2 * i) = Hex(b >>> 4)
-      out(2 * i + 1) = Hex(b & 0xf)
+      out(off + 2 * i) = Hex(b >>> 4)
+      out(off + 2 * i + 1) = Hex(b & 0xf)
       i += 1
     }
     var shift = 56
-    var at = 2 * hostLen
+    var at = off + 2 * hostLen
     while (shift >= 0) {
       val b = (phy >>> shift).toInt & 0xff
       out(at) = Hex(b >>> 4)
@@ -34,7 +42,7 @@ object MsgId {
       at += 2
       shift -= 8
     }
-    new String(out)
+    at - off
   }
 
   /** (store host `ip:port`, physical offset) of an offsetMsgId, like `MessageDecoder.decodeMessageId`.

@@ -1,7 +1,7 @@
 package io.rmqstore.spark.format
 
 import java.nio.ByteBuffer
-import java.nio.charset.StandardCharsets.US_ASCII
+import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
 
 import io.rmqstore.spark.format.Layout._
 
@@ -21,12 +21,11 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   private var propsAtValue = 0
   private var propsLenValue = 0
   private var propsMap: java.util.LinkedHashMap[String, String] = null
-  private var keyValue: String = null
-  private var keyKnown = false
-  private var tagsValue: String = null
-  private var tagsKnown = false
-  private var uniqValue: String = null
-  private var uniqKnown = false
+  private var propsBytes = new Array[Byte](1024)
+  private var propsCopied = false
+  private val wellKnown = new Array[Int](2 * RecordView.WellKnownNames.length)
+  private var wellKnownFound = false
+  private val wellKnownText = new Array[String](RecordView.WellKnownNames.length)
   private var topicValue: String = null
   if (buf != null) reset(buf, pos, phy)
 
@@ -42,9 +41,9 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
     bodyLenAt = position + bodyLengthOffset(sysFlagValue)
     tailKnown = false
     propsMap = null
-    keyKnown = false
-    tagsKnown = false
-    uniqKnown = false
+    propsCopied = false
+    wellKnownFound = false
+    java.util.Arrays.fill(wellKnownText.asInstanceOf[Array[AnyRef]], null)
     topicValue = null
     this
   }
@@ -73,6 +72,16 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 
   /** offsetMsgId: store host bytes + physical offset in uppercase hex (§3.1). */
   def msgId: String = MsgId.offsetMsgId(buf, storeHostAt, storeHostLen(sysFlagValue), phy)
+
+  /** `msgId` as ASCII into `out` at `off` (room for `MsgId.MaxLength`); returns its length. */
+  def msgIdBytes(out: Array[Byte], off: Int): Int = MsgId.write(buf, storeHostAt, storeHostLen(sysFlagValue), phy, out, off)
+
+  /** `bornHost` as ASCII into `out` at `off` (room for `Hosts.MaxTextLength`); returns its length. */
+  def bornHostBytes(out: Array[Byte], off: Int): Int =
+    Hosts.write(buf, pos + OffBornHost, bornHostLen(sysFlagValue), out, off)
+
+  /** `storeHost` as ASCII into `out` at `off` (room for `Hosts.MaxTextLength`); returns its length. */
+  def storeHostBytes(out: Array[Byte], off: Int): Int = Hosts.write(buf, storeHostAt, storeHostLen(sysFlagValue), out, off)
 
   /** BODYLENGTH as stored (negative counts as an empty body). */
   def bodyLength: Int = buf.getInt(bodyLenAt)
@@ -104,34 +113,87 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 
   /** Every property, last duplicate wins (§2.8), built once per record. */
   def properties: java.util.Map[String, String] = {
-    if (propsMap == null) { tail(); propsMap = Properties.parse(buf, propsAtValue, propsLenValue) }
+    if (propsMap == null) propsMap = Properties.parse(propertyBytes, 0, propsLenValue)
     propsMap
   }
 
-  /** The KEYS property exactly as stored, null when absent. */
-  def key: String = {
-    if (!keyKnown) { keyValue = property(RecordView.KeysName, PropertyKeys); keyKnown = true }
-    keyValue
+  /** The properties as byte spans (see `Properties.spans`; `out` needs `Properties.SpanInts *
+    * Properties.MaxProperties` ints); returns their number. For copying UTF-8 straight into columns.
+    */
+  def propertySpans(out: Array[Int]): Int = {
+    val n = Properties.spans(propertyBytes, 0, propsLenValue, out)
+    var i = 0
+    while (i < n) {
+      out(i * Properties.SpanInts) += propsAtValue
+      out(i * Properties.SpanInts + 2) += propsAtValue
+      i += 1
+    }
+    n
   }
+
+  // The PROPERTIES bytes copied once into an array: scanning an array is much faster than a buffer.
+  private def propertyBytes: Array[Byte] = {
+    if (!propsCopied) {
+      tail()
+      if (propsBytes.length < propsLenValue) propsBytes = new Array[Byte](propsLenValue)
+      buf.get(propsAtValue, propsBytes, 0, propsLenValue)
+      propsCopied = true
+    }
+    propsBytes
+  }
+
+  /** The KEYS property exactly as stored, null when absent. */
+  def key: String = wellKnownProperty(RecordView.Keys)
 
   /** KEYS split on single spaces, empty tokens dropped (§2.8, §5.4); null without KEYS. */
   def keys: Array[String] = RecordView.splitKeys(key)
 
-  /** The UNIQ_KEY property (client message id), null when absent. */
-  def uniqKey: String = {
-    if (!uniqKnown) { uniqValue = property(RecordView.UniqKeyName, PropertyUniqKey); uniqKnown = true }
-    uniqValue
+  /** The `keys` tokens as (position in `buffer`, length) pairs in `out` (room for `propertiesLength + 2`
+    * ints); returns the number of tokens, -1 without KEYS. For copying UTF-8 straight into columns.
+    */
+  def keyTokenSpans(out: Array[Int]): Int = {
+    findWellKnown()
+    val from = wellKnown(0)
+    if (from < 0) return -1
+    val until = from + wellKnown(1)
+    var count = 0
+    var start = from
+    var i = from
+    while (i <= until) {
+      if (i == until || propsBytes(i) == ' ') {
+        if (i > start) {
+          out(2 * count) = propsAtValue + start
+          out(2 * count + 1) = i - start
+          count += 1
+        }
+        start = i + 1
+      }
+      i += 1
+    }
+    count
   }
+
+  /** The UNIQ_KEY property (client message id), null when absent. */
+  def uniqKey: String = wellKnownProperty(RecordView.UniqKey)
 
   /** The TAGS property, null when absent. */
-  def tags: String = {
-    if (!tagsKnown) { tagsValue = property(RecordView.TagsName, PropertyTags); tagsKnown = true }
-    tagsValue
+  def tags: String = wellKnownProperty(RecordView.Tags)
+
+  // KEYS, TAGS and UNIQ_KEY are found in one pass over the field, their strings built when asked.
+  private def wellKnownProperty(i: Int): String = {
+    if (wellKnownText(i) == null) {
+      if (propsMap != null) return propsMap.get(RecordView.WellKnown(i))
+      findWellKnown()
+      if (wellKnown(2 * i) < 0) return null
+      wellKnownText(i) = new String(propsBytes, wellKnown(2 * i), wellKnown(2 * i + 1), UTF_8)
+    }
+    wellKnownText(i)
   }
 
-  private def property(name: Array[Byte], text: String): String =
-    if (propsMap != null) propsMap.get(text)
-    else { tail(); Properties.find(buf, propsAtValue, propsLenValue, name) }
+  private def findWellKnown(): Unit = if (!wellKnownFound) {
+    Properties.find(propertyBytes, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
+    wellKnownFound = true
+  }
 
   private def storeHostAt: Int = pos + storeTimestampOffset(sysFlagValue) + 8
 
@@ -157,9 +219,11 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 }
 
 object RecordView {
-  private val KeysName = PropertyKeys.getBytes(US_ASCII)
-  private val TagsName = PropertyTags.getBytes(US_ASCII)
-  private val UniqKeyName = PropertyUniqKey.getBytes(US_ASCII)
+  private final val Keys = 0
+  private final val Tags = 1
+  private final val UniqKey = 2
+  private val WellKnown = Array(PropertyKeys, PropertyTags, PropertyUniqKey)
+  private val WellKnownNames = WellKnown.map(_.getBytes(US_ASCII))
 
   /** KEYS split on single spaces with empty tokens dropped (§2.8, §5.4); null when absent. */
   def splitKeys(keys: String): Array[String] =
