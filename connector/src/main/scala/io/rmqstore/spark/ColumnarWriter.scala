@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.vectorized.{OnHeapColumnVector, WritableCo
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 
-import format.RecordView
+import format.{Hosts, MsgId, RecordView}
 
 /** Decoded records -> on-heap column vectors of the requested columns only (a query needing no
   * column, such as count(), gets batches with zero columns and `numRows` set). One writer per task,
@@ -17,6 +17,7 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
   private val vectors: Array[WritableColumnVector] = schema.fields.map(f => new OnHeapColumnVector(capacity, f.dataType))
   private val names: Array[String] = schema.fieldNames
   private val brokerBytes = broker.getBytes(UTF_8)
+  private val scratch = new Array[Byte](math.max(MsgId.MaxLength, Hosts.MaxTextLength))
   private var rows = 0
 
   def numRows: Int = rows
@@ -50,7 +51,7 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
     case "queueOffset" => v.appendLong(r.queueOffset)
     case "commitLogOffset" => v.appendLong(r.physicalOffset)
     case "storeSize" => v.appendInt(r.totalSize)
-    case "msgId" => string(v, r.msgId)
+    case "msgId" => v.appendByteArray(scratch, 0, r.msgIdBytes(scratch, 0))
     case "uniqKey" => string(v, r.uniqKey)
     case "key" => string(v, r.key)
     case "keys" =>
@@ -67,8 +68,8 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
     case "sysFlag" => v.appendInt(r.sysFlag)
     case "bornTimestamp" => v.appendLong(r.bornTimestampMs * 1000L)
     case "storeTimestamp" => v.appendLong(r.storeTimestampMs * 1000L)
-    case "bornHost" => string(v, r.bornHost)
-    case "storeHost" => string(v, r.storeHost)
+    case "bornHost" => v.appendByteArray(scratch, 0, r.bornHostBytes(scratch, 0))
+    case "storeHost" => v.appendByteArray(scratch, 0, r.storeHostBytes(scratch, 0))
     case "reconsumeTimes" => v.appendInt(r.reconsumeTimes)
     case "preparedTransactionOffset" => v.appendLong(r.preparedTransactionOffset)
     case "properties" =>
