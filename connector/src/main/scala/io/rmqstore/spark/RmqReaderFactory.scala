@@ -109,7 +109,6 @@ final class RmqColumnarReader(partition: RmqInputPartition, schema: StructType, 
   override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
     RmqMetrics.task(RmqMetrics.RecordsDecoded, decoded),
     RmqMetrics.task(RmqMetrics.BytesRead, bytesRead),
-    RmqMetrics.task(RmqMetrics.IndexProbes, 0L),
     RmqMetrics.task(RmqMetrics.CandidatesRejected, rejected),
     RmqMetrics.task(RmqMetrics.RecordsSkipped, skipped),
     RmqMetrics.task(RmqMetrics.CrcFailures, crcFailures))
