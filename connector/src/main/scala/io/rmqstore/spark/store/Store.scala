@@ -71,14 +71,14 @@ final class Store private (
     val stats = ScanStats()
     val end = logEnd
     val from = math.max(offset, minOffset)
-    for (seg <- segments if seg.endOffset > from && seg.baseOffset < end) {
+    val starts = segments.iterator.filter(seg => seg.endOffset > from && seg.baseOffset < end).map { seg =>
       val pos = math.max(from - seg.baseOffset, 0L)
       val hi = math.min(end, seg.endOffset) - seg.baseOffset
       val found = if (pos == 0) 0L else log.resync(seg, pos, hi, stats)
-      if (found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0)
-        return seg.baseOffset + found
+      val isRecord = found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0
+      if (isRecord) seg.baseOffset + found else -1L
     }
-    end
+    starts.find(_ >= 0).getOrElse(end)
   }
 
   /** Byte ranges of at most `maxBytes` covering [minOffset, logEnd), never crossing segments.
@@ -315,18 +315,21 @@ final class Store private (
     * or both are empty. StoreCorruptionException naming both files when what exists cannot be parsed.
     */
   private def configDocument(name: String): Option[com.fasterxml.jackson.databind.JsonNode] = {
-    val failures = mutable.ArrayBuffer.empty[String]
     val dir = fs.join(root, ConfigDir)
-    for (path <- Seq(fs.join(dir, name), fs.join(dir, name + BackupSuffix)) if fs.info(path).exists(!_.isDir)) {
-      val text = new String(fs.readAll(path), UTF_8)
-      if (text.trim.nonEmpty) {
-        try return Some(BrokerConfig.parseFastjson(text))
-        catch { case e: IllegalArgumentException => failures += s"$path: ${e.getMessage}" }
-      }
+    val texts = Seq(fs.join(dir, name), fs.join(dir, name + BackupSuffix))
+      .filter(path => fs.info(path).exists(!_.isDir))
+      .map(path => path -> new String(fs.readAll(path), UTF_8))
+      .filter(_._2.trim.nonEmpty)
+    val parsed = texts.map { case (path, text) =>
+      try Right(BrokerConfig.parseFastjson(text))
+      catch { case e: IllegalArgumentException => Left(s"$path: ${e.getMessage}") }
     }
-    if (failures.nonEmpty)
-      throw new StoreCorruptionException(fs.join(dir, name), 0, "unparseable: " + failures.mkString("; "))
-    None
+    parsed.collectFirst { case Right(doc) => doc }.orElse {
+      val failures = parsed.collect { case Left(failure) => failure }
+      if (failures.nonEmpty)
+        throw new StoreCorruptionException(fs.join(dir, name), 0, "unparseable: " + failures.mkString("; "))
+      None
+    }
   }
 
   /** Release open files (maps go with their last reference). */
