@@ -35,7 +35,8 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
     fs.list(directory).filter(e => !e.isDir && isIndexName(e.name)).map(e => inspect(e.name, e.path, e.size))
 
   private def inspect(name: String, path: String, size: Long): IndexFileInfo = {
-    if (size > Int.MaxValue) return IndexFileInfo(name, path, size, None, None, Some(s"$size bytes: too large for an index file"))
+    if (size > Int.MaxValue)
+      return IndexFileInfo(name, path, size, None, None, Some(s"$size bytes: too large for an index file"))
     val file = fs.open(path, finished = true)
     opened += file
     val data = file.read(0, size.toInt)

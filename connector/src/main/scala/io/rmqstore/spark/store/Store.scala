@@ -75,7 +75,8 @@ final class Store private (
       val pos = math.max(from - seg.baseOffset, 0L)
       val hi = math.min(end, seg.endOffset) - seg.baseOffset
       val found = if (pos == 0) 0L else log.resync(seg, pos, hi, stats)
-      val isRecord = found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0
+      val isRecord =
+        found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0
       if (isRecord) seg.baseOffset + found else -1L
     }
     starts.find(_ >= 0).getOrElse(end)
@@ -155,9 +156,11 @@ final class Store private (
         if (code > 0) good += pos
         else {
           val total = if (lim - pos >= 4) buf.getInt(pos).toLong else Long.MaxValue
-          if (first + lim < seg.size && lim - pos < total && total <= seg.size - first - pos) longest = math.max(longest, pos + total)
+          if (first + lim < seg.size && lim - pos < total && total <= seg.size - first - pos)
+            longest = math.max(longest, pos + total)
           else if (strict) {
-            val reason = if (code == RecordCheck.Blank) "BLANK record" else RecordCheck.describe(buf, pos, lim, verifyCrc, offset)
+            val reason =
+              if (code == RecordCheck.Blank) "BLANK record" else RecordCheck.describe(buf, pos, lim, verifyCrc, offset)
             if (!permissive) throw new StoreCorruptionException(seg.path, offset, s"no valid record: $reason")
             stats.skippedRecords += 1
             if (code == RecordCheck.BodyCrcMismatch) stats.crcFailures += 1
@@ -242,8 +245,15 @@ final class Store private (
   /** Units with queue offset in [fromQueueOffset, toQueueOffset) ∩ `queueRange`:
     * (queueOffset, physical offset, size, tagsCode).
     */
-  def queueUnits(topic: String, queueId: Int, fromQueueOffset: Long, toQueueOffset: Long): Iterator[(Long, Long, Int, Long)] =
-    queue(topic, queueId).units(fromQueueOffset, toQueueOffset).map(u => (u.queueOffset, u.phyOffset, u.size, u.tagsCode))
+  def queueUnits(
+      topic: String,
+      queueId: Int,
+      fromQueueOffset: Long,
+      toQueueOffset: Long
+  ): Iterator[(Long, Long, Int, Long)] =
+    queue(topic, queueId).units(fromQueueOffset, toQueueOffset).map(u =>
+      (u.queueOffset, u.phyOffset, u.size, u.tagsCode)
+    )
 
   // ---- time -----------------------------------------------------------------------------------
 
@@ -375,7 +385,8 @@ object Store {
       checkCrcAtEnd: Boolean = true
   ): Store = {
     indexGeometry.foreach { case (s, n) =>
-      if (s <= 0 || n <= 0) throw new IllegalArgumentException(s"index geometry must be (hash slots, index entries) > 0: ($s, $n)")
+      if (s <= 0 || n <= 0)
+        throw new IllegalArgumentException(s"index geometry must be (hash slots, index entries) > 0: ($s, $n)")
     }
     val (fs, root) = StoreFileSystem.resolve(location.path, hadoopConf)
     new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)

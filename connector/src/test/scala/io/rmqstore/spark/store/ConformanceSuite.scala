@@ -63,7 +63,11 @@ class ConformanceSuite extends AnyFunSuite {
           val bytes = (0 until n).map(i => span(i, 0) -> span(i, 2))
           assert(bytes.toMap == stringMap(r.get("properties")) && bytes.size == n, at)
           val k = v.keyTokenSpans(spans)
-          assert((if (k < 0) None else Some((0 until k).map(i => Properties.text(v.buffer, spans(2 * i), spans(2 * i + 1))))) == tokens, at)
+          assert(
+            (if (k < 0) None
+             else Some((0 until k).map(i => Properties.text(v.buffer, spans(2 * i), spans(2 * i + 1))))) == tokens,
+            at
+          )
           assert(new String(ascii, 0, v.msgIdBytes(ascii, 0), UTF_8) == r.get("msgId").asText, at)
           assert(new String(ascii, 0, v.storeHostBytes(ascii, 0), UTF_8) == v.storeHost, at)
           assert(new String(ascii, 0, v.bornHostBytes(ascii, 0), UTF_8) == v.bornHost, at)
@@ -156,7 +160,9 @@ class ConformanceSuite extends AnyFunSuite {
     test(s"$name: consumer offsets match the persisted JSON") {
       val expected = all(name).get("consumerOffsets").fields.asScala.map { e =>
         val at = e.getKey.indexOf('@')
-        (e.getKey.substring(0, at), e.getKey.substring(at + 1)) -> e.getValue.fields.asScala.map(q => q.getKey.toInt -> q.getValue.asLong).toMap
+        (e.getKey.substring(0, at), e.getKey.substring(at + 1)) -> e.getValue.fields.asScala.map(q =>
+          q.getKey.toInt -> q.getValue.asLong
+        ).toMap
       }.toMap
       val store = open(name)
       try assert(store.consumerOffsets == expected)
