@@ -389,6 +389,16 @@ object Store {
         throw new IllegalArgumentException(s"index geometry must be (hash slots, index entries) > 0: ($s, $n)")
     }
     val (fs, root) = StoreFileSystem.resolve(location.path, hadoopConf)
-    new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
+    on(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
   }
+
+  /** A store at `root` of a given file system (`open` resolves both from the location). */
+  private[store] def on(
+      location: StoreLocation,
+      fs: StoreFileSystem,
+      root: String,
+      indexGeometry: Option[(Int, Int)],
+      knownEnd: Option[Long],
+      checkCrcAtEnd: Boolean
+  ): Store = new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
 }
