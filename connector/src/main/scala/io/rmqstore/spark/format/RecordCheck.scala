@@ -116,7 +116,7 @@ object RecordCheck {
       case LengthMismatch => s"TOTALSIZE ${d.a} at position $pos differs from its fields' total length ${d.b}"
       case PhysicalOffsetMismatch =>
         s"PHYSICALOFFSET field ${d.a} at position $pos does not match the record's physical offset ${d.b}"
-      case TooSmall => s"TOTALSIZE ${d.a} at position $pos is below the $MinRecordSize-byte minimum"
+      case c if c > 0 && c < MinRecordSize => s"record at position $pos fails the structural checks (TOTALSIZE $c)"
       case BeforeBufferStart => s"TOTALSIZE ${d.a} reaches before the buffer start"
       case c => reason(c)
     }

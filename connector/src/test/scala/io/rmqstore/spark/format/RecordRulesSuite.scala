@@ -86,6 +86,10 @@ class RecordRulesSuite extends AnyFunSuite {
     val hugeBody = good.clone
     ByteBuffer.wrap(hugeBody).putInt(84, 100000)
     assert(why(hugeBody).startsWith(s"BODYLENGTH 100000 at position 84 exceeds TOTALSIZE $n"))
+    val tiny = record(body = Array.emptyByteArray, props = Array.emptyByteArray, topic = "")
+    ByteBuffer.wrap(tiny).putInt(0, 90).putInt(84, -1) // calMsgLength counts a negative BODYLENGTH
+    assert(RecordCheck.check(buf(tiny), 0, tiny.length, verifyCrc = true) == 90) // like check_record
+    assert(why(tiny) == "record at position 0 fails the structural checks (TOTALSIZE 90)")
     val badTopic = good.clone
     badTopic(93) = -3
     assert(why(badTopic) == "bad TOPICLENGTH -3 at position 93")

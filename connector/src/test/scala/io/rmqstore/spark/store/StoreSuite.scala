@@ -99,6 +99,18 @@ class StoreSuite extends AnyFunSuite {
     } finally store.close()
   }
 
+  test("a record below the 91-byte minimum is invalid for the walk (PHYSICALOFFSET and lengths consistent)") {
+    val (root, offsets) = writeStore(10, 4096)
+    val tiny = record(body = Array.emptyByteArray, props = Array.emptyByteArray, topic = "", phy = offsets(4))
+    java.nio.ByteBuffer.wrap(tiny).putInt(0, 90).putInt(84, -1)
+    corrupt(root, offsets(4), 4096, tiny)
+    val store = open(root)
+    try {
+      assert(store.logEnd == offsets(4))
+      assert(store.logEndReason.endsWith(s"fails the structural checks (TOTALSIZE 90)"))
+    } finally store.close()
+  }
+
   test("verifyCrc finds a damaged body; PERMISSIVE counts it as a CRC failure") {
     val (root, offsets) = writeStore(30, 4096)
     corrupt(root, offsets(3) + 120, 4096, Array[Byte](42))
