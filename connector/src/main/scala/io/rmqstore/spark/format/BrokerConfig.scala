@@ -20,7 +20,9 @@ object BrokerConfig {
   def parseFastjson(text: String): JsonNode = {
     val quoted = StringOrBareKey.replaceAllIn(
       text,
-      m => if (m.group(2) == null) scala.util.matching.Regex.quoteReplacement(m.matched) else s"${m.group(1)}\"${m.group(2)}\"${m.group(3)}"
+      m =>
+        if (m.group(2) == null) scala.util.matching.Regex.quoteReplacement(m.matched)
+        else s"${m.group(1)}\"${m.group(2)}\"${m.group(3)}"
     )
     try mapper.readTree(quoted)
     catch {

@@ -59,7 +59,9 @@ object Compression {
   private val scratch = ThreadLocal.withInitial[Array[Byte]](() => new Array[Byte](64 << 10))
 
   private def tooLarge(kind: Int) =
-    new IllegalArgumentException(s"cannot decompress body (compression type $kind): more than $MaxDecompressedBytes bytes")
+    new IllegalArgumentException(
+      s"cannot decompress body (compression type $kind): more than $MaxDecompressedBytes bytes"
+    )
 
   private val inflaters = ThreadLocal.withInitial[Inflater](() => new Inflater())
 

@@ -114,8 +114,10 @@ object IndexFile {
   def detectGeometry(data: ByteBuffer): (Int, Int) = {
     val size = data.limit().toLong
     val h = header(data)
-    if (size == fileSize(DefaultHashSlots, DefaultIndexEntries) &&
-        geometryProblem(data, DefaultHashSlots, DefaultIndexEntries).isEmpty)
+    if (
+      size == fileSize(DefaultHashSlots, DefaultIndexEntries) &&
+      geometryProblem(data, DefaultHashSlots, DefaultIndexEntries).isEmpty
+    )
       return (DefaultHashSlots, DefaultIndexEntries)
     val body = size - HeaderSize
     if (body <= 0 || body % SlotSize != 0)
@@ -140,7 +142,8 @@ object IndexFile {
     else if (fitting.isEmpty) {
       val reasons = judged.collect { case (s, _, Some(p)) => s"S=$s: $p" }.take(3)
       val detail =
-        if (reasons.isEmpty) "no slot count places the header's begin/end offsets in entries" else reasons.mkString("; ")
+        if (reasons.isEmpty) "no slot count places the header's begin/end offsets in entries"
+        else reasons.mkString("; ")
       throw new IllegalArgumentException(s"no hash-slot/entry geometry fits this $size-byte index file ($detail)")
     } else {
       val shown = fitting.take(5).map { case (s, n) => s"S=$s N=$n" }.mkString(", ")
@@ -162,8 +165,10 @@ object IndexFile {
     while (s <= maxSlots) {
       val entryArea = HeaderSize + SlotSize * s
       val newest = entryArea + EntrySize.toLong * count
-      if (data.getLong((entryArea + EntrySize + 4).toInt) == h.beginPhyOffset &&
-          data.getLong((newest + 4).toInt) == h.endPhyOffset && zeroEntry(data, entryArea.toInt)) {
+      if (
+        data.getLong((entryArea + EntrySize + 4).toInt) == h.beginPhyOffset &&
+        data.getLong((newest + 4).toInt) == h.endPhyOffset && zeroEntry(data, entryArea.toInt)
+      ) {
         val newestHash = data.getInt(newest.toInt)
         if (newestHash >= 0 && data.getInt(HeaderSize + SlotSize * (newestHash % s).toInt) == count) out += s.toInt
       }
@@ -222,14 +227,17 @@ object IndexFile {
         pointed < e || pointed > count
       }
       if (misplaced) return Some("an entry's slot does not point at it or at a newer entry")
-      val crossLinked = numbers.indices.exists(i => prevs(i) > 0 &&
-        java.lang.Math.floorMod(hash(prevs(i)), hashSlots) != hash(numbers(i)) % hashSlots
+      val crossLinked = numbers.indices.exists(i =>
+        prevs(i) > 0 &&
+          java.lang.Math.floorMod(hash(prevs(i)), hashSlots) != hash(numbers(i)) % hashSlots
       )
       if (crossLinked) return Some("an entry chains to an entry of another slot")
     }
     val values = slotNumbers.map(slot)
     if (values.exists(v => v < 0 || v > count)) return Some(s"a slot value lies outside 0..$count")
-    val foreign = slotNumbers.indices.exists(i => values(i) > 0 && java.lang.Math.floorMod(hash(values(i)), hashSlots) != slotNumbers(i))
+    val foreign = slotNumbers.indices.exists(i =>
+      values(i) > 0 && java.lang.Math.floorMod(hash(values(i)), hashSlots) != slotNumbers(i)
+    )
     if (foreign) return Some("a slot points at an entry whose key hash belongs to another slot")
     None
   }
@@ -237,7 +245,9 @@ object IndexFile {
   /** `GeometrySamples` evenly spread numbers in [first, last], both ends included, ascending, distinct. */
   private def spread(first: Int, last: Int): Array[Int] =
     (0 until GeometrySamples)
-      .map(i => if (i == GeometrySamples - 1) last else (first + (last - first).toDouble * i / (GeometrySamples - 1)).toInt)
+      .map(i =>
+        if (i == GeometrySamples - 1) last else (first + (last - first).toDouble * i / (GeometrySamples - 1)).toInt
+      )
       .distinct
       .sorted
       .toArray

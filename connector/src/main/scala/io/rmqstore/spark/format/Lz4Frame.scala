@@ -23,7 +23,11 @@ private[format] object Lz4Frame {
   /** Decompress every frame of `src` into `out` (grown through `grow(needed)`, which may refuse past a
     * cap by throwing); returns the decompressed length. IOException for malformed or truncated input.
     */
-  def decompress(src: Array[Byte], initial: Array[Byte], grow: (Array[Byte], Int) => Array[Byte]): (Array[Byte], Int) = {
+  def decompress(
+      src: Array[Byte],
+      initial: Array[Byte],
+      grow: (Array[Byte], Int) => Array[Byte]
+  ): (Array[Byte], Int) = {
     var out = initial
     var n = 0
     var at = 0
@@ -86,7 +90,8 @@ private[format] object Lz4Frame {
         }
         if (contentChecksum) {
           need(4)
-          if (xxhash.hash32().hash(out, frameStart, n - frameStart, 0) != intLE(src, at)) fail("Content checksum mismatch")
+          if (xxhash.hash32().hash(out, frameStart, n - frameStart, 0) != intLE(src, at))
+            fail("Content checksum mismatch")
           at += 4
         }
       }

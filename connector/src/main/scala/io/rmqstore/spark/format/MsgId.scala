@@ -51,8 +51,10 @@ object MsgId {
     * outside 0..65535 (which is how a UNIQ_KEY is usually rejected, §3.3).
     */
   def decode(id: String): Option[(String, Long)] = {
-    if (id == null || (id.length != 2 * (Layout.Ipv4HostLen + OffsetLen) &&
-        id.length != 2 * (Layout.Ipv6HostLen + OffsetLen))) return None
+    if (
+      id == null || (id.length != 2 * (Layout.Ipv4HostLen + OffsetLen) &&
+        id.length != 2 * (Layout.Ipv6HostLen + OffsetLen))
+    ) return None
     val raw = new Array[Byte](id.length / 2)
     var i = 0
     while (i < raw.length) {

@@ -36,8 +36,10 @@ object Properties {
       if (sep > start && sep < segEnd - 1) {
         val nameLen = sep - start
         var e = 0
-        while (e < count && !(out(e * SpanInts + 1) == nameLen &&
-            java.util.Arrays.equals(bytes, out(e * SpanInts), out(e * SpanInts) + nameLen, bytes, start, sep))) e += 1
+        while (
+          e < count && !(out(e * SpanInts + 1) == nameLen &&
+            java.util.Arrays.equals(bytes, out(e * SpanInts), out(e * SpanInts) + nameLen, bytes, start, sep))
+        ) e += 1
         val at = e * SpanInts
         if (e == count) {
           out(at) = start
@@ -85,8 +87,10 @@ object Properties {
       while (i < names.length) {
         val name = names(i)
         val nameEnd = start + name.length
-        if (nameEnd < segEnd - 1 && bytes(nameEnd) == Layout.PropertyNameValueSeparator &&
-            java.util.Arrays.equals(bytes, start, nameEnd, name, 0, name.length)) {
+        if (
+          nameEnd < segEnd - 1 && bytes(nameEnd) == Layout.PropertyNameValueSeparator &&
+          java.util.Arrays.equals(bytes, start, nameEnd, name, 0, name.length)
+        ) {
           out(2 * i) = nameEnd + 1
           out(2 * i + 1) = segEnd - nameEnd - 1
         }

@@ -116,7 +116,7 @@ object RecordCheck {
       case LengthMismatch => s"TOTALSIZE ${d.a} at position $pos differs from its fields' total length ${d.b}"
       case PhysicalOffsetMismatch =>
         s"PHYSICALOFFSET field ${d.a} at position $pos does not match the record's physical offset ${d.b}"
-      case TooSmall => s"TOTALSIZE ${d.a} at position $pos is below the $MinRecordSize-byte minimum"
+      case c if c > 0 && c < MinRecordSize => s"record at position $pos fails the structural checks (TOTALSIZE $c)"
       case BeforeBufferStart => s"TOTALSIZE ${d.a} reaches before the buffer start"
       case c => reason(c)
     }
@@ -156,7 +156,9 @@ object RecordCheck {
     val bodyLen = buf.getInt(bodyLenAt)
     var at = bodyLenAt + 4
     if (bodyLen > 0) {
-      if (bodyLen > totalSize) { if (d != null) { d.a = bodyLen; d.at = bodyLenAt; d.b = totalSize }; return BodyTooLong }
+      if (bodyLen > totalSize) {
+        if (d != null) { d.a = bodyLen; d.at = bodyLenAt; d.b = totalSize }; return BodyTooLong
+      }
       if (at + bodyLen > limit) return field(d, at, bodyLen, "BODY")
       if (verifyCrc && !verifyPropCrc) {
         val actual = crc(buf, at, bodyLen)
@@ -176,11 +178,14 @@ object RecordCheck {
     val propsLen = buf.getShort(at).toInt
     val propsAt = at + 2
     if (propsLen > 0) {
-      if (propsLen > totalSize) { if (d != null) { d.a = propsLen; d.at = at; d.b = totalSize }; return PropertiesTooLong }
+      if (propsLen > totalSize) {
+        if (d != null) { d.a = propsLen; d.at = at; d.b = totalSize }; return PropertiesTooLong
+      }
       if (propsAt + propsLen > limit) return field(d, propsAt, propsLen, "PROPERTIES")
       val schedule = topicLen == ScheduleTopicBytes.length && sameBytes(buf, topicAt, ScheduleTopicBytes)
       if (verifyPropCrc || schedule) {
-        val props = propertyChecks(buf, propsAt, propsLen, schedule, verifyPropCrc && verifyCrc, propsAt + propsLen, totalSize, d)
+        val props =
+          propertyChecks(buf, propsAt, propsLen, schedule, verifyPropCrc && verifyCrc, propsAt + propsLen, totalSize, d)
         if (props < 0) return props
       }
     } else if (verifyPropCrc && verifyCrc) return NoCrcProperty
@@ -247,18 +252,29 @@ object RecordCheck {
 
   // The fixed fields before the born host, in order: the first one that does not fit.
   private def fixedField(d: Detail, pos: Int, limit: Int): Int = {
-    val fields = Seq((OffBodyCrc, 4, "BODYCRC"), (OffQueueId, 4, "QUEUEID"), (OffFlag, 4, "FLAG"),
-      (OffQueueOffset, 8, "QUEUEOFFSET"), (OffPhysicalOffset, 8, "PHYSICALOFFSET"), (OffSysFlag, 4, "SYSFLAG"),
-      (OffBornTimestamp, 8, "BORNTIMESTAMP"))
+    val fields = Seq(
+      (OffBodyCrc, 4, "BODYCRC"),
+      (OffQueueId, 4, "QUEUEID"),
+      (OffFlag, 4, "FLAG"),
+      (OffQueueOffset, 8, "QUEUEOFFSET"),
+      (OffPhysicalOffset, 8, "PHYSICALOFFSET"),
+      (OffSysFlag, 4, "SYSFLAG"),
+      (OffBornTimestamp, 8, "BORNTIMESTAMP")
+    )
     val (off, n, name) = fields.find { case (o, n, _) => pos + o + n > limit }.get
     field(d, pos + off, n, name)
   }
 
   private def hostFields(d: Detail, pos: Int, limit: Int, bornLen: Int, storeLen: Int): Int = {
     val storeTs = OffBornHost + bornLen
-    val fields = Seq((OffBornHost, bornLen, "BORNHOST"), (storeTs, 8, "STORETIMESTAMP"),
-      (storeTs + 8, storeLen, "STOREHOSTADDRESS"), (storeTs + 8 + storeLen, 4, "RECONSUMETIMES"),
-      (storeTs + 12 + storeLen, 8, "PREPAREDTRANSACTIONOFFSET"), (storeTs + 20 + storeLen, 4, "BODYLENGTH"))
+    val fields = Seq(
+      (OffBornHost, bornLen, "BORNHOST"),
+      (storeTs, 8, "STORETIMESTAMP"),
+      (storeTs + 8, storeLen, "STOREHOSTADDRESS"),
+      (storeTs + 8 + storeLen, 4, "RECONSUMETIMES"),
+      (storeTs + 12 + storeLen, 8, "PREPAREDTRANSACTIONOFFSET"),
+      (storeTs + 20 + storeLen, 4, "BODYLENGTH")
+    )
     val (off, n, name) = fields.find { case (o, n, _) => pos + o + n > limit }.get
     field(d, pos + off, n, name)
   }

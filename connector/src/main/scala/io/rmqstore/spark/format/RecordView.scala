@@ -74,14 +74,16 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   def msgId: String = MsgId.offsetMsgId(buf, storeHostAt, storeHostLen(sysFlagValue), phy)
 
   /** `msgId` as ASCII into `out` at `off` (room for `MsgId.MaxLength`); returns its length. */
-  def msgIdBytes(out: Array[Byte], off: Int): Int = MsgId.write(buf, storeHostAt, storeHostLen(sysFlagValue), phy, out, off)
+  def msgIdBytes(out: Array[Byte], off: Int): Int =
+    MsgId.write(buf, storeHostAt, storeHostLen(sysFlagValue), phy, out, off)
 
   /** `bornHost` as ASCII into `out` at `off` (room for `Hosts.MaxTextLength`); returns its length. */
   def bornHostBytes(out: Array[Byte], off: Int): Int =
     Hosts.write(buf, pos + OffBornHost, bornHostLen(sysFlagValue), out, off)
 
   /** `storeHost` as ASCII into `out` at `off` (room for `Hosts.MaxTextLength`); returns its length. */
-  def storeHostBytes(out: Array[Byte], off: Int): Int = Hosts.write(buf, storeHostAt, storeHostLen(sysFlagValue), out, off)
+  def storeHostBytes(out: Array[Byte], off: Int): Int =
+    Hosts.write(buf, storeHostAt, storeHostLen(sysFlagValue), out, off)
 
   /** BODYLENGTH as stored (negative counts as an empty body). */
   def bodyLength: Int = buf.getInt(bodyLenAt)

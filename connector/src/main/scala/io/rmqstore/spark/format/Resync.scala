@@ -24,9 +24,13 @@ object Resync {
       val b = buf.get(p + 4)
       if (b == 0xda.toByte) {
         val magic = buf.getInt(p + 4)
-        if ((magic == Layout.MagicV1 || magic == Layout.MagicV2) &&
-            RecordCheck.check(buf, p, limit, verifyCrc = false, bufOffset + p) >= Layout.MinRecordSize) return p
-      } else if (b == 0xcb.toByte && buf.getInt(p + 4) == Layout.BlankMagic && buf.getInt(p) == segmentEnd - bufOffset - p)
+        if (
+          (magic == Layout.MagicV1 || magic == Layout.MagicV2) &&
+          RecordCheck.check(buf, p, limit, verifyCrc = false, bufOffset + p) >= Layout.MinRecordSize
+        ) return p
+      } else if (
+        b == 0xcb.toByte && buf.getInt(p + 4) == Layout.BlankMagic && buf.getInt(p) == segmentEnd - bufOffset - p
+      )
         return p
       p += 1
     }

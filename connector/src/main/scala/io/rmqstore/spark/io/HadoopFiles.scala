@@ -25,7 +25,8 @@ final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSy
   def info(path: String): Option[FileEntry] =
     try {
       val s = fs.getFileStatus(new Path(path))
-      if (s.isFile || s.isDirectory) Some(FileEntry(s.getPath.getName, path, if (s.isFile) s.getLen else 0, s.isDirectory))
+      if (s.isFile || s.isDirectory)
+        Some(FileEntry(s.getPath.getName, path, if (s.isFile) s.getLen else 0, s.isDirectory))
       else None
     } catch { case _: FileNotFoundException => None }
 

@@ -55,25 +55,27 @@ private[store] final class CommitLog(
   // Runs before the end is known: every segment it reads may be the one the broker writes.
   private def findEnd(): Long = {
     val stats = ScanStats()
-    for (seg <- segments.reverseIterator) {
-      val first = recordAt(seg, 0, checkCrcAtEnd, stats, finished = false)._2
-      if (first == RecordCheck.Blank) {
+    val holding =
+      segments.reverseIterator.map(seg => seg -> recordAt(seg, 0, checkCrcAtEnd, stats, finished = false)._2)
+        .find { case (_, first) => first == RecordCheck.Blank || first > 0 }
+    holding match {
+      case None =>
+        endReason = "no segment starts with a valid record: the log is empty"
+        minOffset
+      case Some((seg, RecordCheck.Blank)) =>
         endReason = s"${seg.path} starts with a BLANK"
-        return seg.endOffset
-      }
-      if (first > 0) {
+        seg.endOffset
+      case Some((seg, _)) =>
         val stop = new WalkStop
         walk(seg, 0, seg.size, checkCrcAtEnd, stop, stats, finished = false)(_ => true)
         if (stop.kind == WalkStop.Invalid) {
           endReason = s"${seg.path}: first invalid record at position ${stop.position}: ${stop.reason}"
-          return seg.baseOffset + stop.position
+          seg.baseOffset + stop.position
+        } else {
+          endReason = s"${seg.path} is complete"
+          seg.endOffset
         }
-        endReason = s"${seg.path} is complete"
-        return seg.endOffset
-      }
     }
-    endReason = "no segment starts with a valid record: the log is empty"
-    minOffset
   }
 
   /** Sealed segments lie wholly before the valid end: the broker no longer writes them, so they are mapped. */
@@ -128,7 +130,8 @@ private[store] final class CommitLog(
       val length = math.min(math.min(seg.size - pos, hi - pos + TailSlack), window.toLong).toInt
       val buf = read(seg, pos, length, stats, finished)
       val lim = buf.limit()
-      val found = Resync.nextRecordStart(buf, 0, math.min(hi - pos, lim.toLong).toInt, seg.baseOffset + pos, seg.endOffset)
+      val found =
+        Resync.nextRecordStart(buf, 0, math.min(hi - pos, lim.toLong).toInt, seg.baseOffset + pos, seg.endOffset)
       if (found >= 0) return pos + found
       if (lim == window && window < cap) window = math.min(window.toLong * 4, cap.toLong).toInt
       else if (pos + lim >= math.min(hi, seg.size) || lim <= TailSlack) return -1
@@ -197,7 +200,13 @@ private[store] final class CommitLog(
     * or after the range start, walk, and handle an invalid record before the valid end: a
     * StoreCorruptionException (FAILFAST) or skip the rest of its segment (PERMISSIVE).
     */
-  def chunks(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean, stats: ScanStats)(f: RecordView => Boolean): Unit = {
+  def chunks(
+      start: Long,
+      end: Long,
+      verifyCrc: Boolean,
+      permissive: Boolean,
+      stats: ScanStats
+  )(f: RecordView => Boolean): Unit = {
     val lo = math.max(start, minOffset)
     val hi = math.min(end, this.end)
     val it = segments.iterator

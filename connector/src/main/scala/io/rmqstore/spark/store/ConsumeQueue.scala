@@ -43,8 +43,10 @@ private[store] final class ConsumeQueue(
       var count = 0
       while (count < n && ConsumeQueueUnit.isValid(units, count * Unit20)) count += 1
       var last = count - 1
-      while (last >= 0 && !(ConsumeQueueUnit.phyOffset(units, last * Unit20) < logMax ||
-          ConsumeQueueUnit.isFiller(units, last * Unit20))) last -= 1
+      while (
+        last >= 0 && !(ConsumeQueueUnit.phyOffset(units, last * Unit20) < logMax ||
+          ConsumeQueueUnit.isFiller(units, last * Unit20))
+      ) last -= 1
       if (last >= 0) seg.baseOffset / Unit20 + last + 1 else -1L
     }.find(_ >= 0)
     found.getOrElse(firstOffset)

@@ -35,25 +35,25 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
     fs.list(directory).filter(e => !e.isDir && isIndexName(e.name)).map(e => inspect(e.name, e.path, e.size))
 
   private def inspect(name: String, path: String, size: Long): IndexFileInfo = {
-    if (size > Int.MaxValue) return IndexFileInfo(name, path, size, None, None, Some(s"$size bytes: too large for an index file"))
+    if (size > Int.MaxValue)
+      return IndexFileInfo(name, path, size, None, None, Some(s"$size bytes: too large for an index file"))
     val file = fs.open(path, finished = true)
     opened += file
     val data = file.read(0, size.toInt)
-    val header =
-      try IndexFile.header(data)
-      catch { case e: IllegalArgumentException => return IndexFileInfo(name, path, size, None, None, Some(e.getMessage)) }
-    val (geom, view) =
+    def unusable(e: IllegalArgumentException, header: Option[IndexFile.Header]) =
+      IndexFileInfo(name, path, size, None, header, Some(e.getMessage))
+    try {
+      val header = IndexFile.header(data)
       try {
-        val g = geometry.getOrElse(IndexFile.detectGeometry(data))
-        (g, new IndexFile.View(data, g._1, g._2))
-      } catch {
-        case e: IllegalArgumentException => return IndexFileInfo(name, path, size, None, Some(header), Some(e.getMessage))
-      }
-    val problem = headerProblem(header, geom._1, geom._2).orElse {
-      if (geometry.isDefined) IndexFile.geometryProblem(data, geom._1, geom._2) else None
-    }
-    if (problem.isEmpty) views(path) = view
-    IndexFileInfo(name, path, size, Some(geom), Some(header), problem)
+        val (slots, entries) = geometry.getOrElse(IndexFile.detectGeometry(data))
+        val view = new IndexFile.View(data, slots, entries)
+        val problem = headerProblem(header, slots, entries).orElse {
+          if (geometry.isDefined) IndexFile.geometryProblem(data, slots, entries) else None // detected ones are checked
+        }
+        if (problem.isEmpty) views(path) = view
+        IndexFileInfo(name, path, size, Some((slots, entries)), Some(header), problem)
+      } catch { case e: IllegalArgumentException => unusable(e, Some(header)) }
+    } catch { case e: IllegalArgumentException => unusable(e, None) }
   }
 
   def problems: Seq[String] = infos.flatMap(i => i.problem.map(p => s"${i.path}: $p"))

@@ -37,10 +37,13 @@ object Segments {
       }
     }.sortBy(_.baseOffset)
     val common = commonSize(segments)
-    segments.foreach(s => if (s.size != common) problems += s"${s.path}: ${s.size} bytes, the other segments have $common")
+    segments.foreach(s =>
+      if (s.size != common) problems += s"${s.path}: ${s.size} bytes, the other segments have $common"
+    )
     segments.sliding(2).foreach {
       case Seq(prev, seg) =>
-        if (prev.endOffset > seg.baseOffset) throw new StoreLayoutException(s"${prev.path} (${prev.size} bytes) overlaps ${seg.path}")
+        if (prev.endOffset > seg.baseOffset)
+          throw new StoreLayoutException(s"${prev.path} (${prev.size} bytes) overlaps ${seg.path}")
         if (prev.endOffset < seg.baseOffset) problems += s"missing segment(s) between ${prev.path} and ${seg.path}"
       case _ =>
     }
@@ -80,5 +83,6 @@ object Segments {
     topic
   }
 
-  private def pyRepr(s: String): String = "'" + s.replace("\\", "\\\\").replace("\u0000", "\\x00").replace("'", "\\'") + "'"
+  private def pyRepr(s: String): String =
+    "'" + s.replace("\\", "\\\\").replace("\u0000", "\\x00").replace("'", "\\'") + "'"
 }

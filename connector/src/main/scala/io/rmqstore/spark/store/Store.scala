@@ -71,14 +71,15 @@ final class Store private (
     val stats = ScanStats()
     val end = logEnd
     val from = math.max(offset, minOffset)
-    for (seg <- segments if seg.endOffset > from && seg.baseOffset < end) {
+    val starts = segments.iterator.filter(seg => seg.endOffset > from && seg.baseOffset < end).map { seg =>
       val pos = math.max(from - seg.baseOffset, 0L)
       val hi = math.min(end, seg.endOffset) - seg.baseOffset
       val found = if (pos == 0) 0L else log.resync(seg, pos, hi, stats)
-      if (found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0)
-        return seg.baseOffset + found
+      val isRecord =
+        found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0
+      if (isRecord) seg.baseOffset + found else -1L
     }
-    end
+    starts.find(_ >= 0).getOrElse(end)
   }
 
   /** Byte ranges of at most `maxBytes` covering [minOffset, logEnd), never crossing segments.
@@ -155,9 +156,11 @@ final class Store private (
         if (code > 0) good += pos
         else {
           val total = if (lim - pos >= 4) buf.getInt(pos).toLong else Long.MaxValue
-          if (first + lim < seg.size && lim - pos < total && total <= seg.size - first - pos) longest = math.max(longest, pos + total)
+          if (first + lim < seg.size && lim - pos < total && total <= seg.size - first - pos)
+            longest = math.max(longest, pos + total)
           else if (strict) {
-            val reason = if (code == RecordCheck.Blank) "BLANK record" else RecordCheck.describe(buf, pos, lim, verifyCrc, offset)
+            val reason =
+              if (code == RecordCheck.Blank) "BLANK record" else RecordCheck.describe(buf, pos, lim, verifyCrc, offset)
             if (!permissive) throw new StoreCorruptionException(seg.path, offset, s"no valid record: $reason")
             stats.skippedRecords += 1
             if (code == RecordCheck.BodyCrcMismatch) stats.crcFailures += 1
@@ -242,8 +245,15 @@ final class Store private (
   /** Units with queue offset in [fromQueueOffset, toQueueOffset) ∩ `queueRange`:
     * (queueOffset, physical offset, size, tagsCode).
     */
-  def queueUnits(topic: String, queueId: Int, fromQueueOffset: Long, toQueueOffset: Long): Iterator[(Long, Long, Int, Long)] =
-    queue(topic, queueId).units(fromQueueOffset, toQueueOffset).map(u => (u.queueOffset, u.phyOffset, u.size, u.tagsCode))
+  def queueUnits(
+      topic: String,
+      queueId: Int,
+      fromQueueOffset: Long,
+      toQueueOffset: Long
+  ): Iterator[(Long, Long, Int, Long)] =
+    queue(topic, queueId).units(fromQueueOffset, toQueueOffset).map(u =>
+      (u.queueOffset, u.phyOffset, u.size, u.tagsCode)
+    )
 
   // ---- time -----------------------------------------------------------------------------------
 
@@ -315,18 +325,21 @@ final class Store private (
     * or both are empty. StoreCorruptionException naming both files when what exists cannot be parsed.
     */
   private def configDocument(name: String): Option[com.fasterxml.jackson.databind.JsonNode] = {
-    val failures = mutable.ArrayBuffer.empty[String]
     val dir = fs.join(root, ConfigDir)
-    for (path <- Seq(fs.join(dir, name), fs.join(dir, name + BackupSuffix)) if fs.info(path).exists(!_.isDir)) {
-      val text = new String(fs.readAll(path), UTF_8)
-      if (text.trim.nonEmpty) {
-        try return Some(BrokerConfig.parseFastjson(text))
-        catch { case e: IllegalArgumentException => failures += s"$path: ${e.getMessage}" }
-      }
+    val texts = Seq(fs.join(dir, name), fs.join(dir, name + BackupSuffix))
+      .filter(path => fs.info(path).exists(!_.isDir))
+      .map(path => path -> new String(fs.readAll(path), UTF_8))
+      .filter(_._2.trim.nonEmpty)
+    val parsed = texts.map { case (path, text) =>
+      try Right(BrokerConfig.parseFastjson(text))
+      catch { case e: IllegalArgumentException => Left(s"$path: ${e.getMessage}") }
     }
-    if (failures.nonEmpty)
-      throw new StoreCorruptionException(fs.join(dir, name), 0, "unparseable: " + failures.mkString("; "))
-    None
+    parsed.collectFirst { case Right(doc) => doc }.orElse {
+      val failures = parsed.collect { case Left(failure) => failure }
+      if (failures.nonEmpty)
+        throw new StoreCorruptionException(fs.join(dir, name), 0, "unparseable: " + failures.mkString("; "))
+      None
+    }
   }
 
   /** Release open files (maps go with their last reference). */
@@ -372,9 +385,20 @@ object Store {
       checkCrcAtEnd: Boolean = true
   ): Store = {
     indexGeometry.foreach { case (s, n) =>
-      if (s <= 0 || n <= 0) throw new IllegalArgumentException(s"index geometry must be (hash slots, index entries) > 0: ($s, $n)")
+      if (s <= 0 || n <= 0)
+        throw new IllegalArgumentException(s"index geometry must be (hash slots, index entries) > 0: ($s, $n)")
     }
     val (fs, root) = StoreFileSystem.resolve(location.path, hadoopConf)
-    new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
+    on(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
   }
+
+  /** A store at `root` of a given file system (`open` resolves both from the location). */
+  private[store] def on(
+      location: StoreLocation,
+      fs: StoreFileSystem,
+      root: String,
+      indexGeometry: Option[(Int, Int)],
+      knownEnd: Option[Long],
+      checkCrcAtEnd: Boolean
+  ): Store = new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
 }

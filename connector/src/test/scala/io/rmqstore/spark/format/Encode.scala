@@ -21,7 +21,8 @@ object Encode {
     pairs.map { case (n, v) => s"$n\u0001$v\u0002" }.mkString.getBytes(UTF_8)
 
   /** A 4-byte IPv4 or 16-byte IPv6 address plus port (§2.4). */
-  def host(address: Array[Byte], port: Int): Array[Byte] = ByteBuffer.allocate(address.length + 4).put(address).putInt(port).array
+  def host(address: Array[Byte], port: Int): Array[Byte] =
+    ByteBuffer.allocate(address.length + 4).put(address).putInt(port).array
 
   val Localhost: Array[Byte] = host(Array[Byte](127, 0, 0, 1), 10911)
 

@@ -75,7 +75,8 @@ class FormatVectorsSuite extends AnyFunSuite {
     bytes(90) = 'j'.toByte // body byte: the record CRC no longer matches
     assert(RecordCheck.check(buf, 0, 198, verifyCrc = true, verifyPropCrc = true) == RecordCheck.RecordCrcMismatch)
     assert(RecordCheck.describe(buf, 0, 198, verifyCrc = true, verifyPropCrc = true).startsWith(
-      "record CRC mismatch at position 0: __CRC32# says 1144057678, got "))
+      "record CRC mismatch at position 0: __CRC32# says 1144057678, got "
+    ))
     assert(RecordCheck.check(buf, 0, 198, verifyCrc = true) == RecordCheck.BodyCrcMismatch)
     assert(RecordCheck.check(buf, 0, 198, verifyCrc = false, verifyPropCrc = true) == 198)
   }
@@ -87,7 +88,9 @@ class FormatVectorsSuite extends AnyFunSuite {
     assert(ConsumeQueueUnit.isValid(unit, 0) && !ConsumeQueueUnit.isFiller(unit, 0))
     val filler = ByteBuffer.allocate(20).putLong(0).putInt(Int.MaxValue).putLong(0)
     assert(ConsumeQueueUnit.isFiller(filler, 0) && ConsumeQueueUnit.isValid(filler, 0))
-    assert(ConsumeQueueUnit.isExtAddress(Int.MinValue.toLong - 1) && !ConsumeQueueUnit.isExtAddress(Int.MinValue.toLong))
+    assert(
+      ConsumeQueueUnit.isExtAddress(Int.MinValue.toLong - 1) && !ConsumeQueueUnit.isExtAddress(Int.MinValue.toLong)
+    )
   }
 
   test("§2.6 BLANK: end of segment, and a resync boundary only when it reaches the segment end") {

@@ -18,7 +18,8 @@ class RecordRulesSuite extends AnyFunSuite {
   private def buf(b: Array[Byte]) = ByteBuffer.wrap(b)
 
   test("properties: split rules, empty names/values skipped, extra 0x01 kept, last duplicate wins") {
-    val raw = "a\u0001x\u0002\u0001v\u0002n\u0001\u0002b\u0001y\u0001z\u0002a\u0001last\u0002c\u0001tail".getBytes(UTF_8)
+    val raw =
+      "a\u0001x\u0002\u0001v\u0002n\u0001\u0002b\u0001y\u0001z\u0002a\u0001last\u0002c\u0001tail".getBytes(UTF_8)
     val props = Properties.parse(buf(raw), 0, raw.length)
     assert(props.asScala.toSeq == Seq("a" -> "last", "b" -> "y\u0001z", "c" -> "tail"))
     assert(Properties.find(buf(raw), 0, raw.length, "a".getBytes(UTF_8)) == "last")
@@ -69,7 +70,10 @@ class RecordRulesSuite extends AnyFunSuite {
     val zeros = new Array[Byte](200)
     assert(why(zeros) == "bad magic code 0x00000000 at position 4")
     assert(RecordCheck.check(b, 0, n, verifyCrc = false, 0L) == RecordCheck.PhysicalOffsetMismatch)
-    assert(why(good, phy = 0L) == "PHYSICALOFFSET field 500 at position 0 does not match the record's physical offset 0")
+    assert(why(
+      good,
+      phy = 0L
+    ) == "PHYSICALOFFSET field 500 at position 0 does not match the record's physical offset 0")
     val badCrc = record(bodyCrc = Some(1))
     assert(why(badCrc, crc = true).startsWith("BODYCRC mismatch at position 0: stored 1, body has "))
     assert(RecordCheck.check(buf(badCrc), 0, badCrc.length, verifyCrc = false) == badCrc.length)
@@ -82,6 +86,10 @@ class RecordRulesSuite extends AnyFunSuite {
     val hugeBody = good.clone
     ByteBuffer.wrap(hugeBody).putInt(84, 100000)
     assert(why(hugeBody).startsWith(s"BODYLENGTH 100000 at position 84 exceeds TOTALSIZE $n"))
+    val tiny = record(body = Array.emptyByteArray, props = Array.emptyByteArray, topic = "")
+    ByteBuffer.wrap(tiny).putInt(0, 90).putInt(84, -1) // calMsgLength counts a negative BODYLENGTH
+    assert(RecordCheck.check(buf(tiny), 0, tiny.length, verifyCrc = true) == 90) // like check_record
+    assert(why(tiny) == "record at position 0 fails the structural checks (TOTALSIZE 90)")
     val badTopic = good.clone
     badTopic(93) = -3
     assert(why(badTopic) == "bad TOPICLENGTH -3 at position 93")
@@ -114,7 +122,8 @@ class RecordRulesSuite extends AnyFunSuite {
       val r = record(topic = Layout.ScheduleTopic, props = properties("DELAY" -> delay))
       val code = RecordCheck.check(buf(r), 0, r.length, verifyCrc = false)
       assert((code > 0) == ok, delay)
-      if (!ok) assert(RecordCheck.describe(buf(r), 0, r.length, verifyCrc = false).contains(s"non-integer DELAY '$delay'"))
+      if (!ok)
+        assert(RecordCheck.describe(buf(r), 0, r.length, verifyCrc = false).contains(s"non-integer DELAY '$delay'"))
     }
   }
 
@@ -158,7 +167,9 @@ class RecordRulesSuite extends AnyFunSuite {
 
   test("compression: zlib (legacy and typed), LZ4 frame, zstd; empty stays empty; corrupt names the type") {
     val body = ("payload " * 100).getBytes(UTF_8)
-    for (kind <- Seq(Layout.CompressionLegacyZlib, Layout.CompressionLz4, Layout.CompressionZstd, Layout.CompressionZlib)) {
+    for (
+      kind <- Seq(Layout.CompressionLegacyZlib, Layout.CompressionLz4, Layout.CompressionZstd, Layout.CompressionZlib)
+    ) {
       val sysFlag = Layout.SysFlagCompressed | (kind << Layout.CompressionTypeShift)
       val stored = compressed(kind, body)
       assert(Compression.decompress(stored, sysFlag).sameElements(body), kind)
@@ -178,7 +189,9 @@ class RecordRulesSuite extends AnyFunSuite {
     val big = new Array[Byte](Compression.MaxDecompressedBytes + 1)
     val stored = compressed(Layout.CompressionZstd, big)
     val e = intercept[IllegalArgumentException](Compression.decompress(stored, 0x201))
-    assert(e.getMessage == s"cannot decompress body (compression type 2): more than ${Compression.MaxDecompressedBytes} bytes")
+    assert(
+      e.getMessage == s"cannot decompress body (compression type 2): more than ${Compression.MaxDecompressedBytes} bytes"
+    )
     assert(Compression.decompress(compressed(Layout.CompressionZstd, big.take(1 << 20)), 0x201).length == (1 << 20))
   }
 }

@@ -59,11 +59,15 @@ class ConformanceSuite extends AnyFunSuite {
           assert(v.properties.asScala.toMap == stringMap(r.get("properties")), at)
           // The byte-level accessors a columnar reader uses say the same.
           val n = v.propertySpans(spans)
-          def text(i: Int, k: Int) = Properties.text(v.buffer, spans(4 * i + k), spans(4 * i + k + 1))
-          val bytes = (0 until n).map(i => text(i, 0) -> text(i, 2))
+          def span(i: Int, k: Int) = Properties.text(v.buffer, spans(4 * i + k), spans(4 * i + k + 1))
+          val bytes = (0 until n).map(i => span(i, 0) -> span(i, 2))
           assert(bytes.toMap == stringMap(r.get("properties")) && bytes.size == n, at)
           val k = v.keyTokenSpans(spans)
-          assert((if (k < 0) None else Some((0 until k).map(i => Properties.text(v.buffer, spans(2 * i), spans(2 * i + 1))))) == tokens, at)
+          assert(
+            (if (k < 0) None
+             else Some((0 until k).map(i => Properties.text(v.buffer, spans(2 * i), spans(2 * i + 1))))) == tokens,
+            at
+          )
           assert(new String(ascii, 0, v.msgIdBytes(ascii, 0), UTF_8) == r.get("msgId").asText, at)
           assert(new String(ascii, 0, v.storeHostBytes(ascii, 0), UTF_8) == v.storeHost, at)
           assert(new String(ascii, 0, v.bornHostBytes(ascii, 0), UTF_8) == v.bornHost, at)
@@ -156,7 +160,9 @@ class ConformanceSuite extends AnyFunSuite {
     test(s"$name: consumer offsets match the persisted JSON") {
       val expected = all(name).get("consumerOffsets").fields.asScala.map { e =>
         val at = e.getKey.indexOf('@')
-        (e.getKey.substring(0, at), e.getKey.substring(at + 1)) -> e.getValue.fields.asScala.map(q => q.getKey.toInt -> q.getValue.asLong).toMap
+        (e.getKey.substring(0, at), e.getKey.substring(at + 1)) -> e.getValue.fields.asScala.map(q =>
+          q.getKey.toInt -> q.getValue.asLong
+        ).toMap
       }.toMap
       val store = open(name)
       try assert(store.consumerOffsets == expected)

@@ -52,12 +52,15 @@ object ScanBench {
         val started = System.nanoTime()
         val cpuStarted = threads.getCurrentThreadCpuTime
         var sink = 0L
-        val stats = store.scan(Long.MinValue, Long.MaxValue, verifyCrc = false, permissive = false)(v => sink += decode(v))
+        val stats =
+          store.scan(Long.MinValue, Long.MaxValue, verifyCrc = false, permissive = false)(v => sink += decode(v))
         val seconds = (System.nanoTime() - started) / 1e9
         val cpu = (threads.getCurrentThreadCpuTime - cpuStarted) / 1e9
-        println(f"round $round $mode: ${stats.records} messages, ${store.logEnd / 1048576.0}%.1f MiB in $seconds%.3f s " +
-          f"($cpu%.3f s CPU, ${stats.records / cpu}%.0f msg/s of CPU): " +
-          f"${stats.records / seconds}%.0f msg/s, ${store.logEnd / 1048576.0 / seconds}%.1f MiB/s (sink $sink)")
+        println(
+          f"round $round $mode: ${stats.records} messages, ${store.logEnd / 1048576.0}%.1f MiB in $seconds%.3f s " +
+            f"($cpu%.3f s CPU, ${stats.records / cpu}%.0f msg/s of CPU): " +
+            f"${stats.records / seconds}%.0f msg/s, ${store.logEnd / 1048576.0 / seconds}%.1f MiB/s (sink $sink)"
+        )
       } finally store.close()
     }
   }

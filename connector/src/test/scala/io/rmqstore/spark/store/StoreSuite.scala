@@ -31,8 +31,11 @@ class StoreSuite extends AnyFunSuite {
     }
     for (i <- 0 until count) {
       def rec(phy: Long) = record(
-        body = Array.fill[Byte](bodySize)(i.toByte), phy = phy, queueOffset = i,
-        props = properties("KEYS" -> s"k$i", "TAGS" -> "t"), storeTs = 1700000000000L + 1000L * i
+        body = Array.fill[Byte](bodySize)(i.toByte),
+        phy = phy,
+        queueOffset = i,
+        props = properties("KEYS" -> s"k$i", "TAGS" -> "t"),
+        storeTs = 1700000000000L + 1000L * i
       )
       if (rec(0).length + 8 > seg.remaining) {
         seg.put(blank(seg.remaining))
@@ -96,14 +99,29 @@ class StoreSuite extends AnyFunSuite {
     } finally store.close()
   }
 
+  test("a record below the 91-byte minimum is invalid for the walk (PHYSICALOFFSET and lengths consistent)") {
+    val (root, offsets) = writeStore(10, 4096)
+    val tiny = record(body = Array.emptyByteArray, props = Array.emptyByteArray, topic = "", phy = offsets(4))
+    java.nio.ByteBuffer.wrap(tiny).putInt(0, 90).putInt(84, -1)
+    corrupt(root, offsets(4), 4096, tiny)
+    val store = open(root)
+    try {
+      assert(store.logEnd == offsets(4))
+      assert(store.logEndReason.endsWith(s"fails the structural checks (TOTALSIZE 90)"))
+    } finally store.close()
+  }
+
   test("verifyCrc finds a damaged body; PERMISSIVE counts it as a CRC failure") {
     val (root, offsets) = writeStore(30, 4096)
     corrupt(root, offsets(3) + 120, 4096, Array[Byte](42))
     val store = open(root)
     try {
       assert(all(store)._1 == offsets) // no CRC check: the record is structurally fine
-      val e = intercept[StoreCorruptionException](store.scan(0, Long.MaxValue, verifyCrc = true, permissive = false)(_ => ()))
-      assert(e.offset == offsets(3) && e.reason.startsWith(s"invalid record: BODYCRC mismatch at position ${offsets(3)}"))
+      val e =
+        intercept[StoreCorruptionException](store.scan(0, Long.MaxValue, verifyCrc = true, permissive = false)(_ => ()))
+      assert(
+        e.offset == offsets(3) && e.reason.startsWith(s"invalid record: BODYCRC mismatch at position ${offsets(3)}")
+      )
       val stats = store.scan(0, Long.MaxValue, verifyCrc = true, permissive = true)(_ => ())
       assert(stats.crcFailures == 1 && stats.skippedRecords == 1)
     } finally store.close()
@@ -116,7 +134,9 @@ class StoreSuite extends AnyFunSuite {
       for (maxBytes <- Seq(1L, 97L, 1000L, 5000L, 1L << 30)) {
         val ranges = store.splitRanges(maxBytes)
         assert(ranges.head._1 == 0 && ranges.last._2 == store.logEnd)
-        assert(ranges.forall { case (a, b) => b - a <= maxBytes && Segments.find(store.segments, a) == Segments.find(store.segments, b - 1) })
+        assert(ranges.forall { case (a, b) =>
+          b - a <= maxBytes && Segments.find(store.segments, a) == Segments.find(store.segments, b - 1)
+        })
         val seen = ranges.flatMap { case (a, b) =>
           val got = mutable.ArrayBuffer.empty[Long]
           store.scan(a, b, verifyCrc = false, permissive = false)(v => got += v.physicalOffset)
@@ -147,10 +167,12 @@ class StoreSuite extends AnyFunSuite {
     try {
       val wanted = Array(offsets(7), offsets(3), offsets(30), offsets(3), -1L, 1L << 40)
       val got = mutable.ArrayBuffer.empty[(Long, Long)]
-      val stats = store.readAt(wanted, verifyCrc = true, permissive = false)(v => got += ((v.physicalOffset, v.queueOffset)))
+      val stats =
+        store.readAt(wanted, verifyCrc = true, permissive = false)(v => got += ((v.physicalOffset, v.queueOffset)))
       assert(got.toSeq == Seq(3, 7, 30).map(i => (offsets(i), i.toLong)) && stats.records == 3)
       val inside = offsets(3) + 1
-      val e = intercept[StoreCorruptionException](store.readAt(Array(inside), verifyCrc = false, permissive = false)(_ => ()))
+      val e =
+        intercept[StoreCorruptionException](store.readAt(Array(inside), verifyCrc = false, permissive = false)(_ => ()))
       assert(e.offset == inside && e.reason.startsWith("no valid record: "))
       assert(store.readAt(Array(inside), verifyCrc = false, permissive = true)(_ => ()).skippedRecords == 1)
       assert(store.readAt(Array(inside), verifyCrc = false, permissive = false, strict = false)(_ => ()).records == 0)
