@@ -178,3 +178,17 @@ def test_point_and_window_reads_decode_only_what_they_select(
         assert [e["access"] for e in events if e["event"] == "plan"] == [[access]]
         decoded = sum(e["records_decoded"] for e in events if e["event"] == "read")
         assert selected <= decoded <= most, (name, decoded)
+
+
+@pytest.mark.parametrize("options", [{"minPartitions": "3"}, {"maxBytesPerPartition": "4k"}],
+                         ids=lambda o: ",".join(o))
+def test_scans_split_into_the_same_partitions(spark: SparkSession, contract_store: Path,
+                                              options: dict[str, str]) -> None:
+    from rmqstore.spark.jar import PROVIDER_CLASS
+
+    def partitions(fmt: str) -> int:
+        return spark.read.format(fmt).options(**options).load(str(contract_store)).rdd.getNumPartitions()
+
+    python = partitions("rmqstore_python")
+    assert python > 1
+    assert partitions(PROVIDER_CLASS) == python
