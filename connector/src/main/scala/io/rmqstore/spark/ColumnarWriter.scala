@@ -14,7 +14,8 @@ import format.{Hosts, MsgId, RecordView}
   */
 final class ColumnarWriter(schema: StructType, broker: String, decompress: Boolean) {
   private val capacity = ColumnarWriter.InitialRows
-  private val vectors: Array[WritableColumnVector] = schema.fields.map(f => new OnHeapColumnVector(capacity, f.dataType))
+  private val vectors: Array[WritableColumnVector] =
+    schema.fields.map(f => new OnHeapColumnVector(capacity, f.dataType))
   private val names: Array[String] = schema.fieldNames
   private val brokerBytes = broker.getBytes(UTF_8)
   private val scratch = new Array[Byte](math.max(MsgId.MaxLength, Hosts.MaxTextLength))
@@ -82,6 +83,7 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
 }
 
 object ColumnarWriter {
+
   /** Rows per batch; vectors grow on demand. */
   val InitialRows = 4096
 }

@@ -18,8 +18,14 @@ import plan.{AnyOf, Compare, InSet, NotNull, Predicate}
   */
 object PredicateTranslator {
   private val flipped = Map("<" -> ">", "<=" -> ">=", ">" -> "<", ">=" -> "<=", "=" -> "=", "<=>" -> "<=>")
-  private val ops = Map("=" -> Predicate.Eq, "<=>" -> Predicate.Eq, "<" -> Predicate.Lt, "<=" -> Predicate.Le,
-    ">" -> Predicate.Gt, ">=" -> Predicate.Ge)
+  private val ops = Map(
+    "=" -> Predicate.Eq,
+    "<=>" -> Predicate.Eq,
+    "<" -> Predicate.Lt,
+    "<=" -> Predicate.Le,
+    ">" -> Predicate.Gt,
+    ">=" -> Predicate.Ge
+  )
 
   /** The planner predicate for one Spark predicate, or None when it must stay with Spark. */
   def translate(p: V2Predicate): Option[Predicate] = p.name match {
@@ -114,10 +120,12 @@ object PredicateTranslator {
     val c = p.children()
     p.name match {
       case "IS_NOT_NULL" => ref(c(0)).map(sources.IsNotNull)
-      case "IN" => ref(c(0)).flatMap(r => c.drop(1).toSeq.map(value) match {
-        case vs if vs.forall(_.isDefined) => Some(sources.In(r, vs.flatten.toArray))
-        case _ => None
-      })
+      case "IN" => ref(c(0)).flatMap(r =>
+          c.drop(1).toSeq.map(value) match {
+            case vs if vs.forall(_.isDefined) => Some(sources.In(r, vs.flatten.toArray))
+            case _ => None
+          }
+        )
       case "AND" => for (l <- child(0); r <- child(1)) yield sources.And(l, r)
       case "OR" => for (l <- child(0); r <- child(1)) yield sources.Or(l, r)
       case op if ops.contains(op) =>

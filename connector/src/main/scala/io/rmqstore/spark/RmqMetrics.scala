@@ -24,8 +24,13 @@ object RmqMetrics {
   val RecordsSkipped = "recordsSkipped"
   val CrcFailures = "crcFailures"
 
-  def supported: Array[CustomMetric] = Array(new RecordsDecodedMetric, new BytesReadMetric,
-    new CandidatesRejectedMetric, new RecordsSkippedMetric, new CrcFailuresMetric)
+  def supported: Array[CustomMetric] = Array(
+    new RecordsDecodedMetric,
+    new BytesReadMetric,
+    new CandidatesRejectedMetric,
+    new RecordsSkippedMetric,
+    new CrcFailuresMetric
+  )
 
   def task(name: String, value: Long): CustomTaskMetric = {
     val (n, v) = (name, value)

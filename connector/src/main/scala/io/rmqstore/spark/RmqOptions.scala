@@ -78,10 +78,31 @@ object RmqOptions {
   val MaxOffsetsPerTrigger = "maxOffsetsPerTrigger"
   val MaxBytesPerTrigger = "maxBytesPerTrigger"
 
-  val AllOptions: Seq[String] = Seq(Path, Paths, BrokerNames, StartingOffsets, EndingOffsets,
-    StartingTimestamp, EndingTimestamp, Topics, Keys, MinPartitions, MaxBytesPerPartition, VerifyCrc,
-    Mode, Decompress, IndexHashSlots, IndexEntries, Pushdown, KeyProbePartitionThreshold,
-    StaleReaderCheck, StatsDir, FailOnDataLoss, MaxOffsetsPerTrigger, MaxBytesPerTrigger)
+  val AllOptions: Seq[String] = Seq(
+    Path,
+    Paths,
+    BrokerNames,
+    StartingOffsets,
+    EndingOffsets,
+    StartingTimestamp,
+    EndingTimestamp,
+    Topics,
+    Keys,
+    MinPartitions,
+    MaxBytesPerPartition,
+    VerifyCrc,
+    Mode,
+    Decompress,
+    IndexHashSlots,
+    IndexEntries,
+    Pushdown,
+    KeyProbePartitionThreshold,
+    StaleReaderCheck,
+    StatsDir,
+    FailOnDataLoss,
+    MaxOffsetsPerTrigger,
+    MaxBytesPerTrigger
+  )
   private val byLower: Map[String, String] = AllOptions.map(n => n.toLowerCase(Locale.ROOT) -> n).toMap
 
   val DefaultMaxBytesPerPartition: Long = 128L * 1024 * 1024
@@ -160,8 +181,11 @@ object RmqOptions {
       OffsetSpec.Physical(value.toLong)
     else if (value.startsWith("{")) OffsetSpec.Queues(parseQueueJson(option, value))
     else
-      fail(option, s"${repr(text)} is not 'earliest', 'latest', a physical offset, " +
-        "'group:<consumerGroup>' or JSON like {\"TopicA\":{\"0\":23,\"1\":-2}}")
+      fail(
+        option,
+        s"${repr(text)} is not 'earliest', 'latest', a physical offset, " +
+          "'group:<consumerGroup>' or JSON like {\"TopicA\":{\"0\":23,\"1\":-2}}"
+      )
   }
 
   private def parseQueueJson(option: String, text: String): Map[String, Map[Int, Long]] = {
@@ -180,8 +204,11 @@ object RmqOptions {
           fail(option, s"topic ${repr(topic)}: queue id ${repr(queueId)} is not a number")
         val offset = q.getValue
         if (!offset.isIntegralNumber || offset.asLong < EarliestQueueOffset)
-          fail(option, s"topic ${repr(topic)} queue $queueId: offset $offset must be " +
-            ">= 0, -2 (earliest) or -1 (latest)")
+          fail(
+            option,
+            s"topic ${repr(topic)} queue $queueId: offset $offset must be " +
+              ">= 0, -2 (earliest) or -1 (latest)"
+          )
         queueId.toInt -> offset.asLong
       }.toMap
     }.toMap
@@ -189,11 +216,13 @@ object RmqOptions {
 
   private def canonicalNames(options: Map[String, String]): Map[String, String] =
     options.map { case (name, value) =>
-      val canonical = byLower.getOrElse(name.toLowerCase(Locale.ROOT), {
-        val hint = closeMatch(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq)
-          .map(c => s"; did you mean '${byLower(c)}'?").getOrElse("")
-        fail(name, s"unknown option$hint Known options: ${AllOptions.mkString(", ")}")
-      })
+      val canonical = byLower.getOrElse(
+        name.toLowerCase(Locale.ROOT), {
+          val hint = closeMatch(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq)
+            .map(c => s"; did you mean '${byLower(c)}'?").getOrElse("")
+          fail(name, s"unknown option$hint Known options: ${AllOptions.mkString(", ")}")
+        }
+      )
       canonical -> Option(value).getOrElse("")
     }
 
@@ -290,8 +319,16 @@ object RmqOptions {
       value
     }
 
-  private val sizeUnits: Map[String, Long] = Map("" -> 1L, "b" -> 1L, "k" -> (1L << 10), "kb" -> (1L << 10),
-    "m" -> (1L << 20), "mb" -> (1L << 20), "g" -> (1L << 30), "gb" -> (1L << 30))
+  private val sizeUnits: Map[String, Long] = Map(
+    "" -> 1L,
+    "b" -> 1L,
+    "k" -> (1L << 10),
+    "kb" -> (1L << 10),
+    "m" -> (1L << 20),
+    "mb" -> (1L << 20),
+    "g" -> (1L << 30),
+    "gb" -> (1L << 30)
+  )
   private val SizePattern = """(\d+)\s*([a-z]*)""".r
 
   /** A byte count: `1048576`, `512k`, `128m`, `2g` (binary units). */
@@ -314,9 +351,10 @@ object RmqOptions {
         if (text.matches("-?\\d+")) text.toLong
         else
           try Try(OffsetDateTime.parse(text).toInstant.toEpochMilli)
-            .getOrElse(LocalDateTime.parse(text.replace(' ', 'T')).toInstant(ZoneOffset.UTC).toEpochMilli)
+              .getOrElse(LocalDateTime.parse(text.replace(' ', 'T')).toInstant(ZoneOffset.UTC).toEpochMilli)
           catch {
-            case _: DateTimeParseException => fail(option, s"${repr(text)} is not epoch milliseconds or an ISO-8601 time")
+            case _: DateTimeParseException =>
+              fail(option, s"${repr(text)} is not epoch milliseconds or an ISO-8601 time")
           }
       if (value < 0) fail(option, s"$value is negative")
       value

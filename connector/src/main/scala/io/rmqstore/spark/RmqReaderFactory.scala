@@ -31,9 +31,12 @@ class RmqReaderFactory(schema: StructType, options: RmqOptions, hadoopConf: Broa
   * starting in it), offsets in `OffsetsChunk` pieces; user-typed offsets that are not record starts give
   * no row.
   */
-final class RmqColumnarReader(partition: RmqInputPartition, schema: StructType, options: RmqOptions,
-                              hadoopConf: org.apache.hadoop.conf.Configuration)
-    extends PartitionReader[ColumnarBatch] {
+final class RmqColumnarReader(
+    partition: RmqInputPartition,
+    schema: StructType,
+    options: RmqOptions,
+    hadoopConf: org.apache.hadoop.conf.Configuration
+) extends PartitionReader[ColumnarBatch] {
   import RmqColumnarReader._
 
   private val store =
@@ -111,14 +114,26 @@ final class RmqColumnarReader(partition: RmqInputPartition, schema: StructType, 
     RmqMetrics.task(RmqMetrics.BytesRead, bytesRead),
     RmqMetrics.task(RmqMetrics.CandidatesRejected, rejected),
     RmqMetrics.task(RmqMetrics.RecordsSkipped, skipped),
-    RmqMetrics.task(RmqMetrics.CrcFailures, crcFailures))
+    RmqMetrics.task(RmqMetrics.CrcFailures, crcFailures)
+  )
 
   override def close(): Unit = {
     try {
-      StatsLog.write(options.statsDir, Map("event" -> "read", "engine" -> "jvm", "partition" -> partition.index,
-        "task" -> partition.task.getClass.getSimpleName, "store" -> partition.task.store, "rows" -> rows,
-        "records_decoded" -> decoded, "bytes_read" -> bytesRead, "candidates_rejected" -> rejected,
-        "invalid_records_skipped" -> skipped))
+      StatsLog.write(
+        options.statsDir,
+        Map(
+          "event" -> "read",
+          "engine" -> "jvm",
+          "partition" -> partition.index,
+          "task" -> partition.task.getClass.getSimpleName,
+          "store" -> partition.task.store,
+          "rows" -> rows,
+          "records_decoded" -> decoded,
+          "bytes_read" -> bytesRead,
+          "candidates_rejected" -> rejected,
+          "invalid_records_skipped" -> skipped
+        )
+      )
     } finally {
       writer.close()
       store.close()
@@ -127,8 +142,10 @@ final class RmqColumnarReader(partition: RmqInputPartition, schema: StructType, 
 }
 
 object RmqColumnarReader {
+
   /** Commit-log bytes per scan chunk (one batch at most). */
   val ScanChunkBytes: Long = 4L << 20
+
   /** Offsets per point-read chunk. */
   val OffsetsChunk = 4096
 }

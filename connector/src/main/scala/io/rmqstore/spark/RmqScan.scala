@@ -19,9 +19,12 @@ import store.{Store, StoreLocation}
   * planning); explain("formatted") shows PushedFilters through `SupportsMetadata`, like the Python
   * engine's scan node.
   */
-class RmqScan(readSchema: StructType, options: RmqOptions, consumed: IndexedSeq[Predicate],
-              pushed: Array[V2Predicate])
-    extends Scan with Batch with SupportsReportStatistics with SupportsMetadata with Logging {
+class RmqScan(
+    readSchema: StructType,
+    options: RmqOptions,
+    consumed: IndexedSeq[Predicate],
+    pushed: Array[V2Predicate]
+) extends Scan with Batch with SupportsReportStatistics with SupportsMetadata with Logging {
   RmqScan.checkBatchOffsets(options)
 
   override def readSchema(): StructType = readSchema
@@ -33,7 +36,8 @@ class RmqScan(readSchema: StructType, options: RmqOptions, consumed: IndexedSeq[
   override def getMetaData(): Map[String, String] = Map(
     "Format" -> "rmqstore",
     "PushedFilters" -> pushedText,
-    "ReadSchema" -> readSchema.catalogString)
+    "ReadSchema" -> readSchema.catalogString
+  )
 
   private def pushedText: String =
     pushed.map(p => PredicateTranslator.toV1(p).fold(p.toString)(_.toString)).mkString("[", ", ", "]")
@@ -48,8 +52,11 @@ class RmqScan(readSchema: StructType, options: RmqOptions, consumed: IndexedSeq[
     val stores = options.paths.map(p => Store.open(StoreLocation(p), hadoopConf.value.value, options.indexGeometry))
     try {
       val perStore = stores.map(s => (s.logEnd, consumed ++ OptionPredicates.forStore(options, s)))
-      val plan = ScanPlanner.plan(stores, perStore.map(_._2),
-        ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions))
+      val plan = ScanPlanner.plan(
+        stores,
+        perStore.map(_._2),
+        ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions)
+      )
       report(plan)
       (plan, perStore)
     } finally stores.foreach(_.close())
@@ -60,16 +67,31 @@ class RmqScan(readSchema: StructType, options: RmqOptions, consumed: IndexedSeq[
     val rangeBytes = plan.tasks.collect { case RangeTask(_, s, e) => e - s }.sum
     logInfo(s"rmqstore plan: access=${plan.access.mkString(",")} tasks=${plan.tasks.size} pushed filters: " +
       consumed.map(Predicate.describe).mkString("; "))
-    StatsLog.write(options.statsDir, Map("event" -> "plan", "engine" -> "jvm", "access" -> plan.access,
-      "tasks" -> plan.tasks.size, "range_bytes" -> rangeBytes, "notes" -> plan.notes,
-      "pushed" -> consumed.map(Predicate.describe)))
+    StatsLog.write(
+      options.statsDir,
+      Map(
+        "event" -> "plan",
+        "engine" -> "jvm",
+        "access" -> plan.access,
+        "tasks" -> plan.tasks.size,
+        "range_bytes" -> rangeBytes,
+        "notes" -> plan.notes,
+        "pushed" -> consumed.map(Predicate.describe)
+      )
+    )
   }
 
   override def planInputPartitions(): Array[InputPartition] = {
     val (plan, perStore) = planned
     plan.tasks.zipWithIndex.map { case (task, i) =>
-      RmqInputPartition(i, task, options.paths(task.store), options.brokerNames(task.store), perStore(task.store)._1,
-        perStore(task.store)._2)
+      RmqInputPartition(
+        i,
+        task,
+        options.paths(task.store),
+        options.brokerNames(task.store),
+        perStore(task.store)._1,
+        perStore(task.store)._2
+      )
     }.toArray
   }
 
@@ -92,15 +114,20 @@ class RmqScan(readSchema: StructType, options: RmqOptions, consumed: IndexedSeq[
 }
 
 object RmqScan {
+
   /** Size assumed per point read for statistics (a typical small message). */
   val PointReadBytes = 1024L
 
   def checkBatchOffsets(options: RmqOptions): Unit = {
     if (options.startingOffsets == OffsetSpec.Latest)
-      throw new RmqOptionException(RmqOptions.StartingOffsets,
-        "'latest' is not allowed for batch queries (it reads nothing)")
+      throw new RmqOptionException(
+        RmqOptions.StartingOffsets,
+        "'latest' is not allowed for batch queries (it reads nothing)"
+      )
     if (options.endingOffsets == OffsetSpec.Earliest)
-      throw new RmqOptionException(RmqOptions.EndingOffsets,
-        "'earliest' is not allowed for batch queries (it reads nothing)")
+      throw new RmqOptionException(
+        RmqOptions.EndingOffsets,
+        "'earliest' is not allowed for batch queries (it reads nothing)"
+      )
   }
 }

@@ -1,7 +1,12 @@
 package io.rmqstore.spark
 
 import org.apache.spark.sql.connector.expressions.filter.{Predicate => V2Predicate}
-import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownV2Filters}
+import org.apache.spark.sql.connector.read.{
+  Scan,
+  ScanBuilder,
+  SupportsPushDownRequiredColumns,
+  SupportsPushDownV2Filters
+}
 import org.apache.spark.sql.types.StructType
 
 import plan.Predicate

@@ -46,7 +46,8 @@ object RmqSchema {
     for (f <- schema.fields) {
       if (!TableColumns.contains(f.name))
         throw new IllegalArgumentException(
-          s"rmqstore: unknown column ${RmqOptions.repr(f.name)}; the table has: ${TableColumns.mkString(", ")}")
+          s"rmqstore: unknown column ${RmqOptions.repr(f.name)}; the table has: ${TableColumns.mkString(", ")}"
+        )
       if (!seen.add(f.name))
         throw new IllegalArgumentException(s"rmqstore: column ${RmqOptions.repr(f.name)} is listed twice in the schema")
       val expected = Table(f.name).dataType

@@ -22,8 +22,11 @@ class RmqStoreProvider extends TableProvider with DataSourceRegister {
 
   override def supportsExternalMetadata(): Boolean = true
 
-  override def getTable(schema: StructType, partitioning: Array[Transform],
-                        properties: util.Map[String, String]): Table = {
+  override def getTable(
+      schema: StructType,
+      partitioning: Array[Transform],
+      properties: util.Map[String, String]
+  ): Table = {
     val options = RmqOptions.parse(properties)
     new RmqStoreTable(RmqSchema.validate(schema), options)
   }

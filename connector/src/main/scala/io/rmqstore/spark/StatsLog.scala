@@ -17,8 +17,12 @@ object StatsLog {
     val directory = Paths.get(d)
     Files.createDirectories(directory)
     val json = mapper.writeValueAsString(toJava(record)) + "\n"
-    Files.write(directory.resolve(s"jvm-${ProcessHandle.current().pid()}-${UUID.randomUUID()}.jsonl"),
-      json.getBytes(StandardCharsets.UTF_8), StandardOpenOption.CREATE, StandardOpenOption.APPEND)
+    Files.write(
+      directory.resolve(s"jvm-${ProcessHandle.current().pid()}-${UUID.randomUUID()}.jsonl"),
+      json.getBytes(StandardCharsets.UTF_8),
+      StandardOpenOption.CREATE,
+      StandardOpenOption.APPEND
+    )
   }
 
   private def toJava(value: Any): Any = value match {

@@ -15,6 +15,7 @@ import plan._
 
 /** V2 predicates -> the planner's model, and the confirmation of a decoded record against it. */
 class PushdownSuite extends AnyFunSuite {
+
   /** A literal as Spark hands it over: internal value plus type. */
   private final class LiteralValue[T](v: T, t: DataType) extends Literal[T] {
     override def value(): T = v
@@ -30,9 +31,16 @@ class PushdownSuite extends AnyFunSuite {
 
   test("comparisons on plannable columns translate, literal first or last") {
     assert(PredicateTranslator.translate(pred("=", col("key"), str("k1"))) == Some(Compare("key", Predicate.Eq, "k1")))
-    assert(PredicateTranslator.translate(pred("<", int(5), col("queueId"))) == Some(Compare("queueId", Predicate.Gt, 5L)))
-    assert(PredicateTranslator.translate(pred(">=", col("storeTimestamp"),
-      LiteralValue(1700000000123000L, TimestampType))) == Some(Compare("storeTimestamp", Predicate.Ge, 1700000000123000L)))
+    assert(PredicateTranslator.translate(pred("<", int(5), col("queueId"))) == Some(Compare(
+      "queueId",
+      Predicate.Gt,
+      5L
+    )))
+    assert(PredicateTranslator.translate(pred(
+      ">=",
+      col("storeTimestamp"),
+      LiteralValue(1700000000123000L, TimestampType)
+    )) == Some(Compare("storeTimestamp", Predicate.Ge, 1700000000123000L)))
     assert(PredicateTranslator.translate(pred("IS_NOT_NULL", col("tags"))) == Some(NotNull("tags")))
   }
 
@@ -49,13 +57,18 @@ class PushdownSuite extends AnyFunSuite {
   test("IN drops nulls and duplicates; OR of ANDs becomes AnyOf") {
     val in = pred("IN", col("key"), str("a"), LiteralValue(null, StringType), str("a"), str("b"))
     assert(PredicateTranslator.translate(in) == Some(InSet("key", IndexedSeq("a", "b"))))
-    val or = pred("OR", pred("=", col("key"), str("a")),
-      pred("AND", pred("=", col("topic"), str("T")), pred(">", col("queueOffset"), long(3L))))
+    val or = pred(
+      "OR",
+      pred("=", col("key"), str("a")),
+      pred("AND", pred("=", col("topic"), str("T")), pred(">", col("queueOffset"), long(3L)))
+    )
     assert(PredicateTranslator.translate(or) == Some(AnyOf(IndexedSeq(
       IndexedSeq(Compare("key", Predicate.Eq, "a")),
-      IndexedSeq(Compare("topic", Predicate.Eq, "T"), Compare("queueOffset", Predicate.Gt, 3L))))))
+      IndexedSeq(Compare("topic", Predicate.Eq, "T"), Compare("queueOffset", Predicate.Gt, 3L))
+    ))))
     assert(PredicateTranslator.toV1(or).map(_.toString).contains(
-      "Or(EqualTo(key,a),And(EqualTo(topic,T),GreaterThan(queueOffset,3)))"))
+      "Or(EqualTo(key,a),And(EqualTo(topic,T),GreaterThan(queueOffset,3)))"
+    ))
   }
 
   private def view(props: Array[Byte]): RecordView = {
@@ -73,7 +86,10 @@ class PushdownSuite extends AnyFunSuite {
     assert(Confirm.matches(r, Compare("storeTimestamp", Predicate.Eq, 1700000000123000L)))
     assert(Confirm.matches(r, QueueWindows(IndexedSeq(QueueWindow("T", 1, 5, 8)))))
     assert(!Confirm.matches(r, QueueWindows(IndexedSeq(QueueWindow("T", 1, 8, 9)))))
-    assert(Confirm.matches(r, AnyOf(IndexedSeq(IndexedSeq(NotNull("tags")), IndexedSeq(InSet("uniqKey", IndexedSeq("U1")))))))
+    assert(Confirm.matches(
+      r,
+      AnyOf(IndexedSeq(IndexedSeq(NotNull("tags")), IndexedSeq(InSet("uniqKey", IndexedSeq("U1")))))
+    ))
   }
 
   test("strings compare like Spark's UTF-8 order, also outside the BMP") {
@@ -83,8 +99,13 @@ class PushdownSuite extends AnyFunSuite {
 
   test("options: the Python engine's parsing and wording") {
     def parse(kv: (String, String)*) = RmqOptions.parse(kv.toMap.asJava)
-    val o = parse("path" -> "/s/", "MAXBYTESPERPARTITION" -> "2m", "endingTimestamp" -> "2024-01-01T00:00:00",
-      "startingOffsets" -> """{"A":{"0":23,"1":-2}}""", "keys" -> """["a,b","c"]""")
+    val o = parse(
+      "path" -> "/s/",
+      "MAXBYTESPERPARTITION" -> "2m",
+      "endingTimestamp" -> "2024-01-01T00:00:00",
+      "startingOffsets" -> """{"A":{"0":23,"1":-2}}""",
+      "keys" -> """["a,b","c"]"""
+    )
     assert(o.maxBytesPerPartition == (2L << 20))
     assert(o.endingTimestamp.contains(1704067200000L))
     assert(o.startingOffsets == OffsetSpec.Queues(Map("A" -> Map(0 -> 23L, 1 -> -2L))))

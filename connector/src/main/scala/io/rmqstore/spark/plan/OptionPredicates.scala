@@ -39,8 +39,12 @@ object OptionPredicates {
   /** Windows for every queue of the topics named in `starting`/`ending` (∩ `topics` when given);
     * -2 = earliest, -1 = latest, unnamed queues of a named topic span the whole queue.
     */
-  private def resolveWindows(store: Store, starting: Map[String, Map[Int, Long]], ending: Map[String, Map[Int, Long]],
-                             topics: Option[Seq[String]]): QueueWindows = {
+  private def resolveWindows(
+      store: Store,
+      starting: Map[String, Map[Int, Long]],
+      ending: Map[String, Map[Int, Long]],
+      topics: Option[Seq[String]]
+  ): QueueWindows = {
     val named = (starting.keySet ++ ending.keySet).filter(t => topics.forall(_.contains(t)))
     val known = store.topics.toSet
     val windows = for {
@@ -50,8 +54,12 @@ object OptionPredicates {
       val (first, last) = store.queueRange(topic, queueId)
       def resolve(o: Long) =
         if (o == RmqOptions.EarliestQueueOffset) first else if (o == RmqOptions.LatestQueueOffset) last else o
-      val start = math.max(resolve(starting.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.EarliestQueueOffset)), first)
-      val end = math.min(resolve(ending.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.LatestQueueOffset)), last)
+      val start = math.max(
+        resolve(starting.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.EarliestQueueOffset)),
+        first
+      )
+      val end =
+        math.min(resolve(ending.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.LatestQueueOffset)), last)
       QueueWindow(topic, queueId, start, end)
     }
     QueueWindows(windows.filter(w => w.start < w.end))

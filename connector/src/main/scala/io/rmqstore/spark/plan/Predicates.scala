@@ -17,8 +17,17 @@ object Predicate {
   case object Ge extends Op { val symbol = ">=" }
 
   /** Columns whose predicates the planner consumes (design §3 table). */
-  val PlannableColumns: Set[String] = Set("topic", "queueId", "queueOffset", "commitLogOffset", "msgId",
-    "uniqKey", "key", "tags", "storeTimestamp")
+  val PlannableColumns: Set[String] = Set(
+    "topic",
+    "queueId",
+    "queueOffset",
+    "commitLogOffset",
+    "msgId",
+    "uniqKey",
+    "key",
+    "tags",
+    "storeTimestamp"
+  )
 
   /** Columns read by the confirmation of the predicates. */
   def columns(predicates: Seq[Predicate]): Set[String] = predicates.flatMap {

@@ -20,8 +20,13 @@ object ScanPlanner {
 
   final case class Settings(maxBytesPerPartition: Long, minPartitions: Option[Int])
 
-  private final case class Bounds(points: Option[Set[Long]], lo: Option[Long], hi: Option[Long],
-                                  beginMs: Option[Long], endMs: Option[Long])
+  private final case class Bounds(
+      points: Option[Set[Long]],
+      lo: Option[Long],
+      hi: Option[Long],
+      beginMs: Option[Long],
+      endMs: Option[Long]
+  )
 
   def plan(stores: IndexedSeq[Store], predicates: IndexedSeq[Seq[Predicate]], settings: Settings): ReadPlan = {
     val perStore = stores.indices.map(i => planStore(i, stores(i), bounds(predicates(i)), settings))
@@ -44,8 +49,8 @@ object ScanPlanner {
           b.copy(lo = tighter(b.lo, lo, math.max), hi = tighter(b.hi, hi, math.min))
         case Compare("storeTimestamp", op, v: Long) =>
           val (lo, hi) = if (op == Predicate.Eq) (Some(v), Some(v + 1)) else range(op, v)
-          val begin = lo.map(us => Math.floorDiv(us + 999, 1000L))   // µs -> ms, inclusive
-          val end = hi.map(us => Math.floorDiv(us + 999, 1000L) - 1)  // exclusive µs -> inclusive ms
+          val begin = lo.map(us => Math.floorDiv(us + 999, 1000L)) // µs -> ms, inclusive
+          val end = hi.map(us => Math.floorDiv(us + 999, 1000L) - 1) // exclusive µs -> inclusive ms
           b.copy(beginMs = tighter(b.beginMs, begin, math.max), endMs = tighter(b.endMs, end, math.min))
         case InSet("storeTimestamp", vs) =>
           val micros = vs.collect { case v: Long => v }
@@ -98,8 +103,11 @@ object ScanPlanner {
       val wanted = math.max(settings.minPartitions.getOrElse(1), ceilDiv(offsets.length, OffsetsPerTask).toInt)
       val pieces = math.min(wanted, offsets.length)
       (0 until pieces).map { i =>
-        OffsetsTask(index, offsets.slice(offsets.length * i / pieces, offsets.length * (i + 1) / pieces),
-          userPoints = true)
+        OffsetsTask(
+          index,
+          offsets.slice(offsets.length * i / pieces, offsets.length * (i + 1) / pieces),
+          userPoints = true
+        )
       }
     }
 
