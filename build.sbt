@@ -4,7 +4,8 @@
 //    (separate projects because classes moved between the lines, e.g. MessageExtBrokerInner).
 //  - conformanceBroker5: the end-to-end fixture written by an in-process name server + broker + producer
 //    (5.x), with mqadmin's answers through rocketmq-tools; reuses conformanceRmq5's oracle code.
-// A JVM DataSource V2 connector can be added later as `lazy val connector = project.in(file("connector"))`.
+//  - connector: the JVM DataSource V2 connector (Scala); Spark and its bundled codecs are Provided,
+//    so the jar is thin (spec/spark-dsv2-connector-facts.md section 1).
 // Bootstrap on a fresh machine (Maven Central only): .ci/sbt <command>.
 
 ThisBuild / organization := "io.rmqstore"
@@ -13,6 +14,7 @@ ThisBuild / scalaVersion := "2.13.16"
 
 val rocketmq49Version = "4.9.8"
 val rocketmq5Version = "5.5.0" // newest 5.x whose modules (client, namesrv, ...) are all on Maven Central
+val sparkVersion = sys.props.getOrElse("spark.version", "4.0.1") // oldest supported Spark 4 line
 
 lazy val javaOnly = Seq(
   crossPaths := false,
@@ -51,8 +53,22 @@ lazy val sharedGeneratorSources = Seq(
 )
 
 lazy val root = (project in file("."))
-  .aggregate(conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5)
+  .aggregate(connector, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5)
   .settings(publish / skip := true)
+
+lazy val connector = (project in file("connector"))
+  .settings(
+    name := "rmqstore-connector",
+    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_"),
+    libraryDependencies ++= Seq(
+      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test
+    ),
+    // Tests read the conformance fixtures by paths relative to the repository root.
+    Test / fork := true,
+    Test / baseDirectory := (LocalRootProject / baseDirectory).value,
+    Test / javaOptions ++= Seq("-Xmx1g", "-Duser.timezone=UTC")
+  )
 
 lazy val conformanceCommon = (project in file("tests/conformance/generator/common"))
   .settings(javaOnly)

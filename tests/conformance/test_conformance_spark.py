@@ -8,7 +8,9 @@ SQL `key = v` compares the whole KEYS string; RocketMQ's meaning (v is one of th
 KEYS tokens) is the source's `keys` option. `msgId = v` compares the offsetMsgId column. Many values go
 into one IN query per fixture (one Spark job each) and the rows are grouped per value. The access path a
 read took comes from the source's `statsDir` diagnostics, so the pushdown variant is known to have
-used the index / offsets / consume queues and the other one a scan. Fixtures: README.md.
+used the index / offsets / consume queues and the other one a scan. Every test runs on both engines
+(the `engine_format` fixture); `JVM_ACCESS` lists the access paths the JVM engine still lacks.
+Fixtures: README.md.
 """
 
 from __future__ import annotations
@@ -33,19 +35,26 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rmqstore.format.table import COLUMN_NAMES
+from rmqstore.spark.jar import PROVIDER_CLASS
 
 pytestmark = pytest.mark.spark
 
 PUSHDOWN = [pytest.param(True, id="pushdown"), pytest.param(False, id="no-pushdown")]
+JVM_ACCESS = {"key-index": "scan", "queues": "scan"}
+"""The JVM engine confirms key / uniqKey / topic predicates over a scan: it has no index or consume-queue
+path yet (it would also have to scan the ranges those lack, see python/rmqstore/plan/planner.py).
+Delete an entry when the JVM planner gains that path."""
 
 
 class Read:
     """One configured read of a fixture plus the plan diagnostics it writes to `statsDir`."""
 
-    def __init__(self, spark: SparkSession, name: str, pushdown: bool, stats_dir: Path, **options: str):
+    def __init__(self, spark: SparkSession, fmt: str, name: str, pushdown: bool, stats_dir: Path,
+                 **options: str):
         self.pushdown = pushdown
         self.stats_dir = stats_dir
-        reader = spark.read.format("rmqstore").option("statsDir", str(stats_dir))
+        self.jvm = fmt == PROVIDER_CLASS
+        reader = spark.read.format(fmt).option("statsDir", str(stats_dir))
         if not pushdown:
             reader = reader.option("pushdown", "false")
         for option, value in options.items():
@@ -57,6 +66,8 @@ class Read:
         events = [json.loads(line) for path in self.stats_dir.glob("*.jsonl") for line in path.open()]
         plans = [e for e in events if e["event"] == "plan"]
         assert plans, "the source wrote no plan diagnostics"
+        if self.jvm:
+            pushed_access = JVM_ACCESS.get(pushed_access, pushed_access)
         for plan in plans:
             assert bool(plan["pushed"]) == self.pushdown, plan
             assert plan["access"] == [pushed_access if self.pushdown else "scan"], plan
@@ -89,10 +100,10 @@ def _assert_rows_match_message_decoder(rows: list[dict[str, Any]], name: str) ->
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
 @pytest.mark.parametrize("name", MAIN + CRASH)
 def test_every_record_matches_message_decoder(
-    spark: SparkSession, tmp_path: Path, name: str, pushdown: bool
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
 ) -> None:
     """`commitLogOffset >= 0` selects everything; pushed down it is planned as a commit-log range."""
-    read = Read(spark, name, pushdown, tmp_path)
+    read = Read(spark, engine_format, name, pushdown, tmp_path)
     _assert_rows_match_message_decoder(_rows(read.df.where("commitLogOffset >= 0"), *COLUMN_NAMES), name)
     read.assert_access("scan")
 
@@ -100,23 +111,25 @@ def test_every_record_matches_message_decoder(
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
 @pytest.mark.parametrize("name", MAIN)
 def test_topic_filter_returns_every_record_of_its_topics(
-    spark: SparkSession, tmp_path: Path, name: str, pushdown: bool
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
 ) -> None:
     """`topic IN (every topic)`: pushed down it reads the consume queues, which RocketMQ does not fill
     with PREPARED / ROLLBACK transaction records; those rows must still come back."""
     topics = sorted({r["topic"] for r in records(name)})
-    read = Read(spark, name, pushdown, tmp_path)
+    read = Read(spark, engine_format, name, pushdown, tmp_path)
     _assert_rows_match_message_decoder(_rows(read.df.where(F.col("topic").isin(topics)), *COLUMN_NAMES), name)
     read.assert_access("queues")
 
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
 @pytest.mark.parametrize("name", MAIN)
-def test_key_equals_whole_keys_string(spark: SparkSession, tmp_path: Path, name: str, pushdown: bool) -> None:
+def test_key_equals_whole_keys_string(
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
+) -> None:
     """`key IN (...)` with every KEYS token and probe RocketMQ was asked about: the rows whose whole KEYS
     string is one of them."""
     values = sorted({q.key for q in index_queries(name) if q.kind == "key"})
-    read = Read(spark, name, pushdown, tmp_path)
+    read = Read(spark, engine_format, name, pushdown, tmp_path)
     found = _grouped(_rows(read.df.where(F.col("key").isin(values)), "commitLogOffset", "topic", "key"),
                      "topic", "key")
     assert found == _grouped([r for r in records(name) if r["key"] in values], "topic", "key")
@@ -126,12 +139,13 @@ def test_key_equals_whole_keys_string(spark: SparkSession, tmp_path: Path, name:
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
 @pytest.mark.parametrize("name", MAIN)
 def test_keys_option_matches_rocketmq_key_queries(
-    spark: SparkSession, tmp_path: Path, name: str, pushdown: bool
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
 ) -> None:
     """The `keys` option (a KEYS token, RocketMQ's meaning) with every token RocketMQ was asked about.
     It is part of the DataFrame, not a pushed filter, so it applies with and without pushdown."""
     queries = [q for q in index_queries(name) if q.kind == "key"]
-    read = Read(spark, name, pushdown, tmp_path, keys=json.dumps(sorted({q.key for q in queries})))
+    keys = json.dumps(sorted({q.key for q in queries}))
+    read = Read(spark, engine_format, name, pushdown, tmp_path, keys=keys)
     rows = _rows(read.df, "commitLogOffset", "topic", "keys")
     assert sorted(r["commitLogOffset"] for r in rows) == sorted({o for q in queries for o in q.table})
     for query in queries:
@@ -141,10 +155,12 @@ def test_keys_option_matches_rocketmq_key_queries(
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
 @pytest.mark.parametrize("name", MAIN)
-def test_uniq_key_matches_rocketmq(spark: SparkSession, tmp_path: Path, name: str, pushdown: bool) -> None:
+def test_uniq_key_matches_rocketmq(
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
+) -> None:
     """`uniqKey IN (every UNIQ_KEY)`, rows grouped per (topic, UNIQ_KEY) like RocketMQ's questions."""
     queries = [q for q in index_queries(name) if q.kind == "uniqKey"]
-    read = Read(spark, name, pushdown, tmp_path)
+    read = Read(spark, engine_format, name, pushdown, tmp_path)
     where = F.col("uniqKey").isin(sorted({q.key for q in queries}))
     found = _grouped(_rows(read.df.where(where), "commitLogOffset", "topic", "uniqKey"), "topic", "uniqKey")
     for query in queries:
@@ -155,10 +171,12 @@ def test_uniq_key_matches_rocketmq(spark: SparkSession, tmp_path: Path, name: st
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
 @pytest.mark.parametrize("name", MAIN)
-def test_msg_id_matches_rocketmq(spark: SparkSession, tmp_path: Path, name: str, pushdown: bool) -> None:
+def test_msg_id_matches_rocketmq(
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
+) -> None:
     """`msgId IN (...)`: an offsetMsgId RocketMQ found gives that record; ids naming no record give none."""
     queries = msg_id_queries(name)
-    read = Read(spark, name, pushdown, tmp_path)
+    read = Read(spark, engine_format, name, pushdown, tmp_path)
     where = F.col("msgId").isin([q.msg_id for q in queries])
     found = _grouped(_rows(read.df.where(where), "commitLogOffset", "msgId"), "msgId")
     for query in queries:
@@ -168,7 +186,9 @@ def test_msg_id_matches_rocketmq(spark: SparkSession, tmp_path: Path, name: str,
 
 
 @pytest.mark.parametrize("name", MAIN)
-def test_single_value_equalities_match_rocketmq(spark: SparkSession, tmp_path: Path, name: str) -> None:
+def test_single_value_equalities_match_rocketmq(
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str
+) -> None:
     """`=` instead of IN, pushed down: `uniqKey =` the unique key of most records (RocketMQ's capped
     question, 32 of 35, where the fixture has it), `key =` a key that is a whole KEYS string (capped where
     the fixture has one: the broker's "hot"), and `msgId =` one record's offsetMsgId."""
@@ -184,7 +204,7 @@ def test_single_value_equalities_match_rocketmq(spark: SparkSession, tmp_path: P
         ("msgId", msg_id.msg_id, None, "offsets", [msg_id.offset]),
     ]
     for column, value, topic, access, expected in checks:
-        read = Read(spark, name, True, tmp_path / column)
+        read = Read(spark, engine_format, name, True, tmp_path / column)
         where = F.col(column) == value
         if topic is not None:
             where = where & (F.col("topic") == topic)

@@ -21,7 +21,7 @@ def test_names_are_case_insensitive_and_values_parsed() -> None:
     assert opts.broker_names == ("/s",)
 
 
-@pytest.mark.parametrize(("options", "named"), [
+INVALID_OPTIONS = [
     ({"path": "/s", "minPartitions": "zero"}, "minPartitions"),
     ({"path": "/s", "minPartitions": "0"}, "minPartitions"),
     ({"path": "/s", "mode": "LENIENT"}, "mode"),
@@ -36,7 +36,11 @@ def test_names_are_case_insensitive_and_values_parsed() -> None:
     ({"path": "/s", "startingTimestamp": "2000", "endingTimestamp": "1000"}, "endingTimestamp"),
     ({"paths": "[\"/a\",\"/b\"]", "brokerNames": "only-one"}, "brokerNames"),
     ({}, "path"),
-])
+]
+"""Invalid option sets and the option each error names (also checked on the JVM engine, tests/contract)."""
+
+
+@pytest.mark.parametrize(("options", "named"), INVALID_OPTIONS)
 def test_invalid_options_name_the_option(options: dict[str, str], named: str) -> None:
     with pytest.raises(OptionError, match=f"'{named}'"):
         parse_options(options)

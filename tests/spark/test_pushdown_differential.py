@@ -1,4 +1,5 @@
-"""Pushdown on == pushdown off == Store API, row for row, for random predicate combinations."""
+"""Pushdown on == pushdown off == Store API, row for row, for random predicate combinations (AND, and
+an OR, which Spark pushes to the JVM engine only), on both engines (the `engine_format` fixture)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ def rows(small_store: Path) -> list[dict]:
     return store_rows(small_store)
 
 
-def _read(spark: SparkSession, store: Path, pushdown: bool) -> DataFrame:
-    return spark.read.format("rmqstore").option("pushdown", str(pushdown).lower()).load(str(store))
+def _read(spark: SparkSession, fmt: str, store: Path, pushdown: bool) -> DataFrame:
+    return spark.read.format(fmt).option("pushdown", str(pushdown).lower()).load(str(store))
 
 
 def _predicates(rows: list[dict]) -> st.SearchStrategy:
@@ -75,15 +76,19 @@ def _predicates(rows: list[dict]) -> st.SearchStrategy:
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_pushdown_matches_full_scan_and_store_api(spark: SparkSession, small_store: Path, rows: list[dict],
-                                                  data: st.DataObject) -> None:
+def test_pushdown_matches_full_scan_and_store_api(spark: SparkSession, engine_format: str, small_store: Path,
+                                                  rows: list[dict], data: st.DataObject) -> None:
     chosen = data.draw(st.lists(_predicates(rows), min_size=1, max_size=3))
+    if len(chosen) > 1 and data.draw(st.booleans(), label="first two ORed"):
+        (first, p1), (second, p2) = chosen[:2]
+        chosen = [(first | second, lambda r, p1=p1, p2=p2: p1(r) or p2(r)), *chosen[2:]]
     condition = chosen[0][0]
     for expression, _ in chosen[1:]:
         condition = condition & expression
-    pushed = _read(spark, small_store, True).filter(condition).selectExpr(*SQL_COLUMNS.split(", "))
-    full = _read(spark, small_store, False).filter(condition).selectExpr(*SQL_COLUMNS.split(", "))
+    columns = SQL_COLUMNS.split(", ")
+    pushed = _read(spark, engine_format, small_store, True).filter(condition).selectExpr(*columns)
+    full = _read(spark, engine_format, small_store, False).filter(condition).selectExpr(*columns)
     assert_df_equality(pushed, full, ignore_row_order=True)
-    got = sorted(r.commitLogOffset for r in _read(spark, small_store, True).filter(condition)
+    got = sorted(r.commitLogOffset for r in _read(spark, engine_format, small_store, True).filter(condition)
                  .select("commitLogOffset").collect())
     assert got == expected_offsets(rows, lambda r: all(p(r) for _, p in chosen))

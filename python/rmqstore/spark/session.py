@@ -8,6 +8,8 @@ import sys
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from rmqstore.spark.engine import SPARK_JARS, Engine, attach_engines, engine_jar, with_jar
+
 SESSION_CONF: dict[str, str] = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
@@ -17,7 +19,8 @@ SESSION_CONF: dict[str, str] = {
 DEFAULT_MASTER = "local[*]"
 
 
-def session(master: str | None = None, app_name: str = "rmqstore", **conf: str) -> SparkSession:
+def session(master: str | None = None, app_name: str = "rmqstore", engine: Engine = "auto",
+            **conf: str) -> SparkSession:
     """`getOrCreate()` a session with `SESSION_CONF` (plus `conf`, dots written as `__`).
 
     `master`: when None, the master already chosen wins (spark-submit's `--master`, the pyspark
@@ -28,10 +31,15 @@ def session(master: str | None = None, app_name: str = "rmqstore", **conf: str) 
     Python, without rmqstore, and the workers would fail to import it. On a cluster set
     PYSPARK_PYTHON (or `spark.pyspark.python`) to the executors' Python: see the README.
     On an existing session the SQL settings are applied with `spark.conf.set`.
+    `engine` picks the JVM connector or the Python source (`rmqstore.spark.engine`).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**SESSION_CONF, **{k.replace("__", "."): v for k, v in conf.items()}}
-    master = master or settings.get("spark.master") or _chosen_master() or DEFAULT_MASTER
+    jar = engine_jar(engine)
+    if jar is not None:
+        settings[SPARK_JARS] = with_jar(settings.get(SPARK_JARS), jar)
+    created = SparkContext._active_spark_context is None
+    master = master or settings.get("spark.master") or _chosen_master(settings) or DEFAULT_MASTER
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -39,15 +47,20 @@ def session(master: str | None = None, app_name: str = "rmqstore", **conf: str) 
     for key, value in settings.items():
         if key.startswith("spark.sql."):
             spark.conf.set(key, value)
+    attach_engines(spark, jar, created)
     return spark
 
 
-def _chosen_master() -> str | None:
+def _chosen_master(settings: dict[str, str]) -> str | None:
     """The master set before this call: a running context's, else the launching JVM's `spark.master`."""
     active = SparkContext._active_spark_context
     if active is not None:
         return active.master
-    # Starts (or joins, under spark-submit) the JVM exactly as getOrCreate() would; its system
+    # Starts (or joins, under spark-submit) the JVM exactly as getOrCreate() would, with the same
+    # settings: the driver's class path (spark.jars) is fixed when the JVM starts. Its system
     # properties then hold --master / spark-defaults.conf / PYSPARK_SUBMIT_ARGS settings.
-    SparkContext._ensure_initialized()
+    launch = SparkConf(loadDefaults=False)
+    for key, value in settings.items():
+        launch.set(key, value)
+    SparkContext._ensure_initialized(conf=launch)
     return SparkConf().get("spark.master", None)

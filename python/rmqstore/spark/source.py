@@ -92,3 +92,12 @@ class RmqStoreDataSource(DataSource):
 
         with cause_first():
             return StoreStreamReader(self.options, validate_schema(schema))
+
+
+class RmqStorePythonDataSource(RmqStoreDataSource):
+    """The Python engine under the name "rmqstore_python", usable beside the JVM connector (which
+    takes "rmqstore" when its jar is loaded); see `rmqstore.spark.engine`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rmqstore_python"

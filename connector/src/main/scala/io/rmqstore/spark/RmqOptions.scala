@@ -1,0 +1,362 @@
+package io.rmqstore.spark
+
+import java.time.{LocalDateTime, OffsetDateTime, ZoneOffset}
+import java.time.format.DateTimeParseException
+import java.util.Locale
+
+import scala.jdk.CollectionConverters._
+import scala.util.Try
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+/** An invalid option value; the message starts with the option's name (python/rmqstore/spark/options.py). */
+final class RmqOptionException(val option: String, problem: String)
+    extends IllegalArgumentException(s"rmqstore option '$option': $problem")
+
+/** A parsed startingOffsets / endingOffsets value. */
+sealed trait OffsetSpec extends Serializable
+object OffsetSpec {
+  case object Earliest extends OffsetSpec
+  case object Latest extends OffsetSpec
+  final case class Physical(offset: Long) extends OffsetSpec
+  final case class Queues(queues: Map[String, Map[Int, Long]]) extends OffsetSpec
+  final case class Group(group: String) extends OffsetSpec
+}
+
+/** All options of one read, validated: the same names, defaults and errors as the Python engine's
+  * `parse_options` (python/rmqstore/spark/options.py is the one table; keep both in step). Paths and
+  * broker names are parallel.
+  */
+final case class RmqOptions(
+    paths: IndexedSeq[String],
+    brokerNames: IndexedSeq[String],
+    startingOffsets: OffsetSpec = OffsetSpec.Earliest,
+    endingOffsets: OffsetSpec = OffsetSpec.Latest,
+    startingTimestamp: Option[Long] = None,
+    endingTimestamp: Option[Long] = None,
+    topics: Option[IndexedSeq[String]] = None,
+    keys: Option[IndexedSeq[String]] = None,
+    minPartitions: Option[Int] = None,
+    maxBytesPerPartition: Long = RmqOptions.DefaultMaxBytesPerPartition,
+    verifyCrc: Boolean = false,
+    mode: String = "FAILFAST",
+    decompress: Boolean = true,
+    indexGeometry: Option[(Int, Int)] = None,
+    pushdown: Boolean = true,
+    keyProbePartitionThreshold: Int = RmqOptions.DefaultKeyProbePartitionThreshold,
+    staleReaderCheck: Boolean = true,
+    statsDir: Option[String] = None,
+    failOnDataLoss: Boolean = true,
+    maxOffsetsPerTrigger: Option[Long] = None,
+    maxBytesPerTrigger: Option[Long] = None
+) {
+  def permissive: Boolean = mode == "PERMISSIVE"
+}
+
+object RmqOptions {
+  val Path = "path"
+  val Paths = "paths"
+  val BrokerNames = "brokerNames"
+  val StartingOffsets = "startingOffsets"
+  val EndingOffsets = "endingOffsets"
+  val StartingTimestamp = "startingTimestamp"
+  val EndingTimestamp = "endingTimestamp"
+  val Topics = "topics"
+  val Keys = "keys"
+  val MinPartitions = "minPartitions"
+  val MaxBytesPerPartition = "maxBytesPerPartition"
+  val VerifyCrc = "verifyCrc"
+  val Mode = "mode"
+  val Decompress = "decompress"
+  val IndexHashSlots = "indexHashSlots"
+  val IndexEntries = "indexEntries"
+  val Pushdown = "pushdown"
+  val KeyProbePartitionThreshold = "keyProbePartitionThreshold"
+  val StaleReaderCheck = "staleReaderCheck"
+  val StatsDir = "statsDir"
+  val FailOnDataLoss = "failOnDataLoss"
+  val MaxOffsetsPerTrigger = "maxOffsetsPerTrigger"
+  val MaxBytesPerTrigger = "maxBytesPerTrigger"
+
+  val AllOptions: Seq[String] = Seq(
+    Path,
+    Paths,
+    BrokerNames,
+    StartingOffsets,
+    EndingOffsets,
+    StartingTimestamp,
+    EndingTimestamp,
+    Topics,
+    Keys,
+    MinPartitions,
+    MaxBytesPerPartition,
+    VerifyCrc,
+    Mode,
+    Decompress,
+    IndexHashSlots,
+    IndexEntries,
+    Pushdown,
+    KeyProbePartitionThreshold,
+    StaleReaderCheck,
+    StatsDir,
+    FailOnDataLoss,
+    MaxOffsetsPerTrigger,
+    MaxBytesPerTrigger
+  )
+  private val byLower: Map[String, String] = AllOptions.map(n => n.toLowerCase(Locale.ROOT) -> n).toMap
+
+  val DefaultMaxBytesPerPartition: Long = 128L * 1024 * 1024
+  val DefaultKeyProbePartitionThreshold = 64
+  val Modes: Seq[String] = Seq("FAILFAST", "PERMISSIVE")
+  val EarliestQueueOffset: Long = -2L
+  val LatestQueueOffset: Long = -1L
+
+  private val mapper = new ObjectMapper()
+
+  private def fail(option: String, problem: String): Nothing = throw new RmqOptionException(option, problem)
+
+  /** Python's repr of a string, as the Python engine's messages show values. */
+  private[spark] def repr(s: String): String =
+    if (s.contains("'") && !s.contains("\"")) "\"" + s + "\"" else "'" + s.replace("'", "\\'") + "'"
+
+  /** Validate the raw (case-insensitive, string-valued) options of a read. */
+  def parse(options: java.util.Map[String, String], requirePath: Boolean = true): RmqOptions = {
+    val raw = canonicalNames(options.asScala.toMap)
+    val paths = parsePaths(raw, requirePath)
+    val starting = parseOffsets(StartingOffsets, raw.getOrElse(StartingOffsets, "earliest"))
+    val ending = parseOffsets(EndingOffsets, raw.getOrElse(EndingOffsets, "latest"))
+    val hashSlots = optionalInt(raw, IndexHashSlots, 1)
+    val indexEntries = optionalInt(raw, IndexEntries, 2)
+    if (hashSlots.isEmpty != indexEntries.isEmpty) {
+      val missing = if (indexEntries.isEmpty) IndexEntries else IndexHashSlots
+      fail(missing, s"must be given together with '$IndexHashSlots'/'$IndexEntries'")
+    }
+    val startingTs = optionalTimestamp(raw, StartingTimestamp)
+    val endingTs = optionalTimestamp(raw, EndingTimestamp)
+    for (s <- startingTs; e <- endingTs if e < s) fail(EndingTimestamp, s"$e is before $StartingTimestamp $s")
+    (starting, ending) match {
+      case (OffsetSpec.Physical(s), OffsetSpec.Physical(e)) if e < s =>
+        fail(EndingOffsets, s"$e is before $StartingOffsets $s")
+      case _ =>
+    }
+    val mode = raw.getOrElse(Mode, "FAILFAST").trim.toUpperCase(Locale.ROOT)
+    if (!Modes.contains(mode)) fail(Mode, s"${repr(raw(Mode))} is not one of ${Modes.mkString(", ")}")
+    RmqOptions(
+      paths = paths,
+      brokerNames = parseBrokerNames(raw, paths),
+      startingOffsets = starting,
+      endingOffsets = ending,
+      startingTimestamp = startingTs,
+      endingTimestamp = endingTs,
+      topics = optionalList(raw, Topics),
+      keys = optionalList(raw, Keys),
+      minPartitions = optionalInt(raw, MinPartitions, 1),
+      maxBytesPerPartition = optionalSize(raw, MaxBytesPerPartition).getOrElse(DefaultMaxBytesPerPartition),
+      verifyCrc = bool(raw, VerifyCrc, default = false),
+      mode = mode,
+      decompress = bool(raw, Decompress, default = true),
+      indexGeometry = for (s <- hashSlots; e <- indexEntries) yield (s, e),
+      pushdown = bool(raw, Pushdown, default = true),
+      keyProbePartitionThreshold =
+        optionalInt(raw, KeyProbePartitionThreshold, 1).getOrElse(DefaultKeyProbePartitionThreshold),
+      staleReaderCheck = bool(raw, StaleReaderCheck, default = true),
+      statsDir = raw.get(StatsDir).filter(_.nonEmpty),
+      failOnDataLoss = bool(raw, FailOnDataLoss, default = true),
+      maxOffsetsPerTrigger = optionalInt(raw, MaxOffsetsPerTrigger, 1).map(_.toLong),
+      maxBytesPerTrigger = optionalSize(raw, MaxBytesPerTrigger)
+    )
+  }
+
+  /** Parse a startingOffsets / endingOffsets value; errors name `option`. */
+  def parseOffsets(option: String, text: String): OffsetSpec = {
+    val value = text.trim
+    val lowered = value.toLowerCase(Locale.ROOT)
+    if (lowered == "earliest") OffsetSpec.Earliest
+    else if (lowered == "latest") OffsetSpec.Latest
+    else if (lowered.startsWith("group:")) {
+      val group = value.substring("group:".length).trim
+      if (group.isEmpty) fail(option, "'group:' needs a consumer group name, e.g. group:MyConsumerGroup")
+      OffsetSpec.Group(group)
+    } else if (value.nonEmpty && value.forall(_.isDigit) && Try(value.toLong).isSuccess)
+      OffsetSpec.Physical(value.toLong)
+    else if (value.startsWith("{")) OffsetSpec.Queues(parseQueueJson(option, value))
+    else
+      fail(
+        option,
+        s"${repr(text)} is not 'earliest', 'latest', a physical offset, " +
+          "'group:<consumerGroup>' or JSON like {\"TopicA\":{\"0\":23,\"1\":-2}}"
+      )
+  }
+
+  private def parseQueueJson(option: String, text: String): Map[String, Map[Int, Long]] = {
+    val doc: JsonNode =
+      try mapper.readTree(text)
+      catch { case e: Exception => fail(option, s"invalid JSON (${e.getMessage.linesIterator.next()})") }
+    if (doc == null || !doc.isObject || doc.isEmpty)
+      fail(option, "JSON must be a non-empty object {topic: {queueId: offset}}")
+    doc.properties().asScala.map { entry =>
+      val topic = entry.getKey
+      val queues = entry.getValue
+      if (!queues.isObject) fail(option, s"topic ${repr(topic)}: expected an object {queueId: offset}")
+      topic -> queues.properties().asScala.map { q =>
+        val queueId = q.getKey
+        if (queueId.isEmpty || !queueId.forall(_.isDigit))
+          fail(option, s"topic ${repr(topic)}: queue id ${repr(queueId)} is not a number")
+        val offset = q.getValue
+        if (!offset.isIntegralNumber || offset.asLong < EarliestQueueOffset)
+          fail(
+            option,
+            s"topic ${repr(topic)} queue $queueId: offset $offset must be " +
+              ">= 0, -2 (earliest) or -1 (latest)"
+          )
+        queueId.toInt -> offset.asLong
+      }.toMap
+    }.toMap
+  }
+
+  private def canonicalNames(options: Map[String, String]): Map[String, String] =
+    options.map { case (name, value) =>
+      val canonical = byLower.getOrElse(
+        name.toLowerCase(Locale.ROOT), {
+          val hint = closeMatch(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq)
+            .map(c => s"; did you mean '${byLower(c)}'?").getOrElse("")
+          fail(name, s"unknown option$hint Known options: ${AllOptions.mkString(", ")}")
+        }
+      )
+      canonical -> Option(value).getOrElse("")
+    }
+
+  /** The best match with a similarity ratio of at least 0.6, like Python's difflib.get_close_matches. */
+  private def closeMatch(word: String, candidates: Seq[String]): Option[String] = {
+    val scored = candidates.map(c => c -> similarity(word, c)).filter(_._2 >= 0.6)
+    if (scored.isEmpty) None else Some(scored.maxBy(_._2)._1)
+  }
+
+  /** Ratcliff/Obershelp ratio 2*M/T (difflib.SequenceMatcher.ratio without its junk heuristics). */
+  private def similarity(a: String, b: String): Double = {
+    def matches(a: String, b: String): Int = {
+      if (a.isEmpty || b.isEmpty) return 0
+      var (bestI, bestJ, bestLen) = (0, 0, 0)
+      for (i <- a.indices; j <- b.indices) {
+        var k = 0
+        while (i + k < a.length && j + k < b.length && a(i + k) == b(j + k)) k += 1
+        if (k > bestLen) { bestI = i; bestJ = j; bestLen = k }
+      }
+      if (bestLen == 0) 0
+      else bestLen + matches(a.substring(0, bestI), b.substring(0, bestJ)) +
+        matches(a.substring(bestI + bestLen), b.substring(bestJ + bestLen))
+    }
+    2.0 * matches(a, b) / (a.length + b.length)
+  }
+
+  private def parsePaths(raw: Map[String, String], requirePath: Boolean): IndexedSeq[String] = {
+    val named = raw.get(Path).map(_.trim).filter(_.nonEmpty)
+    val paths: IndexedSeq[String] = raw.get(Paths) match {
+      case Some(text) =>
+        val listed = Try(mapper.readTree(text)).toOption match {
+          case Some(node) if node != null && node.isArray =>
+            node.elements().asScala.map { e =>
+              if (!e.isTextual) fail(Paths, "must be a JSON list of store paths, e.g. [\"/a/store\",\"/b/store\"]")
+              e.asText
+            }.toIndexedSeq
+          case Some(node) if node != null && !node.isTextual && !node.isMissingNode =>
+            fail(Paths, "must be a JSON list of store paths, e.g. [\"/a/store\",\"/b/store\"]")
+          case _ => text.split(",", -1).toIndexedSeq
+        }
+        named.toIndexedSeq ++ listed.map(_.trim).filter(_.nonEmpty)
+      case None => named.toIndexedSeq
+    }
+    if (paths.isEmpty && requirePath)
+      fail(Path, "no store directory given: use .load('/path/to/store') or .option('path', ...)")
+    if (paths.distinct.size != paths.size)
+      fail(Paths, s"the same store is listed twice: ${paths.map(repr).mkString("[", ", ", "]")}")
+    paths
+  }
+
+  private def parseBrokerNames(raw: Map[String, String], paths: IndexedSeq[String]): IndexedSeq[String] =
+    raw.get(BrokerNames) match {
+      case None => paths.map(p => if (p.replaceAll("/+$", "").isEmpty) p else p.replaceAll("/+$", ""))
+      case Some(text) =>
+        val names = text.split(",", -1).map(_.trim).toIndexedSeq
+        if (names.size != paths.size || names.exists(_.isEmpty))
+          fail(BrokerNames, s"needs one non-empty name per store path (${paths.size}), got ${repr(text)}")
+        names
+    }
+
+  /** A comma-separated list, or a JSON list of strings (for values that contain commas). */
+  private def optionalList(raw: Map[String, String], option: String): Option[IndexedSeq[String]] =
+    raw.get(option).map { value =>
+      val text = value.trim
+      val items: Seq[String] =
+        if (text.startsWith("[")) {
+          val node =
+            try mapper.readTree(text)
+            catch { case e: Exception => fail(option, s"invalid JSON list (${e.getMessage.linesIterator.next()})") }
+          if (!node.isArray || !node.elements().asScala.forall(_.isTextual))
+            fail(option, "JSON value must be a list of strings")
+          node.elements().asScala.map(_.asText).toSeq
+        } else text.split(",", -1).toSeq
+      val values = items.map(_.trim).filter(_.nonEmpty).distinct.toIndexedSeq
+      if (values.isEmpty) fail(option, "empty list")
+      values
+    }
+
+  private def bool(raw: Map[String, String], option: String, default: Boolean): Boolean =
+    raw.get(option) match {
+      case None => default
+      case Some(v) =>
+        v.trim.toLowerCase(Locale.ROOT) match {
+          case "true" | "1" | "yes" => true
+          case "false" | "0" | "no" => false
+          case _ => fail(option, s"${repr(v)} is not true or false")
+        }
+    }
+
+  private def optionalInt(raw: Map[String, String], option: String, minimum: Int): Option[Int] =
+    raw.get(option).map { v =>
+      val value = Try(v.trim.toInt).getOrElse(fail(option, s"${repr(v)} is not an integer"))
+      if (value < minimum) fail(option, s"$value is less than $minimum")
+      value
+    }
+
+  private val sizeUnits: Map[String, Long] = Map(
+    "" -> 1L,
+    "b" -> 1L,
+    "k" -> (1L << 10),
+    "kb" -> (1L << 10),
+    "m" -> (1L << 20),
+    "mb" -> (1L << 20),
+    "g" -> (1L << 30),
+    "gb" -> (1L << 30)
+  )
+  private val SizePattern = """(\d+)\s*([a-z]*)""".r
+
+  /** A byte count: `1048576`, `512k`, `128m`, `2g` (binary units). */
+  private def optionalSize(raw: Map[String, String], option: String): Option[Long] =
+    raw.get(option).map { v =>
+      val value = v.trim.toLowerCase(Locale.ROOT) match {
+        case SizePattern(digits, unit) if sizeUnits.contains(unit) && Try(digits.toLong).isSuccess =>
+          digits.toLong * sizeUnits(unit)
+        case _ => fail(option, s"${repr(v)} is not a byte size such as 1048576, 512k, 128m or 2g")
+      }
+      if (value < 1) fail(option, "must be at least 1 byte")
+      value
+    }
+
+  /** Epoch milliseconds (like Kafka's option), or an ISO-8601 time (UTC unless it has an offset). */
+  private def optionalTimestamp(raw: Map[String, String], option: String): Option[Long] =
+    raw.get(option).map { v =>
+      val text = v.trim
+      val value =
+        if (text.matches("-?\\d+")) text.toLong
+        else
+          try Try(OffsetDateTime.parse(text).toInstant.toEpochMilli)
+              .getOrElse(LocalDateTime.parse(text.replace(' ', 'T')).toInstant(ZoneOffset.UTC).toEpochMilli)
+          catch {
+            case _: DateTimeParseException =>
+              fail(option, s"${repr(text)} is not epoch milliseconds or an ISO-8601 time")
+          }
+      if (value < 0) fail(option, s"$value is negative")
+      value
+    }
+}

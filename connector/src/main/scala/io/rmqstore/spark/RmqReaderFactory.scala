@@ -1,0 +1,151 @@
+package io.rmqstore.spark
+
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.metric.CustomTaskMetric
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.apache.spark.util.SerializableConfiguration
+
+import format.RecordView
+import plan.{Confirm, OffsetsTask, RangeTask}
+import store.{ScanStats, Store, StoreLocation}
+
+/** Columnar readers: each task's records are decoded in chunks, confirmed against every consumed
+  * predicate (decoding their columns internally when Spark pruned them) and written to column vectors
+  * of the requested columns only.
+  */
+class RmqReaderFactory(schema: StructType, options: RmqOptions, hadoopConf: Broadcast[SerializableConfiguration])
+    extends PartitionReaderFactory {
+  override def supportColumnarReads(partition: InputPartition): Boolean = true
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    throw new UnsupportedOperationException("rmqstore: the JVM engine reads columnar batches only")
+
+  override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] =
+    new RmqColumnarReader(partition.asInstanceOf[RmqInputPartition], schema, options, hadoopConf.value.value)
+}
+
+/** Reads one task chunk by chunk: commit-log ranges in `ScanChunkBytes` pieces (a piece owns the records
+  * starting in it), offsets in `OffsetsChunk` pieces; user-typed offsets that are not record starts give
+  * no row.
+  */
+final class RmqColumnarReader(
+    partition: RmqInputPartition,
+    schema: StructType,
+    options: RmqOptions,
+    hadoopConf: org.apache.hadoop.conf.Configuration
+) extends PartitionReader[ColumnarBatch] {
+  import RmqColumnarReader._
+
+  private val store =
+    Store.open(StoreLocation(partition.path), hadoopConf, options.indexGeometry, knownEnd = Some(partition.logEnd))
+  private val writer = new ColumnarWriter(schema, partition.broker, options.decompress)
+  private val predicates = partition.predicates
+  private var decoded = 0L
+  private var rejected = 0L
+  private var bytesRead = 0L
+  private var skipped = 0L
+  private var crcFailures = 0L
+  private var rows = 0L
+  private var current: ColumnarBatch = _
+
+  /** Next position to read: a commit-log offset (ranges; `Store.scan` resyncs it) or an index into the
+    * offsets.
+    */
+  private var cursor: Long = partition.task match {
+    case RangeTask(_, start, _) => start
+    case _ => 0L
+  }
+
+  private val keep: RecordView => Unit = { r =>
+    decoded += 1
+    if (Confirm.matches(r, predicates)) writer.append(r) else rejected += 1
+  }
+
+  override def next(): Boolean = {
+    writer.reset()
+    var more = true
+    while (writer.numRows == 0 && more) more = readChunk()
+    current = writer.flush()
+    rows += current.numRows()
+    current.numRows() > 0
+  }
+
+  /** Reads one chunk into the writer; false when the task is done. */
+  private def readChunk(): Boolean = partition.task match {
+    case RangeTask(_, _, end) =>
+      val stop = math.min(end, partition.logEnd)
+      if (cursor >= stop) false
+      else {
+        val to = math.min(stop, cursor + ScanChunkBytes)
+        var last = -1L
+        val stats = store.scan(cursor, to, options.verifyCrc, options.permissive) { r =>
+          last = r.physicalOffset + r.totalSize
+          keep(r)
+        }
+        count(stats)
+        cursor = math.max(to, last) // a record straddling `to` belongs to this chunk
+        true
+      }
+    case OffsetsTask(_, offsets, userPoints) =>
+      if (cursor >= offsets.length) false
+      else {
+        val from = cursor.toInt
+        val until = math.min(offsets.length, from + OffsetsChunk)
+        val chunk = offsets.slice(from, until)
+        count(store.readAt(chunk, options.verifyCrc, options.permissive, strict = !userPoints)(keep))
+        cursor = until
+        true
+      }
+  }
+
+  private def count(stats: ScanStats): Unit = {
+    bytesRead += stats.bytesRead
+    skipped += stats.skippedRecords
+    crcFailures += stats.crcFailures
+  }
+
+  override def get(): ColumnarBatch = current
+
+  override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
+    RmqMetrics.task(RmqMetrics.RecordsDecoded, decoded),
+    RmqMetrics.task(RmqMetrics.BytesRead, bytesRead),
+    RmqMetrics.task(RmqMetrics.CandidatesRejected, rejected),
+    RmqMetrics.task(RmqMetrics.RecordsSkipped, skipped),
+    RmqMetrics.task(RmqMetrics.CrcFailures, crcFailures)
+  )
+
+  override def close(): Unit = {
+    try {
+      StatsLog.write(
+        options.statsDir,
+        Map(
+          "event" -> "read",
+          "engine" -> "jvm",
+          "partition" -> partition.index,
+          "task" -> partition.task.getClass.getSimpleName,
+          "store" -> partition.task.store,
+          "rows" -> rows,
+          "records_decoded" -> decoded,
+          "bytes_read" -> bytesRead,
+          "candidates_rejected" -> rejected,
+          "invalid_records_skipped" -> skipped
+        )
+      )
+    } finally {
+      writer.close()
+      store.close()
+    }
+  }
+}
+
+object RmqColumnarReader {
+
+  /** Commit-log bytes per scan chunk (one batch at most). */
+  val ScanChunkBytes: Long = 4L << 20
+
+  /** Offsets per point-read chunk. */
+  val OffsetsChunk = 4096
+}

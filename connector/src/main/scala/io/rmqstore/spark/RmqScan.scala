@@ -1,0 +1,133 @@
+package io.rmqstore.spark
+
+import java.util.OptionalLong
+
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.expressions.filter.{Predicate => V2Predicate}
+import org.apache.spark.sql.connector.metric.CustomMetric
+import org.apache.spark.sql.connector.read._
+import org.apache.spark.sql.internal.connector.SupportsMetadata
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.util.SerializableConfiguration
+
+import plan.{OffsetsTask, OptionPredicates, Predicate, RangeTask, ReadPlan, ScanPlanner}
+import store.{Store, StoreLocation}
+
+/** One planned batch read: the plan is made once per scan (stores opened on the driver, closed after
+  * planning); explain("formatted") shows PushedFilters through `SupportsMetadata`, like the Python
+  * engine's scan node.
+  */
+class RmqScan(
+    readSchema: StructType,
+    options: RmqOptions,
+    consumed: IndexedSeq[Predicate],
+    pushed: Array[V2Predicate]
+) extends Scan with Batch with SupportsReportStatistics with SupportsMetadata with Logging {
+  RmqScan.checkBatchOffsets(options)
+
+  override def readSchema(): StructType = readSchema
+
+  override def toBatch: Batch = this
+
+  override def description(): String = s"rmqstore [${options.paths.mkString(", ")}] PushedFilters: $pushedText"
+
+  override def getMetaData(): Map[String, String] = Map(
+    "Format" -> "rmqstore",
+    "PushedFilters" -> pushedText,
+    "ReadSchema" -> readSchema.catalogString
+  )
+
+  private def pushedText: String =
+    pushed.map(p => PredicateTranslator.toV1(p).fold(p.toString)(_.toString)).mkString("[", ", ", "]")
+
+  private lazy val hadoopConf: Broadcast[SerializableConfiguration] = {
+    val spark = SparkSession.active
+    val conf = spark.sessionState.newHadoopConfWithOptions(Map.empty[String, String])
+    spark.sparkContext.broadcast(new SerializableConfiguration(conf))
+  }
+
+  private lazy val planned: (ReadPlan, IndexedSeq[(Long, Seq[Predicate])]) = {
+    val stores = options.paths.map(p => Store.open(StoreLocation(p), hadoopConf.value.value, options.indexGeometry))
+    try {
+      val perStore = stores.map(s => (s.logEnd, consumed ++ OptionPredicates.forStore(options, s)))
+      val plan = ScanPlanner.plan(
+        stores,
+        perStore.map(_._2),
+        ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions)
+      )
+      report(plan)
+      (plan, perStore)
+    } finally stores.foreach(_.close())
+  }
+
+  /** One log line and one statsDir "plan" line per planned scan. */
+  private def report(plan: ReadPlan): Unit = {
+    val rangeBytes = plan.tasks.collect { case RangeTask(_, s, e) => e - s }.sum
+    logInfo(s"rmqstore plan: access=${plan.access.mkString(",")} tasks=${plan.tasks.size} pushed filters: " +
+      consumed.map(Predicate.describe).mkString("; "))
+    StatsLog.write(
+      options.statsDir,
+      Map(
+        "event" -> "plan",
+        "engine" -> "jvm",
+        "access" -> plan.access,
+        "tasks" -> plan.tasks.size,
+        "range_bytes" -> rangeBytes,
+        "notes" -> plan.notes,
+        "pushed" -> consumed.map(Predicate.describe)
+      )
+    )
+  }
+
+  override def planInputPartitions(): Array[InputPartition] = {
+    val (plan, perStore) = planned
+    plan.tasks.zipWithIndex.map { case (task, i) =>
+      RmqInputPartition(
+        i,
+        task,
+        options.paths(task.store),
+        options.brokerNames(task.store),
+        perStore(task.store)._1,
+        perStore(task.store)._2
+      )
+    }.toArray
+  }
+
+  override def createReaderFactory(): PartitionReaderFactory = new RmqReaderFactory(readSchema, options, hadoopConf)
+
+  /** Bytes the plan reads: index lookups and point reads are small, so joins can broadcast them. */
+  override def estimateStatistics(): Statistics = {
+    val (plan, _) = planned
+    val bytes = plan.tasks.map {
+      case RangeTask(_, s, e) => e - s
+      case OffsetsTask(_, offsets, _) => offsets.length.toLong * RmqScan.PointReadBytes
+    }.sum
+    new Statistics {
+      override def sizeInBytes(): OptionalLong = OptionalLong.of(bytes)
+      override def numRows(): OptionalLong = OptionalLong.empty()
+    }
+  }
+
+  override def supportedCustomMetrics(): Array[CustomMetric] = RmqMetrics.supported
+}
+
+object RmqScan {
+
+  /** Size assumed per point read for statistics (a typical small message). */
+  val PointReadBytes = 1024L
+
+  def checkBatchOffsets(options: RmqOptions): Unit = {
+    if (options.startingOffsets == OffsetSpec.Latest)
+      throw new RmqOptionException(
+        RmqOptions.StartingOffsets,
+        "'latest' is not allowed for batch queries (it reads nothing)"
+      )
+    if (options.endingOffsets == OffsetSpec.Earliest)
+      throw new RmqOptionException(
+        RmqOptions.EndingOffsets,
+        "'earliest' is not allowed for batch queries (it reads nothing)"
+      )
+  }
+}

@@ -1,0 +1,31 @@
+package io.rmqstore.spark.format
+
+import java.nio.ByteBuffer
+
+/** ConsumeQueue units: 20 bytes (phyOffset long, TOTALSIZE int, tagsCode long) (spec §4.1-§4.4). */
+object ConsumeQueueUnit {
+  final val Size = 20
+
+  /** Size field of a pre-blank filler unit `(0, Integer.MAX_VALUE, 0)` (§4.3). */
+  final val FillerSize = Int.MaxValue
+
+  /** tagsCode values <= Integer.MIN_VALUE - 1 are ConsumeQueueExt addresses (§4.2, §4.4). */
+  final val ExtAddressMax: Long = Int.MinValue.toLong - 1
+
+  /** `mappedFileSizeConsumeQueue` default: 300,000 units. */
+  final val DefaultSegmentSize = 300000 * Size
+
+  def phyOffset(buf: ByteBuffer, pos: Int): Long = buf.getLong(pos)
+  def size(buf: ByteBuffer, pos: Int): Int = buf.getInt(pos + 8)
+  def tagsCode(buf: ByteBuffer, pos: Int): Long = buf.getLong(pos + 12)
+
+  /** Recovery's rule: a unit with phyOffset >= 0 and size > 0 is valid; the first other one ends the queue. */
+  def isValid(buf: ByteBuffer, pos: Int): Boolean = phyOffset(buf, pos) >= 0 && size(buf, pos) > 0
+
+  /** A pre-blank filler unit `(0, 0x7FFFFFFF, 0)` (§4.3). */
+  def isFiller(buf: ByteBuffer, pos: Int): Boolean =
+    size(buf, pos) == FillerSize && phyOffset(buf, pos) == 0 && tagsCode(buf, pos) == 0
+
+  /** True when tagsCode is a ConsumeQueueExt address, i.e. <= -2147483649 (§4.2). */
+  def isExtAddress(tagsCode: Long): Boolean = tagsCode <= ExtAddressMax
+}

@@ -1,0 +1,61 @@
+package io.rmqstore.spark.io
+
+import java.net.URI
+
+import org.apache.hadoop.conf.Configuration
+
+/** One directory entry. */
+final case class FileEntry(name: String, path: String, size: Long, isDir: Boolean)
+
+/** Directory listing and read-only file access, local or remote. */
+trait StoreFileSystem extends AutoCloseable {
+
+  /** `base/name/...` in this file system's path syntax. */
+  def join(base: String, names: String*): String
+
+  /** Entries of a directory sorted by name (regular files and directories only); empty when missing. */
+  def list(path: String): IndexedSeq[FileEntry]
+
+  /** The entry for `path` (a regular file or a directory), None otherwise. */
+  def info(path: String): Option[FileEntry]
+
+  /** Open a regular file for positioned reads. `finished` files (no longer written) may be memory-mapped;
+    * others are read by positioned reads so a file truncated under us cannot crash the JVM.
+    * FileNotFoundException naming the path when it is missing or not a regular file.
+    */
+  def open(path: String, finished: Boolean): RandomAccess
+
+  final def isDir(path: String): Boolean = info(path).exists(_.isDir)
+
+  /** The whole (small) file: checkpoint, JSON config. */
+  final def readAll(path: String): Array[Byte] = {
+    val file = open(path, finished = false)
+    try {
+      val buf = file.read(0, math.min(file.length, Int.MaxValue.toLong).toInt)
+      val out = new Array[Byte](buf.remaining)
+      buf.get(out)
+      out
+    } finally file.close()
+  }
+}
+
+object StoreFileSystem {
+
+  /** True for `scheme://...` (s3a://, hdfs://, file://); Windows drive letters are not URIs. */
+  def isUri(location: String): Boolean = {
+    val at = location.indexOf("://")
+    at > 1 && location.substring(0, at).forall(c => c.isLetterOrDigit || c == '+' || c == '-' || c == '.')
+  }
+
+  /** (file system, path) for a local path, a `file://` URI or a remote URI read through Hadoop. */
+  def resolve(location: String, conf: Configuration): (StoreFileSystem, String) =
+    if (!isUri(location)) {
+      val home = System.getProperty("user.home")
+      val expanded = if (location == "~" || location.startsWith("~/")) home + location.drop(1) else location
+      (new LocalFileSystem, java.nio.file.Paths.get(expanded).toAbsolutePath.normalize.toString)
+    } else {
+      val uri = URI.create(location)
+      if (uri.getScheme == "file") (new LocalFileSystem, java.nio.file.Paths.get(uri).toString)
+      else (new HadoopFileSystem(uri, if (conf == null) new Configuration() else conf), location.stripSuffix("/"))
+    }
+}

@@ -1,0 +1,278 @@
+package io.rmqstore.spark.store
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import io.rmqstore.spark.format.{Layout, RecordCheck, RecordView, Resync}
+import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
+
+/** Why a walk over a segment ended: at the end of its range, a BLANK, or an invalid record. */
+private[store] final class WalkStop {
+  var kind: Int = WalkStop.End
+  var position: Long = 0L
+  var reason: String = null
+  var code: Int = 0
+}
+
+private[store] object WalkStop {
+  final val End = 0
+  final val Blank = 1
+  final val Invalid = 2
+}
+
+/** The commit log read-only: segments, the valid end, record walks, resync (§2.1, §2.12), like
+  * python/rmqstore/store/commitlog.py.
+  *
+  * Valid end (what recovery would keep, §2.12/§6.3): the last segment whose first record is valid (or
+  * a BLANK) holds the end; later segments are pre-allocated or stale. That segment is walked from 0
+  * with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first invalid record (a
+  * torn tail, zeros, garbage) ends the log there and is not an error. Segments wholly before the end
+  * are finished and memory-mapped; the segment holding the end is read by positioned reads in windows
+  * (the broker may be writing it); a record cut by a window edge is re-read whole.
+  */
+private[store] final class CommitLog(
+    fs: StoreFileSystem,
+    val segments: IndexedSeq[Segment],
+    checkCrcAtEnd: Boolean,
+    knownEnd: Option[Long]
+) extends AutoCloseable {
+  import CommitLog._
+
+  private val files = mutable.HashMap.empty[(String, Boolean), RandomAccess]
+
+  /** First byte of the first segment (older segments were deleted by retention, §2.1). */
+  def minOffset: Long = if (segments.isEmpty) 0L else segments.head.baseOffset
+
+  private var endReason: String = "valid end given when the store was opened"
+
+  /** The valid end of the log (the recovery rule, see the class comment). */
+  lazy val end: Long = knownEnd.getOrElse(findEnd())
+
+  /** Why the valid end is where it is. */
+  def endExplanation: String = { end; endReason }
+
+  // Runs before the end is known: every segment it reads may be the one the broker writes.
+  private def findEnd(): Long = {
+    val stats = ScanStats()
+    val holding =
+      segments.reverseIterator.map(seg => seg -> recordAt(seg, 0, checkCrcAtEnd, stats, finished = false)._2)
+        .find { case (_, first) => first == RecordCheck.Blank || first > 0 }
+    holding match {
+      case None =>
+        endReason = "no segment starts with a valid record: the log is empty"
+        minOffset
+      case Some((seg, RecordCheck.Blank)) =>
+        endReason = s"${seg.path} starts with a BLANK"
+        seg.endOffset
+      case Some((seg, _)) =>
+        val stop = new WalkStop
+        walk(seg, 0, seg.size, checkCrcAtEnd, stop, stats, finished = false)(_ => true)
+        if (stop.kind == WalkStop.Invalid) {
+          endReason = s"${seg.path}: first invalid record at position ${stop.position}: ${stop.reason}"
+          seg.baseOffset + stop.position
+        } else {
+          endReason = s"${seg.path} is complete"
+          seg.endOffset
+        }
+    }
+  }
+
+  /** Sealed segments lie wholly before the valid end: the broker no longer writes them, so they are mapped. */
+  def isSealed(seg: Segment): Boolean = seg.endOffset <= end
+
+  private def file(seg: Segment, finished: Boolean): RandomAccess =
+    files.getOrElseUpdate((seg.path, finished), fs.open(seg.path, finished))
+
+  /** Bytes [pos, pos + len) of a segment, clipped to the file, counted in `stats`. */
+  def read(seg: Segment, pos: Long, len: Int, stats: ScanStats, finished: Boolean): ByteBuffer = {
+    val buf = file(seg, finished).read(pos, len)
+    stats.bytesRead += buf.limit()
+    buf
+  }
+
+  private def windowCap(seg: Segment, finished: Boolean): Int =
+    if (file(seg, finished).zeroCopy) Int.MaxValue else RemoteWindow
+
+  /** The bytes of the record at `pos` (index 0 = its first byte; two reads at most) and its
+    * `RecordCheck.check` code (PHYSICALOFFSET compared with the position).
+    */
+  def recordAt(seg: Segment, pos: Long, verifyCrc: Boolean, stats: ScanStats, finished: Boolean): (ByteBuffer, Int) = {
+    var buf = read(seg, pos, ProbeBytes, stats, finished)
+    if (buf.limit() >= 8 && buf.getInt(Layout.OffMagic) == Layout.BlankMagic) return (buf, RecordCheck.Blank)
+    if (buf.limit() >= 4) {
+      val total = buf.getInt(0)
+      if (buf.limit() < total && total <= seg.size - pos) buf = read(seg, pos, total, stats, finished)
+    }
+    (buf, RecordCheck.check(buf, 0, buf.limit(), verifyCrc, seg.baseOffset + pos))
+  }
+
+  /** STORETIMESTAMP of the record at `pos` (a record start found by a walk or resync). */
+  def storeTimeAt(seg: Segment, pos: Long, stats: ScanStats): Long = {
+    val finished = isSealed(seg)
+    val head = read(seg, pos, Layout.OffSysFlag + 4, stats, finished)
+    val at = Layout.storeTimestampOffset(head.getInt(Layout.OffSysFlag))
+    read(seg, pos + at, 8, stats, finished).getLong(0)
+  }
+
+  /** Position of the first record start in [pos, hi) of a segment, -1 when there is none.
+    *
+    * The first read is `ResyncFirstWindow` bytes (a record start is usually near); a miss re-reads from
+    * `pos` with a 4x larger window up to the file's window cap, then windows slide on, overlapping by
+    * `TailSlack` so a record cut by one window is whole in the next.
+    */
+  def resync(seg: Segment, from: Long, hi: Long, stats: ScanStats): Long = {
+    val finished = isSealed(seg)
+    val cap = windowCap(seg, finished)
+    var window = math.min(ResyncFirstWindow, cap)
+    var pos = from
+    while (pos < hi) {
+      val length = math.min(math.min(seg.size - pos, hi - pos + TailSlack), window.toLong).toInt
+      val buf = read(seg, pos, length, stats, finished)
+      val lim = buf.limit()
+      val found =
+        Resync.nextRecordStart(buf, 0, math.min(hi - pos, lim.toLong).toInt, seg.baseOffset + pos, seg.endOffset)
+      if (found >= 0) return pos + found
+      if (lim == window && window < cap) window = math.min(window.toLong * 4, cap.toLong).toInt
+      else if (pos + lim >= math.min(hi, seg.size) || lim <= TailSlack) return -1
+      else pos += lim - TailSlack
+    }
+    -1
+  }
+
+  /** Valid records starting in [from, hi) of a segment, `from` being a record start; `f` returns false
+    * to stop early. Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where.
+    */
+  def walk(seg: Segment, from: Long, hi: Long, verifyCrc: Boolean, stop: WalkStop, stats: ScanStats, finished: Boolean)(
+      f: RecordView => Boolean
+  ): Unit = {
+    val view = new RecordView()
+    val cap = windowCap(seg, finished)
+    var pos = from
+    var need = 0L
+    while (pos < hi) {
+      val length = math.min(seg.size - pos, math.max(math.min(hi - pos + TailSlack, cap.toLong), need)).toInt
+      val buf = read(seg, pos, length, stats, finished)
+      val lim = buf.limit()
+      val bound = math.min(hi - pos, lim.toLong).toInt
+      val base = seg.baseOffset + pos
+      var i = 0
+      var code = 1
+      while (code > 0 && i < bound) {
+        code = RecordCheck.check(buf, i, lim, verifyCrc, base + i)
+        if (code >= Layout.MinRecordSize) {
+          stats.records += 1
+          if (!f(view.reset(buf, i, base + i))) {
+            stop.kind = WalkStop.End
+            stop.position = pos + i + code
+            return
+          }
+          i += code
+        } else if (code > 0) code = RecordCheck.TooSmall
+      }
+      if (code > 0) {
+        pos += i
+        need = 0
+      } else {
+        val cut = if (code == RecordCheck.Blank) Cut.Blank else cutByWindow(buf, i, seg.size - pos)
+        if (cut == Cut.Blank) {
+          stop.kind = WalkStop.Blank
+          stop.position = pos + i
+          return
+        }
+        if (cut > 0 && pos + lim < seg.size) {
+          pos += i
+          need = cut
+        } else {
+          stop.kind = WalkStop.Invalid
+          stop.position = pos + i
+          stop.code = code
+          stop.reason = RecordCheck.describe(buf, i, lim, verifyCrc, base + i)
+          return
+        }
+      }
+    }
+    stop.kind = WalkStop.End
+    stop.position = pos
+  }
+
+  /** Walk [lo, hi) of the log (any byte positions): per segment, resync to the first record start at
+    * or after the range start, walk, and handle an invalid record before the valid end: a
+    * StoreCorruptionException (FAILFAST) or skip the rest of its segment (PERMISSIVE).
+    */
+  def chunks(
+      start: Long,
+      end: Long,
+      verifyCrc: Boolean,
+      permissive: Boolean,
+      stats: ScanStats
+  )(f: RecordView => Boolean): Unit = {
+    val lo = math.max(start, minOffset)
+    val hi = math.min(end, this.end)
+    val it = segments.iterator
+    var going = true
+    while (going && it.hasNext) {
+      val seg = it.next()
+      val l = math.max(lo, seg.baseOffset)
+      val h = math.min(hi, seg.endOffset)
+      if (l < h) {
+        var pos = l - seg.baseOffset
+        if (pos > 0) pos = resync(seg, pos, h - seg.baseOffset, stats)
+        if (pos >= 0) {
+          val stop = new WalkStop
+          var stopped = false
+          walk(seg, pos, h - seg.baseOffset, verifyCrc, stop, stats, isSealed(seg)) { v =>
+            stopped = !f(v)
+            !stopped
+          }
+          if (stopped) going = false
+          else if (stop.kind == WalkStop.Invalid) invalid(seg, stop, permissive, stats)
+        }
+      }
+    }
+  }
+
+  private def invalid(seg: Segment, stop: WalkStop, permissive: Boolean, stats: ScanStats): Unit = {
+    val offset = seg.baseOffset + stop.position
+    if (!permissive) throw new StoreCorruptionException(seg.path, offset, s"invalid record: ${stop.reason}")
+    stats.skippedRecords += 1
+    stats.skippedBytes += seg.size - stop.position
+    if (stop.code == RecordCheck.BodyCrcMismatch) stats.crcFailures += 1
+  }
+
+  def close(): Unit = {
+    files.values.foreach(_.close())
+    files.clear()
+  }
+}
+
+private[store] object CommitLog {
+
+  /** Largest single ranged read of a segment that is not memory-mapped. */
+  final val RemoteWindow: Int = 8 << 20
+
+  /** Read this much past a range end so the range's last record usually arrives in the same request. */
+  final val TailSlack: Int = 64 << 10
+
+  /** First read of a resync: the next record start is usually within a few kilobytes. */
+  final val ResyncFirstWindow: Int = 8 << 10
+
+  /** First read at a single record: most records fit, bigger ones get a second read. */
+  final val ProbeBytes: Int = 4 << 10
+
+  private object Cut {
+    final val Blank = -2L
+    final val No = 0L
+  }
+
+  /** Whether a walk stopped at `at` only because the window ended inside the record: `Cut.Blank` for a
+    * BLANK whose size runs past the window, the bytes to re-read from `at` for a cut record, else `Cut.No`.
+    */
+  private def cutByWindow(buf: ByteBuffer, at: Int, leftInSegment: Long): Long = {
+    val leftInBuf = buf.limit() - at
+    if (leftInBuf < 8) return if (leftInSegment > leftInBuf) math.min(ProbeBytes.toLong, leftInSegment) else Cut.No
+    if (buf.getInt(at + Layout.OffMagic) == Layout.BlankMagic) return Cut.Blank
+    val total = buf.getInt(at).toLong
+    if (leftInBuf < total && total <= leftInSegment) total else Cut.No
+  }
+}

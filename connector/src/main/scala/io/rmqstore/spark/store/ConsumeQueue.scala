@@ -1,0 +1,95 @@
+package io.rmqstore.spark.store
+
+import java.nio.ByteBuffer
+
+import io.rmqstore.spark.format.ConsumeQueueUnit
+import io.rmqstore.spark.format.ConsumeQueueUnit.{Size => Unit20}
+import io.rmqstore.spark.io.StoreFileSystem
+
+/** One unit as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields (§4.1). */
+final case class QueueUnit(queueOffset: Long, phyOffset: Long, size: Int, tagsCode: Long)
+
+/** One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3), like
+  * python/rmqstore/store/consumequeue.py.
+  *
+  * Queue offset q lives at byte q*20 of the queue's own address space, in the segment named by the
+  * offset of its first byte. The valid units run to the first unit with phyOffset < 0 or size <= 0
+  * (recovery's rule); pre-blank fillers are skipped; units pointing before the commit log's min offset
+  * are gone (retention), units at or past the log's valid end are truncated by recovery, so neither is
+  * returned. The last file may still be written by the broker, so it is read by positioned reads.
+  */
+private[store] final class ConsumeQueue(
+    fs: StoreFileSystem,
+    val segments: IndexedSeq[Segment],
+    logMin: Long,
+    logMax: Long
+) {
+  private def data(seg: Segment, firstUnit: Long, count: Long): ByteBuffer = {
+    val file = fs.open(seg.path, finished = seg ne segments.last)
+    try {
+      val buf = file.read(firstUnit * Unit20, (math.max(count, 0L) * Unit20).toInt)
+      buf.limit(buf.limit() - buf.limit() % Unit20)
+      buf
+    } finally file.close()
+  }
+
+  private def firstOffset: Long = if (segments.isEmpty) 0L else segments.head.baseOffset / Unit20
+
+  /** One past the last unit that is valid and points before the log's valid end. */
+  lazy val maxOffset: Long = {
+    val found = segments.reverseIterator.map { seg =>
+      val units = data(seg, 0, seg.size / Unit20)
+      val n = units.limit() / Unit20
+      var count = 0
+      while (count < n && ConsumeQueueUnit.isValid(units, count * Unit20)) count += 1
+      var last = count - 1
+      while (
+        last >= 0 && !(ConsumeQueueUnit.phyOffset(units, last * Unit20) < logMax ||
+          ConsumeQueueUnit.isFiller(units, last * Unit20))
+      ) last -= 1
+      if (last >= 0) seg.baseOffset / Unit20 + last + 1 else -1L
+    }.find(_ >= 0)
+    found.getOrElse(firstOffset)
+  }
+
+  /** The first unit that is not a filler and points at or after the log's min offset (§4.3). */
+  lazy val minOffset: Long = {
+    val end = maxOffset
+    val found = segments.iterator.takeWhile(_.baseOffset / Unit20 < end).map { seg =>
+      val first = seg.baseOffset / Unit20
+      val units = data(seg, 0, math.min(seg.size / Unit20, end - first))
+      val n = units.limit() / Unit20
+      var i = 0
+      while (i < n && !usable(units, i * Unit20)) i += 1
+      if (i < n) first + i else -1L
+    }.find(_ >= 0)
+    found.getOrElse(end)
+  }
+
+  private def usable(units: ByteBuffer, at: Int): Boolean =
+    !ConsumeQueueUnit.isFiller(units, at) && ConsumeQueueUnit.size(units, at) > 0 &&
+      ConsumeQueueUnit.phyOffset(units, at) >= logMin
+
+  /** Units with queue offset in [start, end) ∩ [minOffset, maxOffset), in queue order; fillers, invalid
+    * units and units pointing outside the log's [min, max) are left out.
+    */
+  def units(start: Long, end: Long): Iterator[QueueUnit] = {
+    val lo = math.max(start, minOffset)
+    val hi = math.min(end, maxOffset)
+    segments.iterator
+      .filter(seg => seg.endOffset / Unit20 > lo && seg.baseOffset / Unit20 < hi)
+      .flatMap { seg =>
+        val segFirst = seg.baseOffset / Unit20
+        val from = math.max(lo, (seg.baseOffset + Unit20 - 1) / Unit20)
+        val take = math.min(hi, seg.endOffset / Unit20) - from
+        val units = data(seg, from - segFirst, take)
+        Iterator.range(0, units.limit() / Unit20).flatMap { i =>
+          val at = i * Unit20
+          val phy = ConsumeQueueUnit.phyOffset(units, at)
+          if (usable(units, at) && phy < logMax)
+            Some(QueueUnit(from + i, phy, ConsumeQueueUnit.size(units, at), ConsumeQueueUnit.tagsCode(units, at)))
+          else None
+        }
+      }
+  }
+}

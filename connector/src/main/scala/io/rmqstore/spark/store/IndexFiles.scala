@@ -1,0 +1,103 @@
+package io.rmqstore.spark.store
+
+import scala.collection.mutable
+
+import io.rmqstore.spark.format.{IndexFile, JavaHash}
+import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
+
+/** One index file and whether it can be used: `problem` says why not (None when it can). */
+final case class IndexFileInfo(
+    name: String,
+    path: String,
+    size: Long,
+    geometry: Option[(Int, Int)],
+    header: Option[IndexFile.Header],
+    problem: Option[String]
+)
+
+/** The `index/` directory: files oldest -> newest by name (§1.2, §5.7), geometry, probes; like
+  * python/rmqstore/store/index.py.
+  *
+  * Each file's geometry (hash slots S, entries N) is detected from the file unless the user gave it.
+  * A file that cannot be read as an index is listed with its `problem`; lookups then refuse to answer
+  * (IndexUnavailableException) so the caller scans instead and no row is lost. Index files are never
+  * truncated by the broker (created full size, deleted whole), so local ones are memory-mapped.
+  */
+private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, geometry: Option[(Int, Int)])
+    extends AutoCloseable {
+  import IndexFiles._
+
+  private val opened = mutable.ArrayBuffer.empty[RandomAccess]
+  private val views = mutable.HashMap.empty[String, IndexFile.View]
+
+  /** Every 17-digit file in `index/`, oldest first (the broker sorts names the same way). */
+  lazy val infos: IndexedSeq[IndexFileInfo] =
+    fs.list(directory).filter(e => !e.isDir && isIndexName(e.name)).map(e => inspect(e.name, e.path, e.size))
+
+  private def inspect(name: String, path: String, size: Long): IndexFileInfo = {
+    if (size > Int.MaxValue)
+      return IndexFileInfo(name, path, size, None, None, Some(s"$size bytes: too large for an index file"))
+    val file = fs.open(path, finished = true)
+    opened += file
+    val data = file.read(0, size.toInt)
+    def unusable(e: IllegalArgumentException, header: Option[IndexFile.Header]) =
+      IndexFileInfo(name, path, size, None, header, Some(e.getMessage))
+    try {
+      val header = IndexFile.header(data)
+      try {
+        val (slots, entries) = geometry.getOrElse(IndexFile.detectGeometry(data))
+        val view = new IndexFile.View(data, slots, entries)
+        val problem = headerProblem(header, slots, entries).orElse {
+          if (geometry.isDefined) IndexFile.geometryProblem(data, slots, entries) else None // detected ones are checked
+        }
+        if (problem.isEmpty) views(path) = view
+        IndexFileInfo(name, path, size, Some((slots, entries)), Some(header), problem)
+      } catch { case e: IllegalArgumentException => unusable(e, Some(header)) }
+    } catch { case e: IllegalArgumentException => unusable(e, None) }
+  }
+
+  def problems: Seq[String] = infos.flatMap(i => i.problem.map(p => s"${i.path}: $p"))
+
+  /** endPhyOffset of the newest file with entries: records after it are not indexed yet (§5.5, §5.7). */
+  def indexedEnd: Long =
+    infos.reverseIterator.flatMap(_.header).find(_.entryCount > 0).map(_.endPhyOffset).getOrElse(0L)
+
+  /** Hash-matching physical offsets for `topic#key` in every usable file whose header times overlap
+    * [beginMs - margin, endMs + margin], sorted and distinct; unconfirmed (hashes collide).
+    *
+    * Entry times are not compared: the index keeps 1-second times with a roll-over quirk (§5.5), so
+    * callers filter on the record's own store timestamp. Header times are real store times of the
+    * first and last entry; the margin covers a broker clock stepped back (like `Store.seekTime`).
+    */
+  def candidates(topic: String, key: String, beginMs: Long, endMs: Long): Array[Long] = {
+    val keyHash = JavaHash.indexKeyHash(IndexFile.indexKey(topic, key))
+    val lo = if (beginMs == Long.MinValue) beginMs else beginMs - Store.SeekTimeMarginMs
+    val hi = if (endMs == Long.MaxValue) endMs else endMs + Store.SeekTimeMarginMs
+    val found = infos.reverseIterator.flatMap(info => views.get(info.path)).filter { v =>
+      v.header.entryCount > 0 && v.header.endTimestamp >= lo && v.header.beginTimestamp <= hi
+    }.flatMap(_.candidates(keyHash, Long.MinValue, Long.MaxValue))
+    found.toArray.distinct.sorted
+  }
+
+  def close(): Unit = {
+    opened.foreach(_.close())
+    opened.clear()
+  }
+}
+
+private[store] object IndexFiles {
+  final val IndexDir = "index"
+
+  /** `timeMillisToHumanString`: yyyyMMddHHmmssSSS of the file's creation (§1.2). */
+  final val NameDigits = 17
+
+  def isIndexName(name: String): Boolean = name.length == NameDigits && name.forall(c => c >= '0' && c <= '9')
+
+  /** Header values that no index file with this geometry can have (§5.1, §5.2). */
+  def headerProblem(h: IndexFile.Header, hashSlots: Int, indexEntries: Int): Option[String] =
+    if (h.indexCount < 0 || h.indexCount > indexEntries) Some(s"indexCount ${h.indexCount} outside 0..$indexEntries")
+    else if (h.usedSlots < 0 || h.usedSlots > hashSlots) Some(s"hashSlotCount ${h.usedSlots} outside 0..$hashSlots")
+    else if (h.entryCount > 0 && h.beginPhyOffset > h.endPhyOffset)
+      Some(s"beginPhyOffset ${h.beginPhyOffset} > endPhyOffset ${h.endPhyOffset}")
+    else None
+}

@@ -1,0 +1,404 @@
+package io.rmqstore.spark.store
+
+import java.nio.charset.StandardCharsets.UTF_8
+
+import scala.collection.mutable
+
+import org.apache.hadoop.conf.Configuration
+
+import io.rmqstore.spark.format.{BrokerConfig, RecordCheck, RecordView}
+import io.rmqstore.spark.io.StoreFileSystem
+
+/** Where a store lives: a local path or a Hadoop URI (serializable, cheap to ship to executors). */
+final case class StoreLocation(path: String)
+
+/** One RocketMQ broker store, opened read-only (design §1, §5), like python/rmqstore/store/store.py.
+  *
+  * Never writes, locks, truncates or recovers anything. Offsets are physical commit-log offsets unless
+  * named queue offsets. Callbacks get one reused `RecordView`, valid only during the call. Not thread-safe:
+  * one Store per task.
+  */
+final class Store private (
+    val location: StoreLocation,
+    fs: StoreFileSystem,
+    val root: String,
+    indexGeometry: Option[(Int, Int)],
+    knownEnd: Option[Long],
+    checkCrcAtEnd: Boolean
+) extends AutoCloseable {
+  import Store._
+
+  if (!fs.isDir(root)) throw new StoreLayoutException(s"${location.path}: no such store directory")
+  private val commitlogDir = fs.join(root, CommitlogDir)
+  if (!fs.isDir(commitlogDir))
+    throw new StoreLayoutException(
+      s"${location.path}: commit-log directory $commitlogDir does not exist (a store root holds $CommitlogDir/)"
+    )
+  private val (segmentList, layoutProblems) = Segments.list(fs, commitlogDir)
+  private val log = new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd)
+  private val index = new IndexFiles(fs, fs.join(root, IndexFiles.IndexDir), indexGeometry)
+  private val queues = mutable.HashMap.empty[(String, Int), ConsumeQueue]
+  private val otherProblems = mutable.ArrayBuffer.empty[String]
+
+  /** Every commit-log segment file, pre-allocated ones included, by base offset. */
+  def segments: IndexedSeq[Segment] = log.segments
+
+  /** First byte of the first segment. */
+  def minOffset: Long = log.minOffset
+
+  /** The valid end of the log (recovery rules, §2.12); see `logEndReason` for why it is there. */
+  def logEnd: Long = log.end
+
+  def logEndReason: String = log.endExplanation
+
+  /** Everything odd found so far: layout, bad topic names, unusable index files. */
+  def problems: Seq[String] = layoutProblems ++ otherProblems ++ index.problems
+
+  /** Walk the records whose commitLogOffset is in [start, end) ∩ [minOffset, logEnd), in log order.
+    *
+    * `start` may be any byte: the first record start at or after it is found by resync, so ranges
+    * that tile the log yield every record exactly once. An invalid record raises
+    * StoreCorruptionException (FAILFAST) or is counted and the rest of its segment skipped (PERMISSIVE).
+    */
+  def scan(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Unit): ScanStats = {
+    val stats = ScanStats()
+    log.chunks(start, end, verifyCrc, permissive, stats) { v => f(v); true }
+    stats
+  }
+
+  /** The first record start at or after `offset` (a segment start after a segment's BLANK), `logEnd` if none. */
+  def resync(offset: Long): Long = {
+    val stats = ScanStats()
+    val end = logEnd
+    val from = math.max(offset, minOffset)
+    val starts = segments.iterator.filter(seg => seg.endOffset > from && seg.baseOffset < end).map { seg =>
+      val pos = math.max(from - seg.baseOffset, 0L)
+      val hi = math.min(end, seg.endOffset) - seg.baseOffset
+      val found = if (pos == 0) 0L else log.resync(seg, pos, hi, stats)
+      val isRecord =
+        found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0
+      if (isRecord) seg.baseOffset + found else -1L
+    }
+    starts.find(_ >= 0).getOrElse(end)
+  }
+
+  /** Byte ranges of at most `maxBytes` covering [minOffset, logEnd), never crossing segments.
+    *
+    * Scanning each range with `scan(a, b)` yields every record exactly once: a range owns the records
+    * whose start is in it (alignment happens at read time by resync).
+    */
+  def splitRanges(maxBytes: Long): Seq[(Long, Long)] = {
+    if (maxBytes <= 0) throw new IllegalArgumentException(s"maxBytes must be positive, got $maxBytes")
+    val end = logEnd
+    segments.flatMap { seg =>
+      val lo = math.max(minOffset, seg.baseOffset)
+      val hi = math.min(end, seg.endOffset)
+      if (lo >= hi) Nil
+      else {
+        val pieces = (hi - lo + maxBytes - 1) / maxBytes
+        val bounds = (0L until pieces).map(i => lo + ((BigInt(hi - lo) * i) / pieces).toLong) :+ hi
+        bounds.zip(bounds.tail)
+      }
+    }
+  }
+
+  /** The records starting at the given physical offsets, ascending, each offset once.
+    *
+    * Offsets outside [minOffset, logEnd) hold no record and are left out. With `strict`, an offset inside
+    * that range that is not a valid record start (checked like §2.12 plus PHYSICALOFFSET == offset) raises
+    * StoreCorruptionException (FAILFAST) or is counted (PERMISSIVE); without it such offsets are simply
+    * left out (index candidates, user-typed offsets).
+    */
+  def readAt(offsets: Array[Long], verifyCrc: Boolean, permissive: Boolean, strict: Boolean = true)(
+      f: RecordView => Unit
+  ): ScanStats = {
+    val stats = ScanStats()
+    val end = logEnd
+    val wanted = offsets.filter(o => o >= minOffset && o < end).distinct.sorted
+    val view = new RecordView()
+    var i = 0
+    while (i < wanted.length) {
+      Segments.find(segments, wanted(i)) match {
+        case None => i += 1
+        case Some(seg) =>
+          var j = i + 1
+          while (j < wanted.length && wanted(j) < seg.endOffset && wanted(j) - wanted(j - 1) < ReadRunGap) j += 1
+          readRun(seg, wanted.slice(i, j), verifyCrc, permissive, strict, stats, view, f)
+          i = j
+      }
+    }
+    stats
+  }
+
+  // One window over a run of offsets of one segment; records cut by the window get a longer read.
+  private def readRun(
+      seg: Segment,
+      run: Array[Long],
+      verifyCrc: Boolean,
+      permissive: Boolean,
+      strict: Boolean,
+      stats: ScanStats,
+      view: RecordView,
+      f: RecordView => Unit
+  ): Unit = {
+    val finished = log.isSealed(seg)
+    val first = run.head - seg.baseOffset
+    var length = math.min(run.last - run.head + ProbeBytes, seg.size - first)
+    var done = false
+    while (!done) {
+      val buf = log.read(seg, first, length.toInt, stats, finished)
+      val lim = buf.limit()
+      var longest = length
+      val good = mutable.ArrayBuilder.make[Int]
+      for (offset <- run) {
+        val pos = (offset - seg.baseOffset - first).toInt
+        val code = RecordCheck.check(buf, pos, lim, verifyCrc, offset)
+        if (code > 0) good += pos
+        else {
+          val total = if (lim - pos >= 4) buf.getInt(pos).toLong else Long.MaxValue
+          if (first + lim < seg.size && lim - pos < total && total <= seg.size - first - pos)
+            longest = math.max(longest, pos + total)
+          else if (strict) {
+            val reason =
+              if (code == RecordCheck.Blank) "BLANK record" else RecordCheck.describe(buf, pos, lim, verifyCrc, offset)
+            if (!permissive) throw new StoreCorruptionException(seg.path, offset, s"no valid record: $reason")
+            stats.skippedRecords += 1
+            if (code == RecordCheck.BodyCrcMismatch) stats.crcFailures += 1
+          }
+        }
+      }
+      if (longest == length) {
+        for (pos <- good.result()) {
+          stats.records += 1
+          f(view.reset(buf, pos, seg.baseOffset + first + pos))
+        }
+        done = true
+      } else length = longest
+    }
+  }
+
+  // ---- index ----------------------------------------------------------------------------------
+
+  /** Index files oldest first, each with its geometry, header and problem. */
+  def indexFiles: Seq[IndexFileInfo] = index.infos
+
+  /** endPhyOffset of the newest index file with entries: records after it are not indexed yet. */
+  def indexedEnd: Long = index.indexedEnd
+
+  /** Hash candidates for `topic#key` in every index file (§5.6), header-time pruned to [beginMs, endMs]
+    * (with `SeekTimeMarginMs`), sorted and distinct; unconfirmed (check topic, KEYS/UNIQ_KEY and store
+    * time on the record). Records after `indexedEnd` and ROLLBACK records are not indexed. Throws
+    * IndexUnavailableException when an index file is unusable (scan instead).
+    */
+  def indexCandidates(topic: String, key: String, beginMs: Long, endMs: Long): Array[Long] = {
+    val bad = index.problems
+    if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
+    index.candidates(topic, key, beginMs, endMs)
+  }
+
+  // ---- consume queues -------------------------------------------------------------------------
+
+  private def consumequeueDir: String = fs.join(root, ConsumequeueDir)
+
+  /** Topics with a consume-queue directory or an entry in topics.json, sorted; names that cannot be a
+    * directory inside the store are left out and reported in `problems`.
+    */
+  def topics: Seq[String] = {
+    val names = fs.list(consumequeueDir).filter(_.isDir).map(_.name).toSet ++
+      configDocument(TopicsFile).map(BrokerConfig.topicNames).getOrElse(Nil)
+    names.toSeq.sorted.filter { name =>
+      Segments.topicDirProblem(name) match {
+        case None => true
+        case Some(p) =>
+          val note = s"topic '$name' skipped: $p"
+          if (!otherProblems.contains(note)) otherProblems += note
+          false
+      }
+    }
+  }
+
+  /** Queue ids that have a directory under `consumequeue/<topic>/`, sorted. */
+  def queueIds(topic: String): Seq[Int] =
+    fs.list(fs.join(consumequeueDir, Segments.checkTopicDirName(topic)))
+      .filter(e => e.isDir && e.name.nonEmpty && e.name.forall(c => c >= '0' && c <= '9'))
+      .flatMap(e => e.name.toIntOption)
+      .sorted
+
+  private def queue(topic: String, queueId: Int): ConsumeQueue = {
+    Segments.checkTopicDirName(topic)
+    if (queueId < 0) throw new IllegalArgumentException(s"queue id must be >= 0, got $queueId")
+    queues.getOrElseUpdate(
+      (topic, queueId), {
+        val (segs, found) = Segments.list(fs, fs.join(consumequeueDir, topic, queueId.toString))
+        otherProblems ++= found
+        new ConsumeQueue(fs, segs, minOffset, logEnd)
+      }
+    )
+  }
+
+  /** (min, max) queue offsets of (topic, queueId): fillers and units outside the log skipped (§4.3). */
+  def queueRange(topic: String, queueId: Int): (Long, Long) = {
+    val q = queue(topic, queueId)
+    (q.minOffset, q.maxOffset)
+  }
+
+  /** Units with queue offset in [fromQueueOffset, toQueueOffset) ∩ `queueRange`:
+    * (queueOffset, physical offset, size, tagsCode).
+    */
+  def queueUnits(
+      topic: String,
+      queueId: Int,
+      fromQueueOffset: Long,
+      toQueueOffset: Long
+  ): Iterator[(Long, Long, Int, Long)] =
+    queue(topic, queueId).units(fromQueueOffset, toQueueOffset).map(u =>
+      (u.queueOffset, u.phyOffset, u.size, u.tagsCode)
+    )
+
+  // ---- time -----------------------------------------------------------------------------------
+
+  /** Physical offset of the first record with storeTimestamp >= ms (`logEnd` if none).
+    *
+    * STORETIMESTAMP never decreases in log order unless the broker's clock steps back. Binary search
+    * (segments by their first record's store time, then bisection inside the segment with resync) looks
+    * for `ms - SeekTimeMarginMs`, then walks forward to the first record >= ms.
+    */
+  def seekTime(ms: Long): Long = {
+    var start = seekBefore(ms - SeekTimeMarginMs)
+    val end = logEnd
+    var window = SeekFirstWindow
+    val stats = ScanStats()
+    var found = -1L
+    while (found < 0 && start < end) {
+      val stop = math.min(start + window, end)
+      log.chunks(start, stop, verifyCrc = false, permissive = true, stats) { v =>
+        if (v.storeTimestampMs >= ms) found = v.physicalOffset
+        found < 0
+      }
+      start = stop
+      window *= 2
+    }
+    if (found >= 0) found else end
+  }
+
+  private def seekBefore(targetMs: Long): Long = {
+    val stats = ScanStats()
+    val end = logEnd
+    val segs = segments.filter(s => minOffset <= s.baseOffset && s.baseOffset < end)
+    def firstTime(seg: Segment): Option[Long] =
+      if (log.recordAt(seg, 0, verifyCrc = false, stats, log.isSealed(seg))._2 > 0) Some(log.storeTimeAt(seg, 0, stats))
+      else None
+    var lo = 0
+    var hi = segs.length
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (firstTime(segs(mid)).exists(_ >= targetMs)) hi = mid else lo = mid + 1
+    }
+    if (lo == 0) return minOffset
+    val seg = segs(lo - 1)
+    if (firstTime(seg).isEmpty) return seg.baseOffset
+    var low = 0L
+    var high = math.min(seg.size, end - seg.baseOffset)
+    while (high - low > ProbeBytes) {
+      val mid = (low + high) / 2
+      val found = log.resync(seg, mid, high, stats)
+      if (found < 0) high = mid
+      else if (log.storeTimeAt(seg, found, stats) < targetMs) low = found
+      else high = found
+    }
+    seg.baseOffset + low
+  }
+
+  // ---- metadata -------------------------------------------------------------------------------
+
+  /** (topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback). */
+  def consumerOffsets: Map[(String, String), Map[Int, Long]] =
+    configDocument(ConsumerOffsetFile).map { doc =>
+      try BrokerConfig.consumerOffsets(doc)
+      catch {
+        case e: IllegalArgumentException =>
+          throw new StoreCorruptionException(fs.join(root, ConfigDir, ConsumerOffsetFile), 0, e.getMessage)
+      }
+    }.getOrElse(Map.empty)
+
+  /** The parsed `config/<name>`, else its `.bak` (like `ConfigManager.load`); None when neither exists
+    * or both are empty. StoreCorruptionException naming both files when what exists cannot be parsed.
+    */
+  private def configDocument(name: String): Option[com.fasterxml.jackson.databind.JsonNode] = {
+    val dir = fs.join(root, ConfigDir)
+    val texts = Seq(fs.join(dir, name), fs.join(dir, name + BackupSuffix))
+      .filter(path => fs.info(path).exists(!_.isDir))
+      .map(path => path -> new String(fs.readAll(path), UTF_8))
+      .filter(_._2.trim.nonEmpty)
+    val parsed = texts.map { case (path, text) =>
+      try Right(BrokerConfig.parseFastjson(text))
+      catch { case e: IllegalArgumentException => Left(s"$path: ${e.getMessage}") }
+    }
+    parsed.collectFirst { case Right(doc) => doc }.orElse {
+      val failures = parsed.collect { case Left(failure) => failure }
+      if (failures.nonEmpty)
+        throw new StoreCorruptionException(fs.join(dir, name), 0, "unparseable: " + failures.mkString("; "))
+      None
+    }
+  }
+
+  /** Release open files (maps go with their last reference). */
+  def close(): Unit = {
+    log.close()
+    index.close()
+    fs.close()
+  }
+}
+
+object Store {
+  final val CommitlogDir = "commitlog"
+  final val ConsumequeueDir = "consumequeue"
+  final val ConfigDir = "config"
+  final val ConsumerOffsetFile = "consumerOffset.json"
+  final val TopicsFile = "topics.json"
+  final val BackupSuffix = ".bak"
+
+  /** `seekTime` searches this much earlier than asked and walks forward (broker clock steps). */
+  final val SeekTimeMarginMs = 5000L
+
+  /** `seekTime` walks forward through ranges of this size, doubling each time. */
+  final val SeekFirstWindow = 64L << 10
+
+  /** `readAt` reads records closer than this in one request. */
+  final val ReadRunGap = 64L << 10
+
+  private final val ProbeBytes = CommitLog.ProbeBytes
+
+  /** Open a store read-only.
+    *
+    * `location`: the store root (`storePathRootDir`), a local path or a Hadoop URI (read with
+    * `hadoopConf`, which may be null for local paths). `indexGeometry`: (maxHashSlotNum, maxIndexNum)
+    * from broker.conf, detected per file if None. `knownEnd`: a valid end found earlier (the driver's
+    * snapshot of a live log), so executors do not walk the active segment again. `checkCrcAtEnd`: check
+    * BODYCRC while finding the valid end, like `checkCRCOnRecover`.
+    */
+  def open(
+      location: StoreLocation,
+      hadoopConf: Configuration,
+      indexGeometry: Option[(Int, Int)],
+      knownEnd: Option[Long] = None,
+      checkCrcAtEnd: Boolean = true
+  ): Store = {
+    indexGeometry.foreach { case (s, n) =>
+      if (s <= 0 || n <= 0)
+        throw new IllegalArgumentException(s"index geometry must be (hash slots, index entries) > 0: ($s, $n)")
+    }
+    val (fs, root) = StoreFileSystem.resolve(location.path, hadoopConf)
+    on(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
+  }
+
+  /** A store at `root` of a given file system (`open` resolves both from the location). */
+  private[store] def on(
+      location: StoreLocation,
+      fs: StoreFileSystem,
+      root: String,
+      indexGeometry: Option[(Int, Int)],
+      knownEnd: Option[Long],
+      checkCrcAtEnd: Boolean
+  ): Store = new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
+}

@@ -1,0 +1,197 @@
+package io.rmqstore.spark.store
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.Base64
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.rmqstore.spark.format.{Layout, MsgId, Properties}
+
+/** The format/io/store layers against stores written by real RocketMQ and RocketMQ's own answers. */
+class ConformanceSuite extends AnyFunSuite {
+  import Oracle._
+
+  test("fixtures are present") {
+    assert(main.size >= 4 && crash.size >= 2, s"fixtures: $main $crash")
+  }
+
+  for (name <- Oracle.main) {
+    test(s"$name: every record matches MessageDecoder field by field") {
+      val expected = records(name)
+      val seen = mutable.ArrayBuffer.empty[Long]
+      val spans = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
+      val ascii = new Array[Byte](64)
+      val store = open(name)
+      try {
+        val stats = store.scan(Long.MinValue, Long.MaxValue, verifyCrc = true, permissive = false) { v =>
+          val i = seen.length
+          assert(i < expected.length, s"more records than RocketMQ: ${v.physicalOffset}")
+          val r = expected(i)
+          val at = s"record at ${r.get("commitLogOffset").asLong}"
+          seen += v.physicalOffset
+          assert(v.physicalOffset == r.get("commitLogOffset").asLong, at)
+          assert(v.topic == r.get("topic").asText, at)
+          assert(v.magic == (if (r.get("magic").asInt == 2) Layout.MagicV2 else Layout.MagicV1), at)
+          assert(v.queueId == r.get("queueId").asInt, at)
+          assert(v.queueOffset == r.get("queueOffset").asLong, at)
+          assert(v.totalSize == r.get("storeSize").asInt, at)
+          assert(v.msgId == r.get("msgId").asText, at)
+          assert(v.uniqKey == text(r, "uniqKey"), at)
+          assert(v.key == text(r, "key"), at)
+          val tokens = Option(text(r, "key")).map(_.split(" ").filter(_.nonEmpty).toSeq)
+          assert(Option(v.keys).map(_.toSeq) == tokens, at)
+          assert(v.tags == text(r, "tags"), at)
+          assert(v.body(decompress = true).sameElements(Base64.getDecoder.decode(r.get("body").asText)), at)
+          assert(v.bodyLength == r.get("storedBodyLength").asInt, at)
+          assert(v.storedBody.length == r.get("storedBodyLength").asInt, at)
+          assert(v.bodyCrc == r.get("bodyCrc").asInt, at)
+          assert(v.flag == r.get("flag").asInt, at)
+          assert(v.sysFlag == r.get("sysFlag").asInt, at)
+          assert(v.bornTimestampMs == r.get("bornTimestamp").asLong, at)
+          assert(v.storeTimestampMs == r.get("storeTimestamp").asLong, at)
+          assert(host(v.bornHost) == host(r.get("bornHost").asText), at)
+          assert(host(v.storeHost) == host(r.get("storeHost").asText), at)
+          assert(v.reconsumeTimes == r.get("reconsumeTimes").asInt, at)
+          assert(v.preparedTransactionOffset == r.get("preparedTransactionOffset").asLong, at)
+          assert(v.properties.asScala.toMap == stringMap(r.get("properties")), at)
+          // The byte-level accessors a columnar reader uses say the same.
+          val n = v.propertySpans(spans)
+          def span(i: Int, k: Int) = Properties.text(v.buffer, spans(4 * i + k), spans(4 * i + k + 1))
+          val bytes = (0 until n).map(i => span(i, 0) -> span(i, 2))
+          assert(bytes.toMap == stringMap(r.get("properties")) && bytes.size == n, at)
+          val k = v.keyTokenSpans(spans)
+          assert(
+            (if (k < 0) None
+             else Some((0 until k).map(i => Properties.text(v.buffer, spans(2 * i), spans(2 * i + 1))))) == tokens,
+            at
+          )
+          assert(new String(ascii, 0, v.msgIdBytes(ascii, 0), UTF_8) == r.get("msgId").asText, at)
+          assert(new String(ascii, 0, v.storeHostBytes(ascii, 0), UTF_8) == v.storeHost, at)
+          assert(new String(ascii, 0, v.bornHostBytes(ascii, 0), UTF_8) == v.bornHost, at)
+        }
+        assert(seen.toSeq == expected.map(_.get("commitLogOffset").asLong))
+        assert(stats.records == expected.length && stats.skippedRecords == 0)
+      } finally store.close()
+    }
+
+    test(s"$name: log bounds match recovery, blanks end segments") {
+      val oracle = all(name)
+      val store = open(name)
+      try {
+        assert(store.minOffset == oracle.get("minPhyOffset").asLong)
+        assert(store.logEnd == oracle.get("recoveredMaxPhyOffset").asLong)
+        assert(store.logEnd == oracle.get("maxPhyOffset").asLong)
+        val blanks = oracle.get("blanks").asScala.map(b => b.get("offset").asLong -> b.get("size").asInt)
+        for ((offset, size) <- blanks) {
+          val seg = Segments.find(store.segments, offset).get
+          assert(offset + size == seg.endOffset, s"BLANK at $offset")
+          assert(store.resync(offset) == seg.endOffset, s"resync at the BLANK $offset")
+        }
+      } finally store.close()
+    }
+
+    test(s"$name: index candidates, confirmed, answer every key and uniqKey query like RocketMQ") {
+      val store = open(name)
+      try {
+        assert(store.problems.isEmpty, store.problems)
+        for (q <- all(name).get("queries").asScala) {
+          val (kind, topic, key) = (q.get("kind").asText, q.get("topic").asText, q.get("key").asText)
+          val label = s"$kind $topic#$key"
+          val candidates = store.indexCandidates(topic, key, Long.MinValue, Long.MaxValue)
+          // queryMessage with the cap raised returns every hash candidate, collisions included.
+          assert(candidates.toSet == longs(q.get("queryMessageAll")).toSet, label)
+          val found = mutable.SortedSet.empty[Long]
+          def confirm(v: io.rmqstore.spark.format.RecordView): Unit =
+            if (v.topic == topic && (if (kind == "key") Option(v.keys).exists(_.contains(key)) else v.uniqKey == key))
+              found += v.physicalOffset
+          store.readAt(candidates, verifyCrc = false, permissive = true, strict = false)(confirm)
+          store.scan(store.indexedEnd, store.logEnd, verifyCrc = false, permissive = true)(confirm)
+          assert(found.toSeq == longs(q.get("matchesAll")).distinct.sorted, label)
+          val answered = longs(q.get("queryMessage")).toSet & longs(q.get("matchesAll")).toSet
+          if (q.get("capped").asBoolean) assert(answered.subsetOf(found), label)
+          else assert(found == answered, label)
+        }
+      } finally store.close()
+    }
+
+    test(s"$name: msgId lookups match lookMessageByOffset") {
+      val store = open(name)
+      try {
+        for (q <- all(name).get("msgIdQueries").asScala) {
+          val id = q.get("msgId").asText
+          val expected = if (q.path("found").asBoolean(false)) Seq(q.get("offset").asLong) else Nil
+          val found = MsgId.decode(id).toSeq.flatMap { case (host, offset) =>
+            val hits = mutable.ArrayBuffer.empty[Long]
+            store.readAt(Array(offset), verifyCrc = false, permissive = true, strict = false) { v =>
+              if (v.storeHost == host) hits += v.physicalOffset
+            }
+            hits
+          }
+          assert(found == expected, id)
+        }
+      } finally store.close()
+    }
+
+    test(s"$name: queue ranges match getMin/MaxOffsetInQueue, units point at their records") {
+      val store = open(name)
+      try {
+        for (q <- all(name).get("queues").asScala) {
+          val (topic, qid) = (q.get("topic").asText, q.get("queueId").asInt)
+          assert(store.topics.contains(topic), topic)
+          assert(store.queueIds(topic).contains(qid), s"$topic/$qid")
+          assert(store.queueRange(topic, qid) == (q.get("minOffset").asLong, q.get("maxOffset").asLong), s"$topic/$qid")
+        }
+        val byOffset = records(name).map(r => r.get("commitLogOffset").asLong -> r).toMap
+        for (topic <- store.topics; qid <- store.queueIds(topic)) {
+          val (lo, hi) = store.queueRange(topic, qid)
+          val units = store.queueUnits(topic, qid, lo, hi).toSeq
+          for ((queueOffset, phy, size, _) <- units) {
+            val r = byOffset(phy)
+            assert(r.get("topic").asText == topic && r.get("queueId").asInt == qid, s"$topic/$qid@$queueOffset")
+            assert(r.get("storeSize").asInt == size, s"$topic/$qid@$queueOffset")
+          }
+        }
+      } finally store.close()
+    }
+
+    test(s"$name: consumer offsets match the persisted JSON") {
+      val expected = all(name).get("consumerOffsets").fields.asScala.map { e =>
+        val at = e.getKey.indexOf('@')
+        (e.getKey.substring(0, at), e.getKey.substring(at + 1)) -> e.getValue.fields.asScala.map(q =>
+          q.getKey.toInt -> q.getValue.asLong
+        ).toMap
+      }.toMap
+      val store = open(name)
+      try assert(store.consumerOffsets == expected)
+      finally store.close()
+    }
+
+    test(s"$name: index geometry is detected from the files") {
+      val store = open(name, detect = true)
+      try {
+        assert(store.indexFiles.nonEmpty)
+        for (info <- store.indexFiles) {
+          assert(info.problem.isEmpty, info)
+          assert(info.geometry.contains(geometry(name)), info)
+        }
+      } finally store.close()
+    }
+  }
+
+  for (name <- Oracle.crash) {
+    test(s"$name: crash copy reads to RocketMQ's recovered end") {
+      val oracle = all(name)
+      val store = open(name)
+      try {
+        assert(store.logEnd == oracle.get("recoveredMaxPhyOffset").asLong)
+        assert(store.logEnd == oracle.get("tornRecordOffset").asLong)
+        val offsets = mutable.ArrayBuffer.empty[Long]
+        store.scan(Long.MinValue, Long.MaxValue, verifyCrc = true, permissive = false)(v => offsets += v.physicalOffset)
+        assert(offsets.toSeq == records(name).map(_.get("commitLogOffset").asLong))
+      } finally store.close()
+    }
+  }
+}

@@ -1,0 +1,59 @@
+package io.rmqstore.spark.store
+
+import java.net.InetAddress
+import java.nio.file.{Files, Path, Paths}
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+/** RocketMQ's answers about the conformance fixtures (tests/conformance/fixtures/NAME/oracle.json),
+  * the Scala twin of tests/conformance/oracle.py (fields: tests/conformance/README.md).
+  */
+object Oracle {
+  val FixturesDir: Path = Paths.get("tests/conformance/fixtures")
+  private val mapper = new ObjectMapper()
+
+  lazy val all: Map[String, JsonNode] =
+    Files.list(FixturesDir).iterator.asScala.toSeq.filter(p => Files.isRegularFile(p.resolve("oracle.json"))).map { p =>
+      p.getFileName.toString -> mapper.readTree(p.resolve("oracle.json").toFile)
+    }.toMap
+
+  /** Fixtures with their own records and queries. */
+  lazy val main: Seq[String] = all.keys.filter(n => !all(n).has("recordsFrom")).toSeq.sorted
+
+  /** Copies of a running store with a torn last record. */
+  lazy val crash: Seq[String] = all.keys.filter(n => all(n).has("recordsFrom")).toSeq.sorted
+
+  def storeDir(name: String): String = FixturesDir.resolve(name).resolve("store").toAbsolutePath.toString
+
+  def geometry(name: String): (Int, Int) = {
+    val config = all(name).get("config")
+    (config.get("maxHashSlotNum").asInt, config.get("maxIndexNum").asInt)
+  }
+
+  def open(name: String, detect: Boolean = false): Store =
+    Store.open(StoreLocation(storeDir(name)), null, if (detect) None else Some(geometry(name)))
+
+  /** Every record a reader must return in log order; a crash copy's stop at RocketMQ's recovered end. */
+  def records(name: String): Seq[JsonNode] = {
+    val oracle = all(name)
+    if (!oracle.has("recordsFrom")) oracle.get("records").asScala.toSeq
+    else {
+      val end = oracle.get("recoveredMaxPhyOffset").asLong
+      all(oracle.get("recordsFrom").asText).get("records").asScala.toSeq.filter(_.get("commitLogOffset").asLong < end)
+    }
+  }
+
+  /** 'ip:port' or '[v6]:port' as a comparable (address, port); Java prints IPv6 uncompressed. */
+  def host(text: String): (InetAddress, Int) = {
+    val at = text.lastIndexOf(':')
+    (InetAddress.getByName(text.substring(0, at).stripPrefix("[").stripSuffix("]")), text.substring(at + 1).toInt)
+  }
+
+  def text(node: JsonNode, field: String): String = if (node.get(field).isNull) null else node.get(field).asText
+
+  def longs(node: JsonNode): Seq[Long] = node.asScala.map(_.asLong).toSeq
+
+  def stringMap(node: JsonNode): Map[String, String] = node.fields.asScala.map(e => e.getKey -> e.getValue.asText).toMap
+}

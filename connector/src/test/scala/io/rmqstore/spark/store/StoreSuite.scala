@@ -1,0 +1,272 @@
+package io.rmqstore.spark.store
+
+import java.nio.ByteBuffer
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{Files, Path}
+
+import scala.collection.mutable
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.rmqstore.spark.format.Encode
+import io.rmqstore.spark.format.Encode.{blank, properties, record}
+
+/** Store behaviour on synthetic stores: valid end, damage in FAILFAST/PERMISSIVE, resync and range
+  * splitting, offset reads, time seeks, windows over a segment being written, config files.
+  */
+class StoreSuite extends AnyFunSuite {
+
+  /** Writes commit-log segments of `segSize` bytes holding `count` records (BLANK-ended like a broker),
+    * store times 1000 ms apart; returns (store root, record offsets).
+    */
+  private def writeStore(count: Int, segSize: Int, bodySize: Int = 100, pad: Boolean = true): (Path, Seq[Long]) = {
+    val root = Files.createTempDirectory("rmqstore-store-suite")
+    val dir = Files.createDirectories(root.resolve("commitlog"))
+    val offsets = mutable.ArrayBuffer.empty[Long]
+    var segBase = 0L
+    var seg = ByteBuffer.allocate(segSize)
+    def flush(): Unit = {
+      val bytes = if (pad) seg.array else seg.array.take(seg.position())
+      Files.write(dir.resolve(f"$segBase%020d"), bytes)
+    }
+    for (i <- 0 until count) {
+      def rec(phy: Long) = record(
+        body = Array.fill[Byte](bodySize)(i.toByte),
+        phy = phy,
+        queueOffset = i,
+        props = properties("KEYS" -> s"k$i", "TAGS" -> "t"),
+        storeTs = 1700000000000L + 1000L * i
+      )
+      if (rec(0).length + 8 > seg.remaining) {
+        seg.put(blank(seg.remaining))
+        flush()
+        segBase += segSize
+        seg = ByteBuffer.allocate(segSize)
+      }
+      val r = rec(segBase + seg.position())
+      offsets += segBase + seg.position()
+      seg.put(r)
+    }
+    flush()
+    (root, offsets.toSeq)
+  }
+
+  private def open(root: Path, end: Option[Long] = None) = Store.open(StoreLocation(root.toString), null, None, end)
+
+  private def all(store: Store, permissive: Boolean = false): (Seq[Long], ScanStats) = {
+    val seen = mutable.ArrayBuffer.empty[Long]
+    val stats = store.scan(Long.MinValue, Long.MaxValue, verifyCrc = false, permissive)(v => seen += v.physicalOffset)
+    (seen.toSeq, stats)
+  }
+
+  private def corrupt(root: Path, offset: Long, segSize: Int, bytes: Array[Byte]): Path = {
+    val path = root.resolve("commitlog").resolve(f"${offset / segSize * segSize}%020d")
+    val data = Files.readAllBytes(path)
+    System.arraycopy(bytes, 0, data, (offset % segSize).toInt, bytes.length)
+    Files.write(path, data)
+    path
+  }
+
+  test("scan reads every record across BLANK-ended segments; a pre-allocated segment does not move the end") {
+    val (root, offsets) = writeStore(60, 4096)
+    val last = offsets.last / 4096 * 4096
+    Files.write(root.resolve("commitlog").resolve(f"${last + 4096}%020d"), new Array[Byte](4096))
+    val store = open(root)
+    try {
+      assert(all(store)._1 == offsets)
+      val lastSize = record(body = new Array[Byte](100), props = properties("KEYS" -> "k59", "TAGS" -> "t")).length
+      assert(store.logEnd == offsets.last + lastSize)
+      assert(store.logEndReason.contains("first invalid record at position"))
+    } finally store.close()
+  }
+
+  test("a torn last record ends the log (not an error); a damaged older segment is FAILFAST / PERMISSIVE") {
+    val (root, offsets) = writeStore(60, 4096)
+    corrupt(root, offsets.last + 100, 4096, new Array[Byte](20)) // torn tail: its body is zeroed (CRC)
+    val bad = offsets(5)
+    val path = corrupt(root, bad, 4096, Array[Byte](0, 0, 0, 7))
+    val store = open(root)
+    try {
+      assert(store.logEnd == offsets.last)
+      val e = intercept[StoreCorruptionException](all(store))
+      assert(e.file == path.toString && e.offset == bad)
+      assert(e.getMessage == s"$path: at physical offset $bad: invalid record: " +
+        s"BODYLENGTH 100 at position ${bad + 84} exceeds TOTALSIZE 7")
+      val (seen, stats) = all(store, permissive = true)
+      val nextSegment = 4096L
+      assert(seen == offsets.filter(o => o < bad || (o >= nextSegment && o < offsets.last)))
+      assert(stats.skippedRecords == 1 && stats.skippedBytes == 4096 - bad)
+    } finally store.close()
+  }
+
+  test("a record below the 91-byte minimum is invalid for the walk (PHYSICALOFFSET and lengths consistent)") {
+    val (root, offsets) = writeStore(10, 4096)
+    val tiny = record(body = Array.emptyByteArray, props = Array.emptyByteArray, topic = "", phy = offsets(4))
+    java.nio.ByteBuffer.wrap(tiny).putInt(0, 90).putInt(84, -1)
+    corrupt(root, offsets(4), 4096, tiny)
+    val store = open(root)
+    try {
+      assert(store.logEnd == offsets(4))
+      assert(store.logEndReason.endsWith(s"fails the structural checks (TOTALSIZE 90)"))
+    } finally store.close()
+  }
+
+  test("verifyCrc finds a damaged body; PERMISSIVE counts it as a CRC failure") {
+    val (root, offsets) = writeStore(30, 4096)
+    corrupt(root, offsets(3) + 120, 4096, Array[Byte](42))
+    val store = open(root)
+    try {
+      assert(all(store)._1 == offsets) // no CRC check: the record is structurally fine
+      val e =
+        intercept[StoreCorruptionException](store.scan(0, Long.MaxValue, verifyCrc = true, permissive = false)(_ => ()))
+      assert(
+        e.offset == offsets(3) && e.reason.startsWith(s"invalid record: BODYCRC mismatch at position ${offsets(3)}")
+      )
+      val stats = store.scan(0, Long.MaxValue, verifyCrc = true, permissive = true)(_ => ())
+      assert(stats.crcFailures == 1 && stats.skippedRecords == 1)
+    } finally store.close()
+  }
+
+  test("splitRanges tile the log: scanning each range yields every record exactly once") {
+    val (root, offsets) = writeStore(200, 8192)
+    val store = open(root)
+    try {
+      for (maxBytes <- Seq(1L, 97L, 1000L, 5000L, 1L << 30)) {
+        val ranges = store.splitRanges(maxBytes)
+        assert(ranges.head._1 == 0 && ranges.last._2 == store.logEnd)
+        assert(ranges.forall { case (a, b) =>
+          b - a <= maxBytes && Segments.find(store.segments, a) == Segments.find(store.segments, b - 1)
+        })
+        val seen = ranges.flatMap { case (a, b) =>
+          val got = mutable.ArrayBuffer.empty[Long]
+          store.scan(a, b, verifyCrc = false, permissive = false)(v => got += v.physicalOffset)
+          got
+        }
+        assert(seen == offsets, maxBytes)
+      }
+      assert(intercept[IllegalArgumentException](store.splitRanges(0)).getMessage == "maxBytes must be positive, got 0")
+    } finally store.close()
+  }
+
+  test("resync: the next record start at or after any byte") {
+    val (root, offsets) = writeStore(40, 4096)
+    val store = open(root)
+    try {
+      for (o <- offsets) {
+        assert(store.resync(o) == o)
+        val next = offsets.find(_ > o + 1).getOrElse(store.logEnd)
+        assert(store.resync(o + 1) == next, o)
+      }
+      assert(store.resync(store.logEnd) == store.logEnd)
+    } finally store.close()
+  }
+
+  test("readAt: records at given offsets; a non-record offset is corruption unless not strict") {
+    val (root, offsets) = writeStore(40, 4096)
+    val store = open(root)
+    try {
+      val wanted = Array(offsets(7), offsets(3), offsets(30), offsets(3), -1L, 1L << 40)
+      val got = mutable.ArrayBuffer.empty[(Long, Long)]
+      val stats =
+        store.readAt(wanted, verifyCrc = true, permissive = false)(v => got += ((v.physicalOffset, v.queueOffset)))
+      assert(got.toSeq == Seq(3, 7, 30).map(i => (offsets(i), i.toLong)) && stats.records == 3)
+      val inside = offsets(3) + 1
+      val e =
+        intercept[StoreCorruptionException](store.readAt(Array(inside), verifyCrc = false, permissive = false)(_ => ()))
+      assert(e.offset == inside && e.reason.startsWith("no valid record: "))
+      assert(store.readAt(Array(inside), verifyCrc = false, permissive = true)(_ => ()).skippedRecords == 1)
+      assert(store.readAt(Array(inside), verifyCrc = false, permissive = false, strict = false)(_ => ()).records == 0)
+    } finally store.close()
+  }
+
+  test("seekTime: the first record at or after a time") {
+    val (root, offsets) = writeStore(300, 8192)
+    val store = open(root)
+    try {
+      assert(store.seekTime(0) == 0)
+      for (i <- Seq(0, 1, 17, 150, 299)) {
+        assert(store.seekTime(1700000000000L + 1000L * i) == offsets(i), i)
+        assert(store.seekTime(1700000000000L + 1000L * i - 999) == offsets(i), i)
+      }
+      assert(store.seekTime(1700000000000L + 1000L * 300) == store.logEnd)
+    } finally store.close()
+  }
+
+  test("a segment still being written is read in windows; records cut by window edges come out whole") {
+    val (root, offsets) = writeStore(10000, 1 << 24, bodySize = 1500, pad = false) // one 16 MB active segment
+    val store = open(root)
+    try {
+      assert(store.segments.size == 1 && store.logEnd == Files.size(root.resolve("commitlog").resolve(f"${0}%020d")))
+      val (seen, stats) = all(store)
+      assert(seen == offsets && stats.bytesRead >= store.logEnd)
+      val mid = store.splitRanges(5 << 20)
+      assert(mid.flatMap { case (a, b) =>
+        val got = mutable.ArrayBuffer.empty[Long]
+        store.scan(a, b, verifyCrc = true, permissive = false)(v => got += v.physicalOffset)
+        got
+      } == offsets)
+    } finally store.close()
+    val known = open(root, end = Some(offsets(100)))
+    try assert(all(known)._1 == offsets.take(100))
+    finally known.close()
+  }
+
+  test("listing ignores non-segment names, directories and special files (FIFOs are never opened)") {
+    val (root, offsets) = writeStore(10, 4096)
+    val dir = root.resolve("commitlog")
+    Files.write(dir.resolve("00000000000000004096.tmp"), Array[Byte](1, 2, 3))
+    Files.createDirectory(dir.resolve("00000000000000008192"))
+    val fifo = dir.resolve("00000000000000012288")
+    assert(new ProcessBuilder("mkfifo", fifo.toString).start().waitFor() == 0)
+    val store = open(root)
+    try {
+      assert(store.segments.map(_.baseOffset) == Seq(0L))
+      assert(all(store)._1 == offsets)
+    } finally store.close()
+  }
+
+  test("errors: not a store, no commit log, unusable index files") {
+    val missing = Files.createTempDirectory("rmqstore-empty")
+    val e = intercept[StoreLayoutException](open(missing.resolve("nope")))
+    assert(e.getMessage.endsWith("nope: no such store directory"))
+    assert(intercept[StoreLayoutException](open(missing)).getMessage.contains("commit-log directory"))
+    val (root, _) = writeStore(5, 4096)
+    Files.createDirectory(root.resolve("index"))
+    Files.write(root.resolve("index").resolve("20231114221320000"), new Array[Byte](1000))
+    val store = open(root)
+    try {
+      val u = intercept[IndexUnavailableException](store.indexCandidates("TopicTest", "k1", 0, Long.MaxValue))
+      assert(u.getMessage.startsWith("index files unusable: ") && u.getMessage.contains("has no entries"))
+    } finally store.close()
+  }
+
+  test("config: fastjson bare keys, .bak fallback, unparseable files named, bad topic names skipped") {
+    val (root, _) = writeStore(5, 4096)
+    val config = Files.createDirectories(root.resolve("config"))
+    val offsets = "{\n\t\"offsetTable\":{\n\t\t\"T@g\":{0:5,1:7\n\t\t},\"bad\":{0:1},\"T@h@x\":{0:2}\n\t}\n}"
+    Files.write(config.resolve("consumerOffset.json"), Array.emptyByteArray)
+    Files.write(config.resolve("consumerOffset.json.bak"), offsets.getBytes(UTF_8))
+    Files.write(config.resolve("topics.json"), "{\"topicConfigTable\":{\"T\":{},\"..\":{},\"a/b\":{}}}".getBytes(UTF_8))
+    val store = open(root)
+    try {
+      assert(store.consumerOffsets == Map(("T", "g") -> Map(0 -> 5L, 1 -> 7L)))
+      assert(store.topics == Seq("T"))
+      assert(store.problems.exists(_.contains("topic '..' skipped: it is empty, '.' or '..'")))
+      assert(store.problems.exists(_.contains("topic 'a/b' skipped: it contains '/'")))
+      assert(intercept[InvalidTopicException](store.queueIds("../x")).getMessage ==
+        "topic '../x' cannot be a directory inside the store: it contains '/'")
+    } finally store.close()
+    Files.write(config.resolve("consumerOffset.json"), "{oops".getBytes(UTF_8))
+    Files.write(config.resolve("consumerOffset.json.bak"), "[".getBytes(UTF_8))
+    val broken = open(root)
+    try {
+      val e = intercept[StoreCorruptionException](broken.consumerOffsets)
+      assert(e.file == config.resolve("consumerOffset.json").toString && e.reason.startsWith("unparseable: "))
+      assert(e.reason.contains("consumerOffset.json.bak: not fastjson/JSON at line 1"))
+    } finally broken.close()
+  }
+
+  test("hex helper round trip") {
+    assert(Encode.toHex(Encode.hex("00FF7A")) == "00FF7A")
+  }
+}

@@ -1,0 +1,94 @@
+"""The JVM connector's jar: shipped in the package, or built from a source checkout.
+
+The wheel carries `rmqstore/jars/rmqstore-connector*.jar` (package data). In a checkout the jar is
+built with the project's sbt launcher (`.ci/sbt connector/package`) when it is missing or older than
+any connector source or build file, and copied into `python/rmqstore/jars/` (never committed).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+JAR_GLOB = "rmqstore-connector*.jar"
+PROVIDER_CLASS = "io.rmqstore.spark.RmqStoreProvider"
+"""The connector's TableProvider: `format(PROVIDER_CLASS)` selects the JVM engine whatever short
+names are registered."""
+
+
+class ConnectorJarError(RuntimeError):
+    """The connector jar is neither shipped nor buildable here."""
+
+
+def _package_jars_dir() -> Path:
+    return Path(str(resources.files("rmqstore") / "jars"))
+
+
+def _checkout_root() -> Path | None:
+    """The repository root when rmqstore runs from a source checkout (python/rmqstore/...)."""
+    root = Path(__file__).resolve().parents[3]
+    return root if (root / "build.sbt").is_file() and (root / "connector").is_dir() else None
+
+
+def _shipped_jar() -> Path | None:
+    jars = sorted(_package_jars_dir().glob(JAR_GLOB)) if _package_jars_dir().is_dir() else []
+    return jars[-1] if jars else None
+
+
+def _newest_source_mtime(root: Path) -> float:
+    """Newest modification time of what the jar is built from (connector/src, build files)."""
+    inputs = [root / "build.sbt", root / "project" / "build.properties", root / "project" / "plugins.sbt"]
+    inputs += [p for p in (root / "connector").rglob("*") if p.is_file() and "target" not in p.parts]
+    return max((p.stat().st_mtime for p in inputs if p.is_file()), default=0.0)
+
+
+def connector_jar(*, build: bool = True) -> Path | None:
+    """The connector jar's path.
+
+    Shipped jar (installed package): returned as is. In a checkout: rebuilt with `.ci/sbt
+    connector/package` when missing or stale (only with `build`), copied into the package's jars
+    directory. Returns None when no jar exists and `build` is false; raises ConnectorJarError when a
+    build was needed and failed.
+    """
+    root = _checkout_root()
+    jar = _shipped_jar()
+    if root is None:
+        return jar
+    newest = _newest_source_mtime(root)
+    if jar is not None and jar.stat().st_mtime >= newest:
+        return jar
+    built = _target_jar(root)
+    if built is not None and built.stat().st_mtime >= newest:
+        return _install(built)
+    if not build:
+        return None
+    return _build(root)
+
+
+def _target_jar(root: Path) -> Path | None:
+    jars = sorted((root / "connector" / "target" / "scala-2.13").glob(JAR_GLOB))
+    return jars[-1] if jars else None
+
+
+def _build(root: Path) -> Path:
+    command = [str(root / ".ci" / "sbt"), "connector/package"]
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+    built = _target_jar(root)
+    if result.returncode != 0 or built is None:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-20:])
+        raise ConnectorJarError(f"rmqstore: building the JVM connector with `{' '.join(command)}` failed "
+                                f"(exit {result.returncode}):\n{tail}")
+    return _install(built)
+
+
+def _install(built: Path) -> Path:
+    """Copy a freshly built jar into the package's jars directory (replacing older ones)."""
+    target_dir = _package_jars_dir()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    for old in target_dir.glob(JAR_GLOB):
+        old.unlink()
+    target = target_dir / built.name
+    shutil.copy2(built, target)
+    return target

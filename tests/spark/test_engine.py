@@ -1,0 +1,70 @@
+"""Engine choice and jar delivery (rmqstore.spark.engine / jar), without starting Spark."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+from rmqstore.spark import engine, jar
+
+
+def test_jar_is_appended_to_user_jars_once() -> None:
+    assert engine.with_jar(None, Path("/x/c.jar")) == "/x/c.jar"
+    assert engine.with_jar("a.jar,b.jar", Path("/x/c.jar")) == "a.jar,b.jar,/x/c.jar"
+    assert engine.with_jar("a.jar, /x/c.jar", Path("/x/c.jar")) == "a.jar,/x/c.jar"
+
+
+def test_python_engine_needs_no_jar_and_unknown_engines_are_named() -> None:
+    assert engine.engine_jar("python") is None
+    with pytest.raises(ValueError, match="engine 'spark' is not one of auto, jvm, python"):
+        engine.engine_jar("spark")
+
+
+def test_checkout_jar_is_rebuilt_only_when_stale(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A checkout jar older than a connector source is stale: `build=False` gives None, and the
+    installed copy is reused only while it is newer than every source."""
+    root = tmp_path / "repo"
+    source = root / "connector" / "src" / "A.scala"
+    source.parent.mkdir(parents=True)
+    (root / "build.sbt").write_text("")
+    source.write_text("")
+    built = root / "connector" / "target" / "scala-2.13" / "rmqstore-connector_2.13-0.1.0.jar"
+    built.parent.mkdir(parents=True)
+    built.write_bytes(b"jar")
+    installed = tmp_path / "jars"
+    monkeypatch.setattr(jar, "_checkout_root", lambda: root)
+    monkeypatch.setattr(jar, "_package_jars_dir", lambda: installed)
+    os.utime(root / "build.sbt", (2_000, 2_000))
+    os.utime(source, (2_000, 2_000))
+    os.utime(built, (1_000, 1_000))
+    assert jar.connector_jar(build=False) is None
+    os.utime(built, (3_000, 3_000))
+    found = jar.connector_jar(build=False)
+    assert found == installed / built.name and found.read_bytes() == b"jar"
+    os.utime(source, (4_000, 4_000))
+    assert jar.connector_jar(build=False) is None
+
+
+def test_existing_session_without_the_jar_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    registered: list[str] = []
+
+    class DataSources:
+        def register(self, source: type) -> None:
+            registered.append(source.name())
+
+    class Session:
+        dataSource = DataSources()
+        _jvm = object()
+
+    monkeypatch.setattr(engine, "has_connector", lambda spark: False)
+    monkeypatch.setattr(engine, "_is_connect", lambda spark: False)
+    monkeypatch.setattr(engine, "_warned", set())
+    with pytest.warns(UserWarning, match=r"ADD JAR '/x/c.jar'"):
+        engine.attach_engines(Session(), Path("/x/c.jar"), created=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        engine.attach_engines(Session(), Path("/x/c.jar"), created=False)
+    assert registered == ["rmqstore_python", "rmqstore_python"]
