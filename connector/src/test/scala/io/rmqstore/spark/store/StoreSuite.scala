@@ -6,6 +6,7 @@ import java.nio.file.{Files, Path}
 
 import scala.collection.mutable
 
+import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.rmqstore.spark.format.Encode
@@ -14,13 +15,25 @@ import io.rmqstore.spark.format.Encode.{blank, properties, record}
 /** Store behaviour on synthetic stores: valid end, damage in FAILFAST/PERMISSIVE, resync and range
   * splitting, offset reads, time seeks, windows over a segment being written, config files.
   */
-class StoreSuite extends AnyFunSuite {
+class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private val temporary = mutable.ArrayBuffer.empty[Path]
+
+  private def tempDir(prefix: String): Path = {
+    val dir = Files.createTempDirectory(prefix)
+    temporary += dir
+    dir
+  }
+
+  override def afterAll(): Unit =
+    temporary.foreach { dir =>
+      Files.walk(dir).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.delete(p))
+    }
 
   /** Writes commit-log segments of `segSize` bytes holding `count` records (BLANK-ended like a broker),
     * store times 1000 ms apart; returns (store root, record offsets).
     */
   private def writeStore(count: Int, segSize: Int, bodySize: Int = 100, pad: Boolean = true): (Path, Seq[Long]) = {
-    val root = Files.createTempDirectory("rmqstore-store-suite")
+    val root = tempDir("rmqstore-store-suite")
     val dir = Files.createDirectories(root.resolve("commitlog"))
     val offsets = mutable.ArrayBuffer.empty[Long]
     var segBase = 0L
@@ -296,7 +309,7 @@ class StoreSuite extends AnyFunSuite {
   }
 
   test("errors: not a store, no commit log, unusable index files") {
-    val missing = Files.createTempDirectory("rmqstore-empty")
+    val missing = tempDir("rmqstore-empty")
     val e = intercept[StoreLayoutException](open(missing.resolve("nope")))
     assert(e.getMessage.endsWith("nope: no such store directory"))
     assert(intercept[StoreLayoutException](open(missing)).getMessage.contains("commit-log directory"))
