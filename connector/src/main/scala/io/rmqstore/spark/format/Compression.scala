@@ -5,91 +5,97 @@ import java.util.zip.{Inflater, InflaterInputStream}
 
 import com.github.luben.zstd.{RecyclingBufferPool, ZstdInputStream}
 
-/** Producer-side body compression (spec §2.3, §2.9).
+/** A compressed body that cannot be decompressed: corrupt, truncated, an unknown type, or inflating past
+  * the size cap; the message says which, in python/rmqstore/format/compression.py's words.
+  */
+final class BodyDecompressionException(message: String, cause: Throwable = null)
+    extends IllegalArgumentException(message, cause)
+
+/** Producer-side body compression (spec §2.3, §2.9), like python/rmqstore/format/compression.py.
   *
   * Applies when sysFlag bit 0 is set; the type is `(sysFlag & 0x700) >> 8`: 0 (legacy) and 3 = zlib
   * stream, 1 = LZ4 frame, 2 = zstd frame. An empty stored body stays empty, as in RocketMQ's
-  * `MessageDecoder` (it only decompresses a non-empty body).
+  * `MessageDecoder` (it only decompresses a non-empty body). The decompressed size is capped: the
+  * producer refuses a body over its `maxMessageSize` before compressing it, so a body inflating past
+  * the cap is corrupt; decompression stops shortly past the cap, so a bomb costs about the cap in memory.
   */
 object Compression {
 
-  /** Largest decompressed body accepted: a corrupt or hostile body cannot exhaust the executor heap. */
-  final val MaxDecompressedBytes: Int = 64 << 20
+  /** RocketMQ's default `maxMessageSize` (producer and broker): 4 MiB. */
+  final val RocketMqMaxMessageSize: Int = 4 << 20
+
+  /** Default cap on a decompressed body: 16x RocketMQ's default, room for raised limits. */
+  final val MaxMessageSize: Int = 16 * RocketMqMaxMessageSize
 
   /** Compression type bits 8-10 of sysFlag (§2.3). */
-  def compressionType(sysFlag: Int): Int = (sysFlag & Layout.SysFlagCompressionTypeMask) >> Layout.CompressionTypeShift
+  def compressionType(sysFlag: Int): Int =
+    (sysFlag & Layout.SysFlagCompressionTypeMask) >> Layout.CompressionTypeShift
 
   /** The body as the producer sent it: decompressed when sysFlag bit 0 is set and the body is not empty.
     *
-    * Throws IllegalArgumentException naming the compression type when it is unknown, the data is
-    * corrupt or truncated, or it decompresses to more than `MaxDecompressedBytes`.
+    * Throws BodyDecompressionException naming the compression type when it is unknown, the data is
+    * corrupt or truncated, or it inflates past `maxSize` bytes.
     */
-  def decompress(body: Array[Byte], sysFlag: Int): Array[Byte] = {
+  def decompress(body: Array[Byte], sysFlag: Int, maxSize: Int = MaxMessageSize): Array[Byte] = {
     if ((sysFlag & Layout.SysFlagCompressed) == 0 || body.length == 0) return body
     val kind = compressionType(sysFlag)
-    if (kind == Layout.CompressionLz4) return lz4(body)
-    val raw = new ByteArrayInputStream(body)
-    val in: InputStream =
-      try {
-        kind match {
-          case Layout.CompressionLegacyZlib | Layout.CompressionZlib =>
-            val inflater = inflaters.get
-            inflater.reset()
-            new InflaterInputStream(raw, inflater, 8192)
-          case Layout.CompressionZstd => new ZstdInputStream(raw, RecyclingBufferPool.INSTANCE)
-          case _ =>
-            throw new IllegalArgumentException(f"unknown compression type $kind in sysFlag $sysFlag%#x")
-        }
-      } catch {
-        case e: java.io.IOException => throw failure(kind, e)
+    def fail(cause: String, e: Throwable = null) =
+      new BodyDecompressionException(s"cannot decompress body (compression type $kind): $cause", e)
+    try
+      kind match {
+        case Layout.CompressionLz4 =>
+          val (out, n) = Lz4Frame.decompress(body, scratch.get, grown(maxSize))
+          finish(out, n, maxSize)
+        case Layout.CompressionLegacyZlib | Layout.CompressionZlib =>
+          val inflater = inflaters.get
+          inflater.reset()
+          readCapped(new InflaterInputStream(new ByteArrayInputStream(body), inflater, 8192), maxSize)
+        case Layout.CompressionZstd =>
+          readCapped(new ZstdInputStream(new ByteArrayInputStream(body), RecyclingBufferPool.INSTANCE), maxSize)
+        case _ => throw new BodyDecompressionException(f"unknown compression type $kind in sysFlag $sysFlag%#x")
       }
-    try readCapped(in, kind)
     catch {
-      case e: IllegalArgumentException => throw e
-      case e @ (_: java.io.IOException | _: RuntimeException) => throw failure(kind, e)
-    } finally in.close()
+      case e: BodyDecompressionException => throw e
+      case TooLarge => throw fail(tooBig(maxSize))
+      case e @ (_: java.io.IOException | _: RuntimeException) => throw fail(e.getMessage, e)
+    }
   }
 
-  private def failure(kind: Int, e: Throwable): IllegalArgumentException =
-    new IllegalArgumentException(s"cannot decompress body (compression type $kind): ${e.getMessage}", e)
+  private def tooBig(limit: Int): String =
+    s"body inflates past $limit bytes (the cap on a decompressed body; the producer refuses " +
+      "bodies over maxMessageSize before compressing them)"
+
+  // Thrown inside a decompressor when the output passes the cap; turned into the message above.
+  private object TooLarge extends RuntimeException(null, null, false, false)
 
   // One growing output buffer per thread: a scan decompresses many bodies, allocating only the results.
   // Buffers grown past KeptScratchBytes serve one body and are dropped.
   private final val KeptScratchBytes = 8 << 20
   private val scratch = ThreadLocal.withInitial[Array[Byte]](() => new Array[Byte](64 << 10))
-
-  private def tooLarge(kind: Int) =
-    new IllegalArgumentException(
-      s"cannot decompress body (compression type $kind): more than $MaxDecompressedBytes bytes"
-    )
-
   private val inflaters = ThreadLocal.withInitial[Inflater](() => new Inflater())
 
-  private def lz4(body: Array[Byte]): Array[Byte] =
-    try {
-      val (out, n) = Lz4Frame.decompress(body, scratch.get, grown(Layout.CompressionLz4))
-      if (n > MaxDecompressedBytes) throw tooLarge(Layout.CompressionLz4)
-      java.util.Arrays.copyOf(out, n)
-    } catch { case e: java.io.IOException => throw failure(Layout.CompressionLz4, e) }
-
-  // The scratch array grown to hold `needed` bytes, refused past the cap.
-  private def grown(kind: Int)(out: Array[Byte], needed: Int): Array[Byte] = {
-    if (needed > MaxDecompressedBytes + (4 << 20)) throw tooLarge(kind)
-    val bigger = java.util.Arrays.copyOf(out, math.max(needed, math.min(2L * out.length, Int.MaxValue - 8L).toInt))
+  // The scratch array grown to hold `needed` bytes; refused once the output is past the cap.
+  private def grown(maxSize: Int)(out: Array[Byte], needed: Int): Array[Byte] = {
+    if (needed.toLong > maxSize.toLong + (4 << 20)) throw TooLarge
+    val size = math.max(needed.toLong, math.min(2L * out.length, Int.MaxValue - 8L)).toInt
+    val bigger = java.util.Arrays.copyOf(out, size)
     if (bigger.length <= KeptScratchBytes) scratch.set(bigger)
     bigger
   }
 
-  private def readCapped(in: InputStream, kind: Int): Array[Byte] = {
-    var out = scratch.get
-    var n = 0
-    var got = 0
-    while (got >= 0) {
-      if (n == out.length) out = grown(kind)(out, n + 1)
-      got = in.read(out, n, out.length - n)
-      if (got > 0) n += got
-    }
-    if (n > MaxDecompressedBytes) throw tooLarge(kind)
-    java.util.Arrays.copyOf(out, n)
-  }
+  private def finish(out: Array[Byte], n: Int, maxSize: Int): Array[Byte] =
+    if (n > maxSize) throw TooLarge else java.util.Arrays.copyOf(out, n)
+
+  private def readCapped(in: InputStream, maxSize: Int): Array[Byte] =
+    try {
+      var out = scratch.get
+      var n = 0
+      var got = 0
+      while (got >= 0) {
+        if (n == out.length) out = grown(maxSize)(out, n + 1)
+        got = in.read(out, n, out.length - n)
+        if (got > 0) n += got
+      }
+      finish(out, n, maxSize)
+    } finally in.close()
 }

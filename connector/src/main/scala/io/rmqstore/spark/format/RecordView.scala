@@ -95,12 +95,15 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   def storedBody: Array[Byte] = copy(bodyPosition, math.max(bodyLength, 0))
 
   /** The body, decompressed when `decompress` and the record says it is compressed (§2.9). Throws
-    * IllegalArgumentException (naming the compression type) for a corrupt compressed body.
+    * BodyDecompressionException (naming the compression type) for a corrupt compressed body.
     */
   def body(decompress: Boolean): Array[Byte] = {
     val stored = storedBody
-    if (decompress) Compression.decompress(stored, sysFlagValue) else stored
+    if (decompress) Compression.decompress(stored, sysFlagValue, maxBodySize) else stored
   }
+
+  /** The cap on a decompressed body (`maxMessageSize`); the store sets it for the views it hands out. */
+  var maxBodySize: Int = Compression.MaxMessageSize
 
   def topicPosition: Int = { tail(); topicAtValue }
   def topicLength: Int = { tail(); topicLenValue }

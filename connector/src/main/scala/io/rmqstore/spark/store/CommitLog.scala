@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import io.rmqstore.spark.format.{Layout, RecordCheck, RecordView, Resync}
+import io.rmqstore.spark.format.{BodyDecompressionException, Layout, RecordCheck, RecordView, Resync}
 import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** Why a walk over a segment ended: at the end of its range, a BLANK, or an invalid record. */
@@ -35,7 +35,8 @@ private[store] final class CommitLog(
     fs: StoreFileSystem,
     val segments: IndexedSeq[Segment],
     checkCrcAtEnd: Boolean,
-    knownEnd: Option[Long]
+    knownEnd: Option[Long],
+    maxMessageSize: Int
 ) extends AutoCloseable {
   import CommitLog._
 
@@ -147,6 +148,7 @@ private[store] final class CommitLog(
       f: RecordView => Boolean
   ): Unit = {
     val view = new RecordView()
+    view.maxBodySize = maxMessageSize
     val cap = windowCap(seg, finished)
     var pos = from
     var need = 0L
@@ -192,13 +194,35 @@ private[store] final class CommitLog(
         }
       }
     }
-    stop.kind = WalkStop.End
-    stop.position = pos
+    reached(seg, pos, verifyCrc, stop, stats, finished)
   }
 
-  /** Walk [lo, hi) of the log (any byte positions): per segment, resync to the first record start at
-    * or after the range start, walk, and handle an invalid record before the valid end: a
-    * StoreCorruptionException (FAILFAST) or skip the rest of its segment (PERMISSIVE).
+  /** Where a segment's part of the valid log ends. */
+  private def validEndIn(seg: Segment): Long = math.min(seg.size, end - seg.baseOffset)
+
+  /** `stop` for a walk that reached its range end at the record start `pos`: End, or Invalid when that
+    * record (inside the valid log) fails the check. A range starting inside the record before resyncs
+    * past an invalid one silently, so damage starting exactly there is reported by this walk.
+    */
+  private def reached(seg: Segment, pos: Long, verifyCrc: Boolean, stop: WalkStop, stats: ScanStats, finished: Boolean)
+      : Unit = {
+    stop.kind = WalkStop.End
+    stop.position = pos
+    if (pos < seg.size && pos < validEndIn(seg)) {
+      val (buf, code) = recordAt(seg, pos, verifyCrc, stats, finished)
+      if (code < 0) {
+        stop.kind = WalkStop.Invalid
+        stop.code = code
+        stop.reason = RecordCheck.describe(buf, 0, buf.limit(), verifyCrc, seg.baseOffset + pos)
+      }
+    }
+  }
+
+  /** Walk [lo, hi) of the log (any byte positions): per segment, resync to the first record start at or
+    * after the range start and walk. An invalid record before the valid end raises
+    * StoreCorruptionException (FAILFAST) or is stepped over (PERMISSIVE, `skipDamage`); so is a record
+    * whose body `f` cannot decompress (`handOver`). Damage at the first record start at or after `end` is
+    * reported too (`reached`).
     */
   def chunks(
       start: Long,
@@ -214,30 +238,35 @@ private[store] final class CommitLog(
     while (going && it.hasNext) {
       val seg = it.next()
       val l = math.max(lo, seg.baseOffset)
-      val h = math.min(hi, seg.endOffset)
-      if (l < h) {
+      val h = math.min(hi, seg.endOffset) - seg.baseOffset
+      if (l - seg.baseOffset < h) {
         var pos = l - seg.baseOffset
-        if (pos > 0) pos = resync(seg, pos, h - seg.baseOffset, stats)
-        if (pos >= 0) {
+        if (pos > 0) pos = resync(seg, pos, h, stats)
+        while (going && pos >= 0 && pos < h) {
           val stop = new WalkStop
-          var stopped = false
-          walk(seg, pos, h - seg.baseOffset, verifyCrc, stop, stats, isSealed(seg)) { v =>
-            stopped = !f(v)
-            !stopped
+          walk(seg, pos, h, verifyCrc, stop, stats, isSealed(seg)) { v =>
+            going = handOver(seg.path, v, permissive, stats, f)
+            going
           }
-          if (stopped) going = false
-          else if (stop.kind == WalkStop.Invalid) invalid(seg, stop, permissive, stats)
+          pos = if (going && stop.kind == WalkStop.Invalid) skipDamage(seg, stop, permissive, stats) else -1
         }
       }
     }
   }
 
-  private def invalid(seg: Segment, stop: WalkStop, permissive: Boolean, stats: ScanStats): Unit = {
+  /** Where reading resumes after the invalid record at `stop`: the next record start (or the
+    * segment-ending BLANK) up to the segment's valid end, else that end. FAILFAST raises
+    * StoreCorruptionException; PERMISSIVE counts the place and the bytes up to the resume point.
+    */
+  private def skipDamage(seg: Segment, stop: WalkStop, permissive: Boolean, stats: ScanStats): Long = {
     val offset = seg.baseOffset + stop.position
     if (!permissive) throw new StoreCorruptionException(seg.path, offset, s"invalid record: ${stop.reason}")
-    stats.skippedRecords += 1
-    stats.skippedBytes += seg.size - stop.position
+    val limit = validEndIn(seg)
+    val found = resync(seg, stop.position + 1, limit, stats)
+    val resume = if (found < 0) limit else found
+    stats.skip(seg.path, offset, resume - stop.position, s"invalid record (${stop.reason})")
     if (stop.code == RecordCheck.BodyCrcMismatch) stats.crcFailures += 1
+    resume
   }
 
   def close(): Unit = {
@@ -247,6 +276,20 @@ private[store] final class CommitLog(
 }
 
 private[store] object CommitLog {
+
+  /** `f(v)`, where a body that cannot be decompressed raises StoreCorruptionException naming the file
+    * and the record's offset (FAILFAST) or leaves the record out and counts it (PERMISSIVE). `f` must
+    * decompress before writing anything of the record.
+    */
+  def handOver(path: String, v: RecordView, permissive: Boolean, stats: ScanStats, f: RecordView => Boolean): Boolean =
+    try f(v)
+    catch {
+      case e: BodyDecompressionException =>
+        if (!permissive) throw new StoreCorruptionException(path, v.physicalOffset, e.getMessage, e)
+        stats.records -= 1
+        stats.skip(path, v.physicalOffset, v.totalSize, e.getMessage)
+        true
+    }
 
   /** Largest single ranged read of a segment that is not memory-mapped. */
   final val RemoteWindow: Int = 8 << 20

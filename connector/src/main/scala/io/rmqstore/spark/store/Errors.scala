@@ -20,13 +20,24 @@ final class InvalidTopicException(message: String) extends StoreException(messag
 final case class ScanStats(
     var records: Long = 0,
     var bytesRead: Long = 0,
-    var skippedRecords: Long = 0,
-    var skippedBytes: Long = 0,
+    var skippedRecords: Long = 0, // damaged places PERMISSIVE stepped over (invalid records, bad bodies/offsets)
+    var skippedBytes: Long = 0, // bytes from each damaged place to where reading resumed
     var crcFailures: Long = 0
 ) {
 
+  /** The first damaged place a PERMISSIVE read stepped over (file, offset, cause, bytes), null if none. */
+  var firstSkipped: String = null
+
+  /** Count a damaged place PERMISSIVE stepped over: `length` bytes of `file` from physical `offset`. */
+  def skip(file: String, offset: Long, length: Long, cause: String): Unit = {
+    skippedRecords += 1
+    skippedBytes += length
+    if (firstSkipped == null) firstSkipped = s"$file: at physical offset $offset: $cause; $length bytes skipped"
+  }
+
   /** Add another stats object's counters to this one. */
   def add(other: ScanStats): ScanStats = {
+    if (firstSkipped == null) firstSkipped = other.firstSkipped
     records += other.records
     bytesRead += other.bytesRead
     skippedRecords += other.skippedRecords

@@ -6,7 +6,7 @@ import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 
-import io.rmqstore.spark.format.{BrokerConfig, RecordCheck, RecordView}
+import io.rmqstore.spark.format.{BrokerConfig, Compression, RecordCheck, RecordView}
 import io.rmqstore.spark.io.StoreFileSystem
 
 /** Where a store lives: a local path or a Hadoop URI (serializable, cheap to ship to executors). */
@@ -24,7 +24,8 @@ final class Store private (
     val root: String,
     indexGeometry: Option[(Int, Int)],
     knownEnd: Option[Long],
-    checkCrcAtEnd: Boolean
+    checkCrcAtEnd: Boolean,
+    val maxMessageSize: Int
 ) extends AutoCloseable {
   import Store._
 
@@ -35,7 +36,7 @@ final class Store private (
       s"${location.path}: commit-log directory $commitlogDir does not exist (a store root holds $CommitlogDir/)"
     )
   private val (segmentList, layoutProblems) = Segments.list(fs, commitlogDir)
-  private val log = new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd)
+  private val log = new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize)
   private val index = new IndexFiles(fs, fs.join(root, IndexFiles.IndexDir), indexGeometry)
   private val queues = mutable.HashMap.empty[(String, Int), ConsumeQueue]
   private val otherProblems = mutable.ArrayBuffer.empty[String]
@@ -57,8 +58,11 @@ final class Store private (
   /** Walk the records whose commitLogOffset is in [start, end) ∩ [minOffset, logEnd), in log order.
     *
     * `start` may be any byte: the first record start at or after it is found by resync, so ranges
-    * that tile the log yield every record exactly once. An invalid record raises
-    * StoreCorruptionException (FAILFAST) or is counted and the rest of its segment skipped (PERMISSIVE).
+    * that tile the log yield every record exactly once. An invalid record, or a body `f` cannot
+    * decompress (BodyDecompressionException from `RecordView.body`, thrown before `f` writes
+    * anything of the record), raises StoreCorruptionException naming file and physical offset
+    * (FAILFAST) or is counted in the stats and stepped over (PERMISSIVE: reading resumes at the next
+    * valid record start; the bad body's record is left out).
     */
   def scan(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Unit): ScanStats = {
     val stats = ScanStats()
@@ -116,6 +120,7 @@ final class Store private (
     val end = logEnd
     val wanted = offsets.filter(o => o >= minOffset && o < end).distinct.sorted
     val view = new RecordView()
+    view.maxBodySize = maxMessageSize
     var i = 0
     while (i < wanted.length) {
       Segments.find(segments, wanted(i)) match {
@@ -162,7 +167,7 @@ final class Store private (
             val reason =
               if (code == RecordCheck.Blank) "BLANK record" else RecordCheck.describe(buf, pos, lim, verifyCrc, offset)
             if (!permissive) throw new StoreCorruptionException(seg.path, offset, s"no valid record: $reason")
-            stats.skippedRecords += 1
+            stats.skip(seg.path, offset, 0, s"no valid record: $reason")
             if (code == RecordCheck.BodyCrcMismatch) stats.crcFailures += 1
           }
         }
@@ -170,7 +175,16 @@ final class Store private (
       if (longest == length) {
         for (pos <- good.result()) {
           stats.records += 1
-          f(view.reset(buf, pos, seg.baseOffset + first + pos))
+          CommitLog.handOver(
+            seg.path,
+            view.reset(buf, pos, seg.baseOffset + first + pos),
+            permissive,
+            stats,
+            { v =>
+              f(v)
+              true
+            }
+          )
         }
         done = true
       } else length = longest
@@ -375,21 +389,24 @@ object Store {
     * `hadoopConf`, which may be null for local paths). `indexGeometry`: (maxHashSlotNum, maxIndexNum)
     * from broker.conf, detected per file if None. `knownEnd`: a valid end found earlier (the driver's
     * snapshot of a live log), so executors do not walk the active segment again. `checkCrcAtEnd`: check
-    * BODYCRC while finding the valid end, like `checkCRCOnRecover`.
+    * BODYCRC while finding the valid end, like `checkCRCOnRecover`. `maxMessageSize`: the largest
+    * decompressed body accepted; one inflating past it is corrupt (`format.Compression`).
     */
   def open(
       location: StoreLocation,
       hadoopConf: Configuration,
       indexGeometry: Option[(Int, Int)],
       knownEnd: Option[Long] = None,
-      checkCrcAtEnd: Boolean = true
+      checkCrcAtEnd: Boolean = true,
+      maxMessageSize: Int = Compression.MaxMessageSize
   ): Store = {
     indexGeometry.foreach { case (s, n) =>
       if (s <= 0 || n <= 0)
         throw new IllegalArgumentException(s"index geometry must be (hash slots, index entries) > 0: ($s, $n)")
     }
+    if (maxMessageSize <= 0) throw new IllegalArgumentException(s"maxMessageSize must be positive, got $maxMessageSize")
     val (fs, root) = StoreFileSystem.resolve(location.path, hadoopConf)
-    on(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
+    on(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd, maxMessageSize)
   }
 
   /** A store at `root` of a given file system (`open` resolves both from the location). */
@@ -399,6 +416,7 @@ object Store {
       root: String,
       indexGeometry: Option[(Int, Int)],
       knownEnd: Option[Long],
-      checkCrcAtEnd: Boolean
-  ): Store = new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd)
+      checkCrcAtEnd: Boolean,
+      maxMessageSize: Int = Compression.MaxMessageSize
+  ): Store = new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd, maxMessageSize)
 }

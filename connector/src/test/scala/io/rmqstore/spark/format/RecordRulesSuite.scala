@@ -186,12 +186,19 @@ class RecordRulesSuite extends AnyFunSuite {
   }
 
   test("compression: a body inflating past the cap is refused") {
-    val big = new Array[Byte](Compression.MaxDecompressedBytes + 1)
+    val big = new Array[Byte](Compression.MaxMessageSize + 1)
     val stored = compressed(Layout.CompressionZstd, big)
     val e = intercept[IllegalArgumentException](Compression.decompress(stored, 0x201))
-    assert(
-      e.getMessage == s"cannot decompress body (compression type 2): more than ${Compression.MaxDecompressedBytes} bytes"
-    )
+    assert(e.getMessage == s"cannot decompress body (compression type 2): body inflates past " +
+      s"${Compression.MaxMessageSize} bytes (the cap on a decompressed body; the producer refuses bodies over " +
+      "maxMessageSize before compressing them)")
+    for (kind <- Seq(Layout.CompressionZlib, Layout.CompressionLz4)) { // every codec honours a lower cap
+      val small = compressed(kind, new Array[Byte](5000))
+      val flag = Layout.SysFlagCompressed | (kind << Layout.CompressionTypeShift)
+      assert(Compression.decompress(small, flag, maxSize = 5000).length == 5000)
+      val refused = intercept[BodyDecompressionException](Compression.decompress(small, flag, maxSize = 4999))
+      assert(refused.getMessage.contains("body inflates past 4999 bytes"), kind)
+    }
     assert(Compression.decompress(compressed(Layout.CompressionZstd, big.take(1 << 20)), 0x201).length == (1 << 20))
   }
 }

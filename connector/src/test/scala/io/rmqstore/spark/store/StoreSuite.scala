@@ -6,6 +6,7 @@ import java.nio.file.{Files, Path}
 
 import scala.collection.mutable
 
+import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.rmqstore.spark.format.Encode
@@ -14,13 +15,25 @@ import io.rmqstore.spark.format.Encode.{blank, properties, record}
 /** Store behaviour on synthetic stores: valid end, damage in FAILFAST/PERMISSIVE, resync and range
   * splitting, offset reads, time seeks, windows over a segment being written, config files.
   */
-class StoreSuite extends AnyFunSuite {
+class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private val temporary = mutable.ArrayBuffer.empty[Path]
+
+  private def tempDir(prefix: String): Path = {
+    val dir = Files.createTempDirectory(prefix)
+    temporary += dir
+    dir
+  }
+
+  override def afterAll(): Unit =
+    temporary.foreach { dir =>
+      Files.walk(dir).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.delete(p))
+    }
 
   /** Writes commit-log segments of `segSize` bytes holding `count` records (BLANK-ended like a broker),
     * store times 1000 ms apart; returns (store root, record offsets).
     */
   private def writeStore(count: Int, segSize: Int, bodySize: Int = 100, pad: Boolean = true): (Path, Seq[Long]) = {
-    val root = Files.createTempDirectory("rmqstore-store-suite")
+    val root = tempDir("rmqstore-store-suite")
     val dir = Files.createDirectories(root.resolve("commitlog"))
     val offsets = mutable.ArrayBuffer.empty[Long]
     var segBase = 0L
@@ -92,10 +105,11 @@ class StoreSuite extends AnyFunSuite {
       assert(e.file == path.toString && e.offset == bad)
       assert(e.getMessage == s"$path: at physical offset $bad: invalid record: " +
         s"BODYLENGTH 100 at position ${bad + 84} exceeds TOTALSIZE 7")
-      val (seen, stats) = all(store, permissive = true)
-      val nextSegment = 4096L
-      assert(seen == offsets.filter(o => o < bad || (o >= nextSegment && o < offsets.last)))
-      assert(stats.skippedRecords == 1 && stats.skippedBytes == 4096 - bad)
+      val (seen, stats) = all(store, permissive = true) // steps over exactly the damaged record
+      assert(seen == offsets.filter(o => o != bad && o < offsets.last))
+      assert(stats.skippedRecords == 1 && stats.skippedBytes == offsets(6) - bad)
+      assert(stats.firstSkipped == s"$path: at physical offset $bad: invalid record (BODYLENGTH 100 at position " +
+        s"${bad + 84} exceeds TOTALSIZE 7); ${offsets(6) - bad} bytes skipped")
     } finally store.close()
   }
 
@@ -123,8 +137,77 @@ class StoreSuite extends AnyFunSuite {
         e.offset == offsets(3) && e.reason.startsWith(s"invalid record: BODYCRC mismatch at position ${offsets(3)}")
       )
       val stats = store.scan(0, Long.MaxValue, verifyCrc = true, permissive = true)(_ => ())
-      assert(stats.crcFailures == 1 && stats.skippedRecords == 1)
+      assert(stats.crcFailures == 1 && stats.skippedRecords == 1 && stats.records == 29)
     } finally store.close()
+  }
+
+  test("damage at a range boundary is reported once, by the range whose last record ends at it") {
+    val (root, offsets) = writeStore(40, 8192)
+    val bad = offsets(10)
+    corrupt(root, bad, 8192, Array[Byte](0, 0, 0, 7))
+    val store = open(root)
+    try {
+      for (cut <- Seq(bad, bad - 1, bad + 1, offsets(9) + 1)) {
+        val seen = mutable.ArrayBuffer.empty[Long]
+        val stats = Seq((0L, cut), (cut, store.logEnd)).map { case (a, b) =>
+          store.scan(a, b, verifyCrc = false, permissive = true)(v => seen += v.physicalOffset)
+        }
+        assert(seen.toSeq == offsets.filter(_ != bad), cut)
+        assert(stats.map(_.skippedRecords).sum == 1 && stats.map(_.skippedBytes).sum == offsets(11) - bad, cut)
+        val failing = Seq((0L, cut), (cut, store.logEnd)).count { case (a, b) =>
+          try { store.scan(a, b, verifyCrc = false, permissive = false)(_ => ()); false }
+          catch { case e: StoreCorruptionException => assert(e.offset == bad); true }
+        }
+        assert(failing == 1, cut)
+      }
+    } finally store.close()
+  }
+
+  test("a body that cannot be decompressed: FAILFAST names file and offset, PERMISSIVE leaves the record out") {
+    val (root, offsets) = writeStore(3, 4096)
+    val dir = root.resolve("commitlog")
+    val junk = record(
+      body = Array[Byte](1, 2, 3, 4),
+      sysFlag = 0x201,
+      phy = offsets(1),
+      queueOffset = 1,
+      props = properties("KEYS" -> "k1", "TAGS" -> "t"),
+      storeTs = 1700000001000L
+    )
+    val size = offsets(2) - offsets(1)
+    assert(junk.length < size)
+    val path = corrupt(root, offsets(1), 4096, junk ++ Array.fill[Byte]((size - junk.length).toInt)(0))
+    // re-point the record sizes: rewrite the log as record 0, junk, record 2 moved down
+    val data = Files.readAllBytes(path)
+    val r2 = data.slice(offsets(2).toInt, offsets(2).toInt + (offsets(2) - offsets(1)).toInt)
+    java.nio.ByteBuffer.wrap(r2).putLong(28, offsets(1) + junk.length)
+    System.arraycopy(r2, 0, data, (offsets(1) + junk.length).toInt, r2.length)
+    Files.write(path, data)
+    val store = open(root)
+    try {
+      val e = intercept[StoreCorruptionException](store.scan(0, Long.MaxValue, verifyCrc = true, permissive = false) {
+        v => v.body(decompress = true)
+      })
+      assert(e.file == dir.resolve(f"${0}%020d").toString && e.offset == offsets(1))
+      assert(e.reason.startsWith("cannot decompress body (compression type 2): "))
+      val seen = mutable.ArrayBuffer.empty[Long]
+      val stats = store.scan(0, Long.MaxValue, verifyCrc = true, permissive = true) { v =>
+        v.body(decompress = true)
+        seen += v.physicalOffset
+      }
+      assert(seen.toSeq == Seq(0L, offsets(1) + junk.length))
+      assert(stats.records == 2 && stats.skippedRecords == 1 && stats.skippedBytes == junk.length)
+      val read = store.readAt(Array(offsets(1)), verifyCrc = false, permissive = true)(v => v.body(decompress = true))
+      assert(read.records == 0 && read.skippedRecords == 1)
+    } finally store.close()
+    val capped = Store.open(StoreLocation(root.toString), null, None, maxMessageSize = 1)
+    try {
+      val big = mutable.ArrayBuffer.empty[Int]
+      capped.scan(0, Long.MaxValue, verifyCrc = false, permissive = true)(v => big += v.body(decompress = true).length)
+      assert(big.toSeq == Seq(100, 100)) // uncompressed bodies are not capped
+    } finally capped.close()
+    assert(intercept[IllegalArgumentException](Store.open(StoreLocation(root.toString), null, None, maxMessageSize = 0))
+      .getMessage == "maxMessageSize must be positive, got 0")
   }
 
   test("splitRanges tile the log: scanning each range yields every record exactly once") {
@@ -226,7 +309,7 @@ class StoreSuite extends AnyFunSuite {
   }
 
   test("errors: not a store, no commit log, unusable index files") {
-    val missing = Files.createTempDirectory("rmqstore-empty")
+    val missing = tempDir("rmqstore-empty")
     val e = intercept[StoreLayoutException](open(missing.resolve("nope")))
     assert(e.getMessage.endsWith("nope: no such store directory"))
     assert(intercept[StoreLayoutException](open(missing)).getMessage.contains("commit-log directory"))
