@@ -2,7 +2,8 @@
 //  - conformanceCommon: version-independent helpers of the conformance generators (JSON writer, files).
 //  - conformanceRmq49 / conformanceRmq5: fixture generators linked against real RocketMQ 4.9.8 / 5.5.0
 //    (separate projects because classes moved between the lines, e.g. MessageExtBrokerInner);
-//    conformanceRmq497 / conformanceRmq531: the same driver sources compiled against RocketMQ 4.9.7 / 5.3.1
+//    conformanceRmq497 / conformanceRmq514 / conformanceRmq531: the same driver sources compiled against
+//    RocketMQ 4.9.7 / 5.1.4 / 5.3.1
 //    (the release matrix; a driver names its fixtures after the RocketMQ it is linked against).
 //  - conformanceBroker5: the end-to-end fixture written by an in-process name server + broker + producer
 //    (5.x), with mqadmin's answers through rocketmq-tools; reuses conformanceRmq5's oracle code.
@@ -17,6 +18,7 @@ val rocketmq49Version = "4.9.8"
 val rocketmq5Version = "5.5.0" // newest 5.x whose modules (client, namesrv, ...) are all on Maven Central
 // Older releases of the matrix (rocketmq-store/-broker/-client on Maven Central; 4.9.6's store is not).
 val rocketmq49MatrixVersion = "4.9.7"
+val rocketmq51MatrixVersion = "5.1.4" // magic v2 records, no enabledAppendPropCRC yet (5.2.0)
 val rocketmq5MatrixVersion = "5.3.1" // before 5.3.3: batch properties still appended to inner records
 
 lazy val javaOnly = Seq(
@@ -79,7 +81,7 @@ def rocketmq5Store(version: String) = Seq(
 
 lazy val root = (project in file("."))
   .aggregate(conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5, conformanceRmq497,
-    conformanceRmq531)
+    conformanceRmq514, conformanceRmq531)
   .settings(publish / skip := true)
 
 lazy val conformanceCommon = (project in file("tests/conformance/generator/common"))
@@ -103,6 +105,11 @@ lazy val conformanceRmq5 = (project in file("tests/conformance/generator/rocketm
       "org.apache.rocketmq" % "rocketmq-client" % rocketmq5Version
     )
   )
+
+lazy val conformanceRmq514 = (project in file("tests/conformance/generator/releases/5.1.4"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
+    rocketmq5Store(rocketmq51MatrixVersion))
 
 lazy val conformanceRmq531 = (project in file("tests/conformance/generator/releases/5.3.1"))
   .dependsOn(conformanceCommon)

@@ -22,7 +22,7 @@ import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
-/** RocketMQ 5.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.common.message); built against 5.5.0 and 5.3.1. */
+/** RocketMQ 5.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.common.message); built against 5.5.0, 5.3.1 and 5.1.4. */
 public final class Rmq5Driver implements StoreDriver {
     private DefaultMessageStore store;
 
