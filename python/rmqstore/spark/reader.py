@@ -77,7 +77,8 @@ class StoreReader(DataSourceReader):
         self.pushed_text = ""
 
     def partitions(self) -> list[InputPartition]:
-        stores = [Store.open(path, index_geometry=self.options.index_geometry) for path in self.options.paths]
+        stores = [Store.open(path, index_geometry=self.options.index_geometry,
+                             max_message_size=self.options.max_message_size) for path in self.options.paths]
         try:
             per_store = [tuple(self.pushed) + _option_predicates(self.options, store) for store in stores]
             plan = plan_read(stores, per_store, PlanSettings(
@@ -122,7 +123,11 @@ class StoreReader(DataSourceReader):
                                "bytes_read": stats.bytes_read,
                                "segments_touched": sorted(stats.segments_touched),
                                "index_files_probed": stats.index_files_probed,
-                               "invalid_records_skipped": stats.invalid_records_skipped})
+                               "invalid_records_skipped": stats.invalid_records_skipped,
+                               "bytes_skipped": stats.bytes_skipped})
+            skipped = stats.skip_summary()
+            if skipped:  # once per task, on the worker's stderr (the executor log)
+                print(f"{skipped} (task {partition.index})", file=sys.stderr)
             store.close()
 
     def _write_stats(self, record: dict) -> None:
