@@ -44,7 +44,7 @@ from rmqstore.plan.tasks import (
     probe_bucket,
     within,
 )
-from rmqstore.store import SEEK_TIME_MARGIN_MS, IndexUnavailableError, Store
+from rmqstore.store import IndexUnavailableError, Store
 
 log = logging.getLogger("rmqstore.plan")
 
@@ -229,8 +229,7 @@ def _log_range(store: Store, b: _Bounds) -> tuple[int, int]:
     if b.begin_ms is not None and lo < hi:
         lo = max(lo, store.seek_time(b.begin_ms))
     if b.end_ms is not None and lo < hi:
-        # a record with storeTimestamp <= end_ms cannot follow one at end_ms + 1 + margin (clock steps)
-        hi = min(hi, store.seek_time(b.end_ms + 1 + SEEK_TIME_MARGIN_MS))
+        hi = min(hi, store.seek_time_end(b.end_ms))
     return lo, hi
 
 
@@ -287,7 +286,8 @@ def _scan_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], set
 def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ...], b: _Bounds,
                  bounds: tuple[int, int], exclude: tuple[tuple[int, int], ...], settings: PlanSettings,
                  notes: list[str]) -> list[ReadTask] | None:
-    topics = None if b.topics is None else tuple(sorted(b.topics))
+    # without a topic predicate, every topic that can have indexed records (resolved once, here)
+    topics = tuple(store.indexed_topics()) if b.topics is None else tuple(sorted(b.topics))
     lo, hi = bounds
     if len(probe) > settings.key_probe_partition_threshold:
         if store.index_files and not _index_usable(store):

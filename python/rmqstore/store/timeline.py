@@ -1,0 +1,144 @@
+"""Where store times lie in the commit log: exact seeks by storeTimestamp (design §3, §4).
+
+The broker stamps STORETIMESTAMP under the put lock, so store times never decrease in log order -
+unless the broker's clock steps back (NTP, a resumed VM, an operator), by any amount. A seek must not
+lose the records written after such a step, so each segment's records are summarized as runs:
+maximal stretches of records whose store times never decrease, each with its byte range and its
+first and last (smallest and largest) time. Then, exactly:
+* the first record with time >= t is in the first run whose last time is >= t (every record before
+  that run is < t), found inside the run by bisection;
+* every record after the first record with time > t of the last run whose first time is <= t is
+  later than t (the rest of that run is, and every later run starts after t).
+A segment with more than `MAX_RUNS` runs (a jittering clock) is one unordered run: first / last are
+its smallest / largest time and a seek walks it instead of bisecting.
+
+A summary costs one walk of the storeTimestamp column of a segment (compiled decoder, no bodies).
+Summaries are cached on disk outside the store (`rmqstore.store.segment_cache`, kind `timeline`):
+a sealed segment is walked once, the segment holding the valid end again whenever it has grown.
+A clock that never stepped back gives one run per segment: a seek is then a bisection in one segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rmqstore.store.commitlog import PROBE_BYTES
+from rmqstore.store.errors import PERMISSIVE
+from rmqstore.store.segment_cache import SegmentCache
+from rmqstore.store.segments import Segment
+
+if TYPE_CHECKING:
+    from rmqstore.store.store import Store
+
+CACHE_KIND = "timeline"
+CACHE_VERSION = 1
+MAX_RUNS = 256
+"""A segment with more runs than this is summarized as one unordered run."""
+SEEK_FIRST_WINDOW = 64 << 10
+"""A seek walks forward through ranges of this size, doubling each time (after a bisection, the
+record it looks for is within about PROBE_BYTES)."""
+
+
+@dataclass(frozen=True)
+class TimeRun:
+    """Records [start, end) of the log (physical offsets) with store times in [first_ms, last_ms],
+    non-decreasing in log order when `ordered`."""
+
+    start: int
+    end: int
+    first_ms: int
+    last_ms: int
+    ordered: bool
+
+
+def time_runs(store: Store) -> list[TimeRun]:
+    """The runs of every segment holding records, in log order (from the cache where still valid)."""
+    live = [s for s in store.segments if s.base_offset < store.max_offset]
+    cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION)
+    known = {base: [TimeRun(*run) for run in entry] for base, entry in
+             (cache.load(store, live) if cache else {}).items()}
+    fresh = {s.base_offset: _summarize(store, s) for s in live if s.base_offset not in known}
+    runs = {**known, **fresh}
+    if cache and fresh:
+        cache.save(store, [(s, [astuple(run) for run in runs[s.base_offset]]) for s in live])
+    return [run for s in live for run in runs[s.base_offset]]
+
+
+def first_at_or_after(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
+    """Physical offset of the first record with storeTimestamp >= ts_ms, `max_offset` if none."""
+    for run in runs:
+        if run.last_ms >= ts_ms:
+            return _first_in_run(store, run, ts_ms)
+    return store.max_offset
+
+
+def end_of_at_or_before(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
+    """A physical offset after which every record has storeTimestamp > ts_ms (`min_offset` if all
+    have): just past the last such record, or the end of an unordered run holding it."""
+    for run in reversed(runs):
+        if run.first_ms <= ts_ms:
+            return _first_in_run(store, run, ts_ms + 1) if run.ordered else run.end
+    return store.min_offset
+
+
+def _summarize(store: Store, seg: Segment) -> list[TimeRun]:
+    """The runs of one segment's records (module docstring), from a walk of its store times."""
+    offsets, ends, times = [], [], []
+    columns = ["commitLogOffset", "storeSize", "storeTimestamp"]
+    for batch in store.scan(seg.base_offset, min(seg.end_offset, store.max_offset), columns, mode=PERMISSIVE,
+                            decompress=False):
+        offset = batch.column("commitLogOffset").to_numpy()
+        offsets.append(offset)
+        ends.append(offset + batch.column("storeSize").to_numpy())
+        times.append(_millis(batch))
+    if not offsets:
+        return []
+    offset, end, t = np.concatenate(offsets), np.concatenate(ends), np.concatenate(times)
+    breaks = np.flatnonzero(t[1:] < t[:-1]) + 1
+    if len(breaks) >= MAX_RUNS:
+        return [TimeRun(int(offset[0]), int(end[-1]), int(t.min()), int(t.max()), False)]
+    firsts, lasts = np.concatenate(([0], breaks)), np.concatenate((breaks, [len(t)])) - 1
+    return [TimeRun(int(offset[a]), int(end[b]), int(t[a]), int(t[b]), True)
+            for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True)]
+
+
+def _first_in_run(store: Store, run: TimeRun, ts_ms: int) -> int:
+    """Offset of the first record of `run` with time >= ts_ms (`run.end` if none): a bisection when
+    the run is ordered, then a walk forward through windows of growing size."""
+    start, window = (_bisect(store, run, ts_ms) if run.ordered else run.start), SEEK_FIRST_WINDOW
+    while start < run.end:  # ranges [start, stop): each record is in exactly one
+        stop = min(start + window, run.end)
+        for batch in store.scan(start, stop, ["commitLogOffset", "storeTimestamp"], mode=PERMISSIVE):
+            hit = np.flatnonzero(_millis(batch) >= ts_ms)
+            if hit.size:
+                return int(batch.column("commitLogOffset")[int(hit[0])].as_py())
+        start, window = stop, window * 2
+    return run.end
+
+
+def _bisect(store: Store, run: TimeRun, ts_ms: int) -> int:
+    """A record start of the ordered `run` at or before its first record with time >= ts_ms."""
+    seg = store.log.segment_at(run.start)
+    assert seg is not None  # runs are made of the records of a segment
+    low, high = run.start - seg.base_offset, run.end - seg.base_offset
+    while high - low > PROBE_BYTES:
+        mid = (low + high) // 2
+        found = store.log.resync(seg, mid, high)
+        if found is None:
+            high = mid
+        elif store.log.store_time_at(seg, found) < ts_ms:
+            low = found
+        else:
+            high = found
+    return seg.base_offset + low
+
+
+def _millis(batch: pa.RecordBatch) -> np.ndarray:
+    """The storeTimestamp column in epoch milliseconds (as stored)."""
+    return pc.cast(batch.column("storeTimestamp"), pa.int64()).to_numpy() // 1000
