@@ -86,3 +86,18 @@ def test_seek_reads_a_bisection_not_the_rest_of_the_segment(long_log):
     assert store.seek_time(ts) == brute(long_log.written, ts, store.max_offset)
     # A bisection in the run holding ts; walking on to the segment end would read ~700 KB.
     assert store.stats.bytes_read < long_log.segment_size // 3
+
+
+def test_seek_time_is_exact_after_the_clock_stepped_back_by_hours(tmp_path):
+    """Steps back by 3 h in the first segment and by 2 h in the last (active) one: the first record at
+    or after each time is found, wherever it is (startingTimestamp starts there)."""
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=2048)
+    hour = 3_600_000
+    times = [BASE_TS + i * 1000 - 3 * hour * (i >= 5) - 2 * hour * (i >= 95) for i in range(100)]
+    for t in times:
+        b.append("T", b"s" * 40, store_ts=t)
+    b.finish()
+    store = Store.open(b.root)
+    assert b.written[5].offset < 2048 and b.written[94].offset // 2048 == b.written[99].offset // 2048
+    for ts in sorted({t + d for t in [*times[::3], BASE_TS, BASE_TS + 4000] for d in (-1, 0, 1)}):
+        assert store.seek_time(ts) == brute(b.written, ts, store.max_offset), ts

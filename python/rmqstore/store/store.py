@@ -39,7 +39,7 @@ from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.names import check_topic_dir_name, topic_dir_problem
 from rmqstore.store.segments import OpenFiles, Segment, list_segments
 from rmqstore.store.stats import StoreStats
-from rmqstore.store.timeline import TimeRun, end_of_at_or_before, first_at_or_after, time_runs
+from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
@@ -529,12 +529,10 @@ class Store:
         """
         return first_at_or_after(self, self._time_runs, ts_ms)
 
-    def seek_time_end(self, ts_ms: int) -> int:
-        """A physical offset after which every record has storeTimestamp > ts_ms (min_offset if all have).
-
-        So [seek_time(a), seek_time_end(b)) holds every record stored in [a, b] (clock steps included).
-        """
-        return end_of_at_or_before(self, self._time_runs, ts_ms)
+    def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
+        """Commit-log byte ranges, in log order, holding every record with begin_ms <= storeTimestamp
+        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`)."""
+        return time_ranges(self, self._time_runs, begin_ms, end_ms)
 
     # ---- metadata -----------------------------------------------------------------------------
 

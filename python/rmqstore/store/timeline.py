@@ -4,18 +4,17 @@ The broker stamps STORETIMESTAMP under the put lock, so store times never decrea
 unless the broker's clock steps back (NTP, a resumed VM, an operator), by any amount. A seek must not
 lose the records written after such a step, so each segment's records are summarized as runs:
 maximal stretches of records whose store times never decrease, each with its byte range and its
-first and last (smallest and largest) time. Then, exactly:
-* the first record with time >= t is in the first run whose last time is >= t (every record before
-  that run is < t), found inside the run by bisection;
-* every record after the first record with time > t of the last run whose first time is <= t is
-  later than t (the rest of that run is, and every later run starts after t).
-A segment with more than `MAX_RUNS` runs (a jittering clock) is one unordered run: first / last are
-its smallest / largest time and a seek walks it instead of bisecting.
+first and last (smallest and largest) time. Then, exactly: the first record with time >= t is in
+the first run whose last time is >= t (every record before that run is < t), found inside the run by
+bisection; the records of a window [a, b] are, in each run whose times reach into it, a stretch
+found by bisection at a and b + 1 (a run entirely inside the window needs no bisection). A log
+whose clock never stepped back is one run per segment, so a window is one byte range; after a step
+back, a few. A segment with more than `MAX_RUNS` runs (a jittering clock) is one unordered run:
+first / last are its smallest / largest time, a seek walks it and a window takes all of it.
 
 A summary costs one walk of the storeTimestamp column of a segment (compiled decoder, no bodies).
 Summaries are cached on disk outside the store (`rmqstore.store.segment_cache`, kind `timeline`):
 a sealed segment is walked once, the segment holding the valid end again whenever it has grown.
-A clock that never stepped back gives one run per segment: a seek is then a bisection in one segment.
 """
 
 from __future__ import annotations
@@ -78,13 +77,33 @@ def first_at_or_after(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
     return store.max_offset
 
 
-def end_of_at_or_before(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
-    """A physical offset after which every record has storeTimestamp > ts_ms (`min_offset` if all
-    have): just past the last such record, or the end of an unordered run holding it."""
-    for run in reversed(runs):
-        if run.first_ms <= ts_ms:
-            return _first_in_run(store, run, ts_ms + 1) if run.ordered else run.end
-    return store.min_offset
+def time_ranges(store: Store, runs: Sequence[TimeRun], begin_ms: int | None,
+                end_ms: int | None) -> list[tuple[int, int]]:
+    """Commit-log byte ranges [start, end), in log order, holding every record with begin_ms <=
+    storeTimestamp <= end_ms (None: unbounded): in each run whose times reach into the window, its
+    records inside the window (found by bisection at the window's edges) or, for an unordered run, all
+    of them. The ranges of consecutive runs taken whole at their meeting point are merged (no record
+    lies between them)."""
+    out: list[tuple[int, int]] = []
+    last_taken = -2
+    for number, run in enumerate(runs):
+        outside = (end_ms is not None and run.first_ms > end_ms) or (begin_ms is not None
+                                                                     and run.last_ms < begin_ms)
+        if outside:
+            continue
+        start, stop = run.start, run.end
+        if run.ordered and begin_ms is not None and run.first_ms < begin_ms:
+            start = _first_in_run(store, run, begin_ms)
+        if run.ordered and end_ms is not None and run.last_ms > end_ms:
+            stop = _first_in_run(store, run, end_ms + 1)
+        if start >= stop:
+            continue
+        if last_taken == number - 1 and start == run.start:
+            out[-1] = (out[-1][0], stop)
+        else:
+            out.append((start, stop))
+        last_taken = number if stop == run.end else -2
+    return out
 
 
 def _summarize(store: Store, seg: Segment) -> list[TimeRun]:
