@@ -52,6 +52,20 @@ class SegmentCache:
 
     def load(self, store: Store, live: Sequence[Segment]) -> dict[int, list[Any]]:
         """Base offset -> cached entry, for the segments of `live` whose entry is still valid."""
+        entries = self._entries()
+        known = {}
+        for seg in live:
+            entry = entries.get(os.path.basename(seg.path))
+            if entry and entry[:3] == _segment_key(store, seg):
+                known[seg.base_offset] = entry[3:]
+        return known
+
+    def stale(self, seg: Segment) -> tuple[list[Any], list[Any]] | None:
+        """Whatever is cached for the segment's name, valid or not: (its key then, its entry)."""
+        entry = self._entries().get(os.path.basename(seg.path))
+        return (entry[:3], entry[3:]) if entry else None
+
+    def _entries(self) -> dict[str, list[Any]]:
         try:
             with open(self.path) as fh:
                 doc = json.load(fh)
@@ -59,13 +73,7 @@ class SegmentCache:
             return {}
         if not isinstance(doc, dict) or doc.get("version") != self.version or doc.get("salt") != self.salt:
             return {}
-        entries = doc.get("segments", {})
-        known = {}
-        for seg in live:
-            entry = entries.get(os.path.basename(seg.path))
-            if entry and entry[:3] == _segment_key(store, seg):
-                known[seg.base_offset] = entry[3:]
-        return known
+        return doc.get("segments", {})
 
     def save(self, store: Store, entries: Sequence[tuple[Segment, list[Any]]]) -> None:
         """Write these entries (lists of JSON values) as the whole cache (atomic rename); failures are

@@ -14,7 +14,8 @@ first / last are its smallest / largest time, a seek walks it and a window takes
 
 A summary costs one walk of the storeTimestamp column of a segment (compiled decoder, no bodies).
 Summaries are cached on disk outside the store (`rmqstore.store.segment_cache`, kind `timeline`):
-a sealed segment is walked once, the segment holding the valid end again whenever it has grown.
+a sealed segment is walked once; the segment holding the valid end, when it has grown, only from
+where its cached summary ends (if the record that summary ends with is still there).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqstore.format.layout import OFF_BORNHOST
 from rmqstore.store.commitlog import PROBE_BYTES
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
@@ -39,9 +41,9 @@ CACHE_KIND = "timeline"
 CACHE_VERSION = 1
 MAX_RUNS = 256
 """A segment with more runs than this is summarized as one unordered run."""
-SEEK_FIRST_WINDOW = 64 << 10
+SEEK_FIRST_WINDOW = 2 * PROBE_BYTES
 """A seek walks forward through ranges of this size, doubling each time (after a bisection, the
-record it looks for is within about PROBE_BYTES)."""
+record it looks for starts within PROBE_BYTES)."""
 
 
 @dataclass(frozen=True)
@@ -56,17 +58,51 @@ class TimeRun:
     ordered: bool
 
 
+@dataclass(frozen=True)
+class _Summary:
+    """The runs of one segment, and where its last record starts with that record's first header
+    bytes (TOTALSIZE to BORNTIMESTAMP, hex): what tells a grown segment from a rewritten one."""
+
+    runs: tuple[TimeRun, ...]
+    last_start: int | None
+    last_header: str
+
+    def to_entry(self) -> list:
+        return [self.last_start, self.last_header, *(astuple(run) for run in self.runs)]
+
+    @classmethod
+    def from_entry(cls, entry: list) -> _Summary:
+        return cls(tuple(TimeRun(*run) for run in entry[2:]), entry[0], entry[1])
+
+
 def time_runs(store: Store) -> list[TimeRun]:
     """The runs of every segment holding records, in log order (from the cache where still valid)."""
     live = [s for s in store.segments if s.base_offset < store.max_offset]
     cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION)
-    known = {base: [TimeRun(*run) for run in entry] for base, entry in
-             (cache.load(store, live) if cache else {}).items()}
-    fresh = {s.base_offset: _summarize(store, s) for s in live if s.base_offset not in known}
-    runs = {**known, **fresh}
+    summaries = {base: _Summary.from_entry(entry) for base, entry in
+                 (cache.load(store, live) if cache else {}).items()}
+    fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None)
+             for s in live if s.base_offset not in summaries}
+    summaries.update(fresh)
     if cache and fresh:
-        cache.save(store, [(s, [astuple(run) for run in runs[s.base_offset]]) for s in live])
-    return [run for s in live for run in runs[s.base_offset]]
+        cache.save(store, [(s, summaries[s.base_offset].to_entry()) for s in live])
+    return [run for s in live for run in summaries[s.base_offset].runs]
+
+
+def _grown(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
+    """The cached summary of `seg` from when it held the valid end, if the segment has only grown
+    since: the broker appends and never rewrites records before its valid end, so the cached runs
+    still hold when the record they end with is still there (same header bytes)."""
+    stale = cache.stale(seg)
+    if stale is None:
+        return None
+    (size, _, records_end), entry = stale[0], stale[1]
+    summary = _Summary.from_entry(entry)
+    if size != seg.size or records_end is None or summary.last_start is None:
+        return None
+    if min(seg.end_offset, store.max_offset) < summary.runs[-1].end:
+        return None
+    return summary if _header(store, seg, summary.last_start) == summary.last_header else None
 
 
 def first_at_or_after(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
@@ -106,25 +142,39 @@ def time_ranges(store: Store, runs: Sequence[TimeRun], begin_ms: int | None,
     return out
 
 
-def _summarize(store: Store, seg: Segment) -> list[TimeRun]:
-    """The runs of one segment's records (module docstring), from a walk of its store times."""
+def _summarize(store: Store, seg: Segment, grown: _Summary | None) -> _Summary:
+    """The runs of one segment's records (module docstring), from a walk of its store times (only of
+    the records after those of `grown`, the cached summary of a segment that has grown since)."""
     offsets, ends, times = [], [], []
     columns = ["commitLogOffset", "storeSize", "storeTimestamp"]
-    for batch in store.scan(seg.base_offset, min(seg.end_offset, store.max_offset), columns, mode=PERMISSIVE,
+    start = grown.runs[-1].end if grown else seg.base_offset
+    for batch in store.scan(start, min(seg.end_offset, store.max_offset), columns, mode=PERMISSIVE,
                             decompress=False):
         offset = batch.column("commitLogOffset").to_numpy()
         offsets.append(offset)
         ends.append(offset + batch.column("storeSize").to_numpy())
         times.append(_millis(batch))
+    runs = list(grown.runs) if grown else []
     if not offsets:
-        return []
+        return _Summary(tuple(runs), grown.last_start, grown.last_header) if grown else _Summary((), None, "")
     offset, end, t = np.concatenate(offsets), np.concatenate(ends), np.concatenate(times)
     breaks = np.flatnonzero(t[1:] < t[:-1]) + 1
-    if len(breaks) >= MAX_RUNS:
-        return [TimeRun(int(offset[0]), int(end[-1]), int(t.min()), int(t.max()), False)]
     firsts, lasts = np.concatenate(([0], breaks)), np.concatenate((breaks, [len(t)])) - 1
-    return [TimeRun(int(offset[a]), int(end[b]), int(t[a]), int(t[b]), True)
-            for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True)]
+    for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
+        if runs and runs[-1].ordered and a == 0 and int(t[0]) >= runs[-1].last_ms:  # the run goes on
+            runs[-1] = TimeRun(runs[-1].start, int(end[b]), runs[-1].first_ms, int(t[b]), True)
+        else:
+            runs.append(TimeRun(int(offset[a]), int(end[b]), int(t[a]), int(t[b]), True))
+    if len(runs) > MAX_RUNS or not all(run.ordered for run in runs):
+        runs = [TimeRun(runs[0].start, runs[-1].end, min(run.first_ms for run in runs),
+                        max(run.last_ms for run in runs), False)]
+    last = int(offset[-1])
+    return _Summary(tuple(runs), last, _header(store, seg, last))
+
+
+def _header(store: Store, seg: Segment, offset: int) -> str:
+    """TOTALSIZE to BORNTIMESTAMP of the record at `offset`, hex."""
+    return store.log.read(seg, offset - seg.base_offset, OFF_BORNHOST).tobytes().hex()
 
 
 def _first_in_run(store: Store, run: TimeRun, ts_ms: int) -> int:
