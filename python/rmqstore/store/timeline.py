@@ -15,7 +15,9 @@ first / last are its smallest / largest time, a seek walks it and a window takes
 A summary costs one walk of the storeTimestamp column of a segment (compiled decoder, no bodies).
 Summaries are cached on disk outside the store (`rmqstore.store.segment_cache`, kind `timeline`):
 a sealed segment is walked once; the segment holding the valid end, when it has grown, only from
-where its cached summary ends (if the record that summary ends with is still there).
+where its cached summary ends (if the record that summary ends with is still there). Remote files
+have no mtime, so a remote store's cached summaries are used only while each segment still ends
+with the record its summary ends with (one small read per segment).
 """
 
 from __future__ import annotations
@@ -78,9 +80,13 @@ class _Summary:
 def time_runs(store: Store) -> list[TimeRun]:
     """The runs of every segment holding records, in log order (from the cache where still valid)."""
     live = [s for s in store.segments if s.base_offset < store.max_offset]
-    cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION)
+    cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION, content_checked=True)
     summaries = {base: _Summary.from_entry(entry) for base, entry in
                  (cache.load(store, live) if cache else {}).items()}
+    if cache and not cache.local:  # no mtime: the segment must still end with the same record
+        by_base = {s.base_offset: s for s in live}
+        summaries = {base: summary for base, summary in summaries.items()
+                     if summary.last_start is None or _still_ends(store, by_base[base], summary)}
     fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None)
              for s in live if s.base_offset not in summaries}
     summaries.update(fresh)
@@ -102,7 +108,13 @@ def _grown(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
         return None
     if min(seg.end_offset, store.max_offset) < summary.runs[-1].end:
         return None
-    return summary if _header(store, seg, summary.last_start) == summary.last_header else None
+    return summary if _still_ends(store, seg, summary) else None
+
+
+def _still_ends(store: Store, seg: Segment, summary: _Summary) -> bool:
+    """The record the summary ends with is still there (same header bytes)."""
+    assert summary.last_start is not None
+    return _header(store, seg, summary.last_start) == summary.last_header
 
 
 def first_at_or_after(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
