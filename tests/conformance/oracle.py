@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,22 @@ def records(name: str) -> list[dict[str, Any]]:
         return oracle["records"]
     end = oracle["recoveredMaxPhyOffset"]
     return [r for r in ORACLES[oracle["recordsFrom"]]["records"] if r["commitLogOffset"] < end]
+
+
+def time_windows(name: str) -> list[tuple[int, int]]:
+    """storeTimestamp windows [lo, hi] (ms, inclusive) to select records by: each record stored earlier
+    than the record before it (the broker's clock stepped back; RocketMQ stores whatever its clock says)
+    alone, and the middle third of the log's time span."""
+    times = [r["storeTimestamp"] for r in records(name)]
+    windows = [(t, t) for previous, t in pairwise(times) if t < previous]
+    first, last = min(times), max(times)
+    return [*windows, (first + (last - first) // 3, first + 2 * (last - first) // 3)]
+
+
+def stored_within(name: str, window: tuple[int, int]) -> list[int]:
+    """commitLogOffsets of the records whose storeTimestamp lies in `window`, in log order."""
+    lo, hi = window
+    return [r["commitLogOffset"] for r in records(name) if lo <= r["storeTimestamp"] <= hi]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from rmqstore.cli.dump import add_columns_argument
 from rmqstore.cli.options import add_store_arguments, open_store, parse_time_ms, progress
 from rmqstore.cli.output import write_jsonl
 from rmqstore.format.table import COLUMN_NAMES
-from rmqstore.store import SEEK_TIME_MARGIN_MS, IndexUnavailableError, Store
+from rmqstore.store import IndexUnavailableError, Store
 
 _READ_CHUNK = 4096
 
@@ -83,8 +83,8 @@ def _by_index(store: Store, args: argparse.Namespace, value: str, column: str) -
 
 
 def _by_topic_and_time(store: Store, args: argparse.Namespace) -> list[int]:
-    start = store.min_offset if args.begin is None else store.seek_time(args.begin)
-    end = store.max_offset if args.end is None else store.seek_time(args.end + 1 + SEEK_TIME_MARGIN_MS)
+    ranges = store.time_ranges(args.begin, args.end)  # the first to the last record of the window
+    start, end = (ranges[0][0], ranges[-1][1]) if ranges else (store.min_offset, store.min_offset)
     return _scan_matching(
         store,
         start,

@@ -14,12 +14,11 @@ from rmqstore.store.errors import (
 from rmqstore.store.index import IndexFileInfo
 from rmqstore.store.segments import Segment
 from rmqstore.store.stats import StoreStats
-from rmqstore.store.store import SEEK_TIME_MARGIN_MS, Store
+from rmqstore.store.store import Store
 
 __all__ = [
     "FAILFAST",
     "PERMISSIVE",
-    "SEEK_TIME_MARGIN_MS",
     "UNIT_DTYPE",
     "ConsumeQueue",
     "IndexFileInfo",

@@ -26,7 +26,7 @@ from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
-from rmqstore.store.coverage import uncovered_ranges, unindexed_ranges
+from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
     FAILFAST,
     PERMISSIVE,
@@ -39,6 +39,7 @@ from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.names import check_topic_dir_name, topic_dir_problem
 from rmqstore.store.segments import OpenFiles, Segment, list_segments
 from rmqstore.store.stats import StoreStats
+from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
@@ -48,11 +49,6 @@ MULTI_PATH_SPLITTER = ","
 """`storePathCommitLog` lists several directories separated by `,` (§1.1, `MixAll.MULTI_PATH_SPLITTER`)."""
 
 DEFAULT_BATCH_ROWS = 16_384
-SEEK_TIME_MARGIN_MS = 5_000
-"""`seek_time` searches this much earlier than asked and walks forward (clock steps, see there)."""
-SEEK_FIRST_WINDOW = 64 << 10
-"""`seek_time` walks forward through ranges of this size, doubling each time: it reads about the
-margin's worth of log, not a whole decoder window."""
 INDEX_TAIL_SCAN_LIMIT = 64 << 20
 """Lookups scan at most this many not-yet-indexed bytes at the end of the log themselves."""
 READ_RUN_GAP = 64 << 10
@@ -382,12 +378,12 @@ class Store:
                     end_ms: int | None = None) -> list[int]:
         """Physical offsets, ascending, of every record whose KEYS tokens include `key` (no cap).
 
-        Like `queryMsgByKey` but exact: index candidates of `topic#key` for each topic (all topics
-        the store knows when None), newest index file first, each confirmed against the record's
-        topic and KEYS tokens; candidates outside the valid log or not pointing at a valid record are
-        ignored. `begin_ms`/`end_ms` bound the record's storeTimestamp (inclusive). Records after
-        the index's end (not indexed yet) are found by scanning that tail. Raises
-        IndexUnavailableError when the index cannot answer completely (a damaged file, or a tail
+        Like `queryMsgByKey` but exact: index candidates of `topic#key` for each topic (when None,
+        every topic that can have indexed records: `indexed_topics`), newest index file first, each
+        confirmed against the record's topic and KEYS tokens; candidates outside the valid log or not
+        pointing at a valid record are ignored. `begin_ms`/`end_ms` bound the record's storeTimestamp
+        (inclusive). Records after the index's end (not indexed yet) are found by scanning that tail.
+        Raises IndexUnavailableError when the index cannot answer completely (a damaged file, or a tail
         longer than `index_tail_scan_limit`, e.g. no index at all): scan instead.
         """
         return self._lookup(key, topics, begin_ms, end_ms, lambda t, k: k in (t or ()), "keys")
@@ -408,7 +404,7 @@ class Store:
                 f"the index ends at physical offset {tail_start}, {self.max_offset - tail_start} bytes "
                 f"before the end of the log (limit {self._index_tail_scan_limit}): scan instead"
             )
-        wanted_topics = set(self.topics() if topics is None else topics)
+        wanted_topics = set(self.indexed_topics() if topics is None else topics)
         candidates: set[int] = set()
         for topic in sorted(wanted_topics):
             self.stats.index_files_probed += len(self._index.infos)
@@ -483,8 +479,12 @@ class Store:
         return queue
 
     @cached_property
+    def _coverage(self) -> list[SegmentVerdict]:
+        return segment_verdicts(self)
+
+    @cached_property
     def _uncovered(self) -> list[tuple[int, int]]:
-        return uncovered_ranges(self)
+        return [gap for verdict in self._coverage for gap in verdict.gaps]
 
     def uncovered_ranges(self) -> list[tuple[int, int]]:
         """Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to.
@@ -506,7 +506,16 @@ class Store:
 
     @cached_property
     def _unindexed(self) -> list[tuple[int, int]]:
-        return unindexed_ranges(self)
+        return [gap for verdict in self._coverage for gap in verdict.unindexed]
+
+    def indexed_topics(self) -> list[str]:
+        """Every topic that can have records in the index, sorted: the topics of `topics()` and those of
+        the records in `uncovered_ranges` the index has (a topic holding only transaction PREPARED
+        records has no queue directory and may be in no topics.json, yet they are indexed, §5.4).
+
+        Key and uniqKey lookups without topics probe `topic#key` for each of these.
+        """
+        return sorted(set(self.topics()).union(*(verdict.topics for verdict in self._coverage)))
 
     def uncovered_segments(self) -> list[Segment]:
         """The segments holding `uncovered_ranges`, by base offset."""
@@ -514,59 +523,23 @@ class Store:
 
     # ---- time ---------------------------------------------------------------------------------
 
-    def seek_time(self, ts_ms: int, *, margin_ms: int = SEEK_TIME_MARGIN_MS) -> int:
-        """Physical offset of the first record with storeTimestamp >= ts_ms (max_offset if none).
+    @cached_property
+    def _time_runs(self) -> list[TimeRun]:
+        return time_runs(self)
 
-        The broker assigns STORETIMESTAMP under the put lock, so it never decreases in log order
-        unless the broker's clock is stepped back. Binary search (segments by their first record's
-        store time, then bisection inside the segment with resync) looks for `ts_ms - margin_ms`,
-        then walks forward to the first record >= ts_ms: a clock step of up to `margin_ms` cannot
-        make the result skip a record with storeTimestamp >= ts_ms.
+    def seek_time(self, ts_ms: int) -> int:
+        """Physical offset of the first record (log order) with storeTimestamp >= ts_ms, else max_offset.
+
+        Exact also when the broker's clock stepped back, by any amount: the log's store times are
+        summarized per segment (`rmqstore.store.timeline`, one walk of the storeTimestamp column per
+        segment, cached on disk outside the store and kept per Store), then bisected.
         """
-        start, end = self._seek_before(ts_ms - margin_ms), self.max_offset
-        columns = ["commitLogOffset", "storeTimestamp"]
-        window = SEEK_FIRST_WINDOW
-        while start < end:  # ranges [start, stop) of growing size: each record is in exactly one
-            stop = min(start + window, end)
-            for batch in self.scan(start, stop, columns, mode=PERMISSIVE):
-                times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_numpy() // 1000
-                hit = np.flatnonzero(times >= ts_ms)
-                if hit.size:
-                    return int(batch.column("commitLogOffset")[int(hit[0])].as_py())
-            start, window = stop, window * 2
-        return end
+        return first_at_or_after(self, self._time_runs, ts_ms)
 
-    def _seek_before(self, target_ms: int) -> int:
-        """A record start at or before every record with storeTimestamp >= target_ms (monotonic times)."""
-        segs = [s for s in self.segments if self.min_offset <= s.base_offset < self.max_offset]
-        lo, hi = 0, len(segs)
-        while lo < hi:  # first segment whose first record is at or after target_ms
-            mid = (lo + hi) // 2
-            first = self._first_record_time(segs[mid])
-            if first is not None and first >= target_ms:
-                hi = mid
-            else:
-                lo = mid + 1
-        if lo == 0:
-            return self.min_offset
-        seg = segs[lo - 1]
-        if self._first_record_time(seg) is None:
-            return seg.base_offset
-        low, high = 0, min(seg.size, self.max_offset - seg.base_offset)
-        while high - low > PROBE_BYTES:
-            found = self.log.resync(seg, (low + high) // 2, high)
-            if found is None:
-                high = (low + high) // 2
-            elif self.log.store_time_at(seg, found) < target_ms:
-                low = found
-            else:
-                high = found
-        return seg.base_offset + low
-
-    def _first_record_time(self, seg: Segment) -> int | None:
-        if self.log.check_at(seg, 0, check_crc=False).kind != "record":
-            return None
-        return self.log.store_time_at(seg, 0)
+    def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
+        """Commit-log byte ranges, in log order, holding every record with begin_ms <= storeTimestamp
+        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`)."""
+        return time_ranges(self, self._time_runs, begin_ms, end_ms)
 
     # ---- metadata -----------------------------------------------------------------------------
 
