@@ -379,10 +379,12 @@ class Store:
         """Physical offsets, ascending, of every record whose KEYS tokens include `key` (no cap).
 
         Like `queryMsgByKey` but exact: index candidates of `topic#key` for each topic (when None,
-        every topic that can have indexed records: `indexed_topics`), newest index file first, each
-        confirmed against the record's topic and KEYS tokens; candidates outside the valid log or not
-        pointing at a valid record are ignored. `begin_ms`/`end_ms` bound the record's storeTimestamp
-        (inclusive). Records after the index's end (not indexed yet) are found by scanning that tail.
+        every topic that can have indexed records: `indexed_topics`, and records of any topic match),
+        newest index file first, each confirmed against the record's topic and KEYS tokens; candidates
+        outside the valid log or not pointing at a valid record are ignored. `begin_ms`/`end_ms` bound
+        the record's storeTimestamp (inclusive). What the index cannot hold is scanned, so the answer
+        is the rows a table scan returns: ROLLBACK records (`unindexed_ranges`, never indexed by the
+        broker, §5.4) and the records after the index's end (not indexed yet).
         Raises IndexUnavailableError when the index cannot answer completely (a damaged file, or a tail
         longer than `index_tail_scan_limit`, e.g. no index at all): scan instead.
         """
@@ -404,13 +406,18 @@ class Store:
                 f"the index ends at physical offset {tail_start}, {self.max_offset - tail_start} bytes "
                 f"before the end of the log (limit {self._index_tail_scan_limit}): scan instead"
             )
-        wanted_topics = set(self.indexed_topics() if topics is None else topics)
+        probed_topics = sorted(self.indexed_topics() if topics is None else set(topics))
         candidates: set[int] = set()
-        for topic in sorted(wanted_topics):
+        for topic in probed_topics:
             self.stats.index_files_probed += len(self._index.infos)
             candidates.update(self._index.candidates(topic, key))
         parts = [self.read_offsets(sorted(candidates), _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)]
+        # What the index never holds (ROLLBACK records, §5.4) before its end, then the unindexed tail.
+        unindexed = [(start, min(end, tail_start))
+                     for start, end in self.unindexed_ranges() if start < tail_start]
+        parts.extend(self.scan_ranges(unindexed, _LOOKUP_COLUMNS, mode=PERMISSIVE))
         parts.extend(self.scan(tail_start, self.max_offset, _LOOKUP_COLUMNS, mode=PERMISSIVE))
+        wanted_topics = None if topics is None else set(topics)
         found: set[int] = set()
         for batch in parts:
             rows = batch.to_pydict()
@@ -418,7 +425,7 @@ class Store:
             for offset, topic, value, t_us in zip(rows["commitLogOffset"], rows["topic"], rows[column],
                                                    times, strict=True):
                 t_ms = t_us // 1000
-                if (topic in wanted_topics and matches(value, key)
+                if ((wanted_topics is None or topic in wanted_topics) and matches(value, key)
                         and (begin_ms is None or t_ms >= begin_ms) and (end_ms is None or t_ms <= end_ms)):
                     found.add(offset)
         return sorted(found)
