@@ -49,10 +49,13 @@ def parse_geometry(text: str) -> tuple[int, int]:
 
 
 def format_time(ms: int | None) -> str:
-    """Epoch ms as ISO-8601 UTC with milliseconds ('' for None or 0)."""
+    """Epoch ms as ISO-8601 UTC with milliseconds ('' for None or 0; a note outside years 1-9999)."""
     if not ms:
         return ""
-    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    try:
+        moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    except (OverflowError, ValueError, OSError):
+        return "(not a date: outside years 1-9999)"
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

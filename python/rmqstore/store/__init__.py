@@ -10,6 +10,7 @@ from rmqstore.store.errors import (
     StoreCorruptionError,
     StoreError,
     StoreLayoutError,
+    UnreadableFileError,
 )
 from rmqstore.store.index import IndexFileInfo
 from rmqstore.store.segments import Segment
@@ -32,6 +33,7 @@ __all__ = [
     "StoreError",
     "StoreLayoutError",
     "StoreStats",
+    "UnreadableFileError",
     "tags_candidate_mask",
     "tags_codes",
 ]

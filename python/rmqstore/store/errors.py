@@ -36,6 +36,16 @@ class StoreLayoutError(StoreError):
     """The directory tree is not a usable RocketMQ store (missing commit log, conflicting segments)."""
 
 
+class UnreadableFileError(StoreLayoutError):
+    """A store file or directory that cannot be read (a FIFO, socket or device, a symbolic link loop,
+    a directory where a file belongs, no permission): names the path and the cause."""
+
+    def __init__(self, path: str, cause: str) -> None:
+        super().__init__(f"{path}: cannot be read: {cause}")
+        self.path = path
+        self.cause = cause
+
+
 class IndexUnavailableError(StoreError):
     """The index cannot answer a lookup completely (missing, damaged, or far behind the log).
 
