@@ -7,7 +7,8 @@ Run by hand (not part of the default test run):
 A small demo store is written once; each mutant is a copy of it (hard links, the mutated file
 copied) with one damage from `MUTATORS`: commit log, consume queue, index, checkpoint, config JSON,
 abort and layout (odd files, FIFOs, sockets, device links, symlink loops, huge names, truncations,
-bit flips, garbage, zeroed regions). Every operation in `OPERATIONS` runs on every mutant in a
+bit flips, garbage, zeroed regions); mutant N of a seed is always the same damage (`--only N`
+makes it again). Every operation in `OPERATIONS` runs on every mutant in a
 forked child of this process (rmqstore imported and its kernels compiled once, so a child costs
 milliseconds) with a timeout, and ends as one of:
 
@@ -55,10 +56,10 @@ BODY_PATH_FILES = ("format/compression.py", "format/columnar.py", "format/record
 # ---- the base store ---------------------------------------------------------------------------
 
 def build_base(directory: str) -> None:
-    """A small demo store: 4 commit-log segments of 256 KiB, every kind of file."""
+    """A small demo store: 3 commit-log segments of 128 KiB, every kind of file."""
     from rmqstore.cli import main
 
-    status = main(["demo", directory, "--size", "700KB", "--segment-size", "262144",
+    status = main(["demo", directory, "--size", "300KB", "--segment-size", "131072",
                    "--index-geometry", "500,2000", "--no-progress", "--seed", "7"])
     if status:
         raise SystemExit(f"demo store not written ({status})")
@@ -454,6 +455,9 @@ def _child(op: str, store_dir: str, report: str) -> None:
     """Runs in the forked child: never returns."""
     code = _EXIT["bare"]
     try:
+        quiet = os.open(os.devnull, os.O_WRONLY)  # notes and logs of the operations are not counted
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
         try:
             code = _EXIT[OPERATIONS[op](store_dir)]
         except BaseException as exc:
@@ -483,7 +487,7 @@ def fresh_outcome(op: str, store_dir: str, timeout: float) -> str:
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); import campaign; "
             f"campaign._child({op!r}, {store_dir!r}, '/dev/null')")
     try:
-        proc = subprocess.run([sys.executable, "-c", code], timeout=timeout * 3, capture_output=True)
+        proc = subprocess.run([sys.executable, "-c", code], timeout=timeout, capture_output=True)
     except subprocess.TimeoutExpired:
         return "hang"
     if proc.returncode < 0:
@@ -501,7 +505,7 @@ def run_campaign(args: argparse.Namespace) -> dict:
     for op in OPERATIONS.values():  # import and compile everything once, before forking
         op(base)
     files = files_of(base)
-    rng = random.Random(args.seed)
+    wanted = [int(i) for i in args.only.split(",")] if args.only else list(range(args.mutants))
     ops = [o for o in OPERATIONS if o in args.ops.split(",")] if args.ops else list(OPERATIONS)
     table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     by_op: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -523,8 +527,8 @@ def run_campaign(args: argparse.Namespace) -> dict:
             detail = ""
             with contextlib.suppress(FileNotFoundError), open(job.report) as fh:
                 detail = fh.read()
-            entry = {"kind": mutant.kind, "mutation": mutant.what, "op": job.op, "outcome": outcome,
-                     "detail": detail}
+            entry = {"mutant": job.mutant, "kind": mutant.kind, "mutation": mutant.what, "op": job.op,
+                     "outcome": outcome, "detail": detail}
             (body_path if any(f in detail for f in BODY_PATH_FILES) and outcome == "bare"
              and not _outside_body_path(detail) else findings).append(entry)
         with contextlib.suppress(FileNotFoundError):
@@ -535,14 +539,19 @@ def run_campaign(args: argparse.Namespace) -> dict:
         else:
             mutants[job.mutant] = (mutant, directory, left - 1)
 
-    while next_id < args.mutants or queue or running:
-        while len(running) < args.workers and (queue or next_id < args.mutants):
+    while next_id < len(wanted) or queue or running:
+        while len(running) < args.workers and (queue or next_id < len(wanted)):
             if not queue:
-                directory = os.path.join(work, f"m{next_id}")
+                mutant_id = wanted[next_id]
+                directory = os.path.join(work, f"m{mutant_id}")
                 clone(base, directory)
-                mutants[next_id] = (mutate(rng, directory, files), directory, len(ops))
-                queue.extend((next_id, op) for op in ops)
+                rng = random.Random(f"{args.seed}-{mutant_id}")  # a mutant can be made again alone
+                mutants[mutant_id] = (mutate(rng, directory, files), directory, len(ops))
+                queue.extend((mutant_id, op) for op in ops)
                 next_id += 1
+                if next_id % 100 == 0:
+                    so_far = summarize(args, ops, started, next_id, table, by_op, findings, body_path)
+                    write_summary(out, so_far)
             mutant_id, op = queue.pop(0)
             report = os.path.join(work, f"r{mutant_id}-{op}.txt")
             pid = os.fork()
@@ -564,16 +573,25 @@ def run_campaign(args: argparse.Namespace) -> dict:
                 os.waitpid(job.pid, 0)
                 running.remove(job)
                 finish(job, "hang")
-        if args.progress and next_id and next_id % 250 == 0 and not queue:
-            print(f"{next_id} mutants, {time.monotonic() - started:.0f} s", file=sys.stderr)
     shutil.rmtree(work, ignore_errors=True)
-    summary = {"mutants": args.mutants, "operations": ops, "seconds": round(time.monotonic() - started),
-               "byKind": {k: dict(v) for k, v in sorted(table.items())},
-               "byOperation": {k: dict(v) for k, v in sorted(by_op.items())},
-               "findings": findings, "bodyPath": body_path}
-    with open(os.path.join(out, "summary.json"), "w") as fh:
-        json.dump(summary, fh, indent=1)
+    summary = summarize(args, ops, started, len(wanted), table, by_op, findings, body_path)
+    write_summary(out, summary)
     return summary
+
+
+def summarize(args: argparse.Namespace, ops: list[str], started: float, made: int, table: dict,
+              by_op: dict, findings: list[dict], body_path: list[dict]) -> dict:
+    return {"mutants": made, "seed": args.seed, "operations": ops,
+            "seconds": round(time.monotonic() - started),
+            "byKind": {k: dict(v) for k, v in sorted(table.items())},
+            "byOperation": {k: dict(v) for k, v in sorted(by_op.items())},
+            "findings": findings, "bodyPath": body_path}
+
+
+def write_summary(out: str, summary: dict) -> None:
+    with open(os.path.join(out, "summary.json.tmp"), "w") as fh:
+        json.dump(summary, fh, indent=1)
+    os.replace(os.path.join(out, "summary.json.tmp"), os.path.join(out, "summary.json"))
 
 
 def _outside_body_path(detail: str) -> bool:
@@ -605,7 +623,8 @@ def print_table(summary: dict) -> None:
         key = (entry["outcome"], first[:60])
         if key not in seen:
             seen.add(key)
-            print(f"  {entry['outcome']:<5} {entry['op']:<7} {entry['mutation'][:60]:<60} {first[:100]}")
+            print(f"  #{entry['mutant']:<5} {entry['outcome']:<5} {entry['op']:<7} "
+                  f"{entry['mutation'][:60]:<60} {first[:100]}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -616,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--ops", help="comma-separated subset of: " + ",".join(OPERATIONS))
     parser.add_argument("--out", default="campaign-out")
-    parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--only", help="comma-separated mutant numbers to make and run again (same --seed)")
     args = parser.parse_args(argv)
     summary = run_campaign(args)
     print_table(summary)

@@ -10,6 +10,7 @@ from rmqstore.store.errors import (
     StoreCorruptionError,
     StoreError,
     StoreLayoutError,
+    UnknownNameError,
     UnreadableFileError,
 )
 from rmqstore.store.index import IndexFileInfo
@@ -33,6 +34,7 @@ __all__ = [
     "StoreError",
     "StoreLayoutError",
     "StoreStats",
+    "UnknownNameError",
     "UnreadableFileError",
     "tags_candidate_mask",
     "tags_codes",

@@ -24,7 +24,7 @@ from rmqstore.format.record import check_record
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
-from rmqstore.store.config import CONFIG_DIR, load_consumer_offsets, load_topic_configs
+from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.coverage import uncovered_ranges, unindexed_ranges
 from rmqstore.store.errors import (
@@ -34,6 +34,7 @@ from rmqstore.store.errors import (
     StoreCorruptionError,
     StoreError,
     StoreLayoutError,
+    UnknownNameError,
     UnreadableFileError,
     check_mode,
 )
@@ -578,6 +579,19 @@ class Store:
     def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
         """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)."""
         return load_consumer_offsets(self.fs, self._config_dir)
+
+    def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
+        """topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
+
+        UnknownNameError naming the group, the close and the known ones when it committed none.
+        """
+        table = self.consumer_offsets()
+        found = {topic: dict(queues) for (topic, g), queues in table.items() if g == group}
+        if not found:
+            path = self.fs.join(self._config_dir, CONSUMER_OFFSET_FILE)
+            raise UnknownNameError("consumer group", group, sorted({g for _, g in table}),
+                                   f"has no committed offsets in {path}")
+        return found
 
     def topic_configs(self) -> dict[str, dict]:
         """topic -> TopicConfig fields from config/topics.json (.bak fallback); {} when absent."""
