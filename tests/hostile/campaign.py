@@ -5,12 +5,12 @@ Run by hand (not part of the default test run):
     python3 tests/hostile/campaign.py --mutants 5000 --workers 2 [--out DIR] [--seed N]
 
 A small demo store is written once; each mutant is a copy of it (hard links, the mutated file
-copied) with one damage from `MUTATORS`: commit log, consume queue, index, checkpoint, config JSON,
+copied) with one damage from `mutate`: commit log, consume queue, index, checkpoint, config JSON,
 abort and layout (odd files, FIFOs, sockets, device links, symlink loops, huge names, truncations,
 bit flips, garbage, zeroed regions); mutant N of a seed is always the same damage (`--only N`
-makes it again). Every operation in `OPERATIONS` runs on every mutant in a
-forked child of this process (rmqstore imported and its kernels compiled once, so a child costs
-milliseconds) with a timeout, and ends as one of:
+makes it again). The `store` operation (the Store API) and one of the others in turn run on each
+mutant (`--every-op`: all of them), each in a forked child of this process (rmqstore imported and
+its kernels compiled once, so a child costs milliseconds) with a timeout, and ends as one of:
 
 - named:   an rmqstore error (a `StoreError`) escaped: the user sees a message naming the problem;
 - skipped: finished, PERMISSIVE skipped records or the store reported problems;
@@ -546,8 +546,9 @@ def run_campaign(args: argparse.Namespace) -> dict:
                 directory = os.path.join(work, f"m{mutant_id}")
                 clone(base, directory)
                 rng = random.Random(f"{args.seed}-{mutant_id}")  # a mutant can be made again alone
-                mutants[mutant_id] = (mutate(rng, directory, files), directory, len(ops))
-                queue.extend((mutant_id, op) for op in ops)
+                mine = ops if args.every_op else _rotation(ops, mutant_id)
+                mutants[mutant_id] = (mutate(rng, directory, files), directory, len(mine))
+                queue.extend((mutant_id, op) for op in mine)
                 next_id += 1
                 if next_id % 100 == 0:
                     so_far = summarize(args, ops, started, next_id, table, by_op, findings, body_path)
@@ -577,6 +578,12 @@ def run_campaign(args: argparse.Namespace) -> dict:
     summary = summarize(args, ops, started, len(wanted), table, by_op, findings, body_path)
     write_summary(out, summary)
     return summary
+
+
+def _rotation(ops: list[str], mutant_id: int) -> list[str]:
+    """The Store API operation and one of the others, in turn: mutant i runs `store` and op i mod n."""
+    others = [op for op in ops if op != "store"]
+    return (["store"] if "store" in ops else []) + ([others[mutant_id % len(others)]] if others else [])
 
 
 def summarize(args: argparse.Namespace, ops: list[str], started: float, made: int, table: dict,
@@ -635,6 +642,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--ops", help="comma-separated subset of: " + ",".join(OPERATIONS))
     parser.add_argument("--out", default="campaign-out")
+    parser.add_argument("--every-op", action="store_true",
+                        help="run every operation on every mutant (default: `store` and one other in turn)")
     parser.add_argument("--only", help="comma-separated mutant numbers to make and run again (same --seed)")
     args = parser.parse_args(argv)
     summary = run_campaign(args)
