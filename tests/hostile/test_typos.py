@@ -10,7 +10,6 @@ import pytest
 from conftest import replace_file
 from rmqstore.cli import main
 from rmqstore.format.brokerconfig import encode_fastjson, parse_fastjson
-from rmqstore.spark.offsets import check_group_known
 from rmqstore.spark.options import OptionError, parse_offsets, parse_options
 from rmqstore.spark.reader import StoreReader
 from rmqstore.store import Store
@@ -71,6 +70,8 @@ def test_negative_offsets_are_refused_naming_them(base_store: Path, capsys):
 
 
 def test_unknown_consumer_group_names_it_and_the_close_ones(base_store: Path):
+    from rmqstore.spark.offsets import check_group_known
+
     with Store.open(str(base_store)) as store:
         known = {group for _, group in store.consumer_offsets()}
         assert "cg-orders" in known
