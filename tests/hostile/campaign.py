@@ -124,23 +124,24 @@ def bit_flips(rng: random.Random, path: str) -> str:
     return f"{n} bit flip(s)"
 
 
-def garbage(rng: random.Random, path: str) -> str:
-    length = rng.choice((4, 20, 100, 4096))
+def _overwrite(rng: random.Random, path: str, lengths: tuple[int, ...],
+               fill: Callable[[int, int], bytes]) -> int:
+    """Overwrite a region of a chosen length at a written position with `fill(length, room left)`."""
+    length = rng.choice(lengths)
     def change(data: bytearray) -> bytearray:
         at = _hot(rng, data) if data else 0
-        data[at : at + length] = rng.randbytes(length)
+        data[at : at + length] = fill(length, len(data) - at)
         return data
     _rewrite(path, change)
-    return f"{length} garbage bytes"
+    return length
+
+
+def garbage(rng: random.Random, path: str) -> str:
+    return f"{_overwrite(rng, path, (4, 20, 100, 4096), lambda n, _: rng.randbytes(n))} garbage bytes"
 
 
 def zeroed(rng: random.Random, path: str) -> str:
-    length = rng.choice((4, 20, 256, 8192))
-    def change(data: bytearray) -> bytearray:
-        at = _hot(rng, data) if data else 0
-        data[at : at + length] = bytes(min(length, max(0, len(data) - at)))
-        return data
-    _rewrite(path, change)
+    length = _overwrite(rng, path, (4, 20, 256, 8192), lambda n, room: bytes(min(n, max(0, room))))
     return f"{length} bytes zeroed"
 
 
@@ -171,7 +172,7 @@ def replaced_by_dir(rng: random.Random, path: str) -> str:
 
 
 def replaced_by_symlink_loop(rng: random.Random, path: str) -> str:
-    os.unlink(path)
+    shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
     os.symlink(os.path.basename(path), path)
     return "replaced by a symlink to itself"
 
@@ -350,15 +351,9 @@ def mutate(rng: random.Random, store: str, files: dict[str, list[str]]) -> Mutan
     mutators = FILE_MUTATORS + ((renamed_huge,) * 2 if kind in ("commitlog", "consumequeue") else ())
     if kind in ("commitlog", "consumequeue", "index") and rng.random() < 0.08:
         directory = os.path.dirname(path)  # the directory itself
-        what = rng.choice((replaced_by_dir_loop, replaced_dir_by_file))(rng, directory)
+        what = rng.choice((replaced_by_symlink_loop, replaced_dir_by_file))(rng, directory)
         return Mutant(kind, f"{os.path.relpath(directory, store)}: {what}", directory)
     return Mutant(kind, f"{rel}: {rng.choice(mutators)(rng, path)}", path)
-
-
-def replaced_by_dir_loop(rng: random.Random, directory: str) -> str:
-    shutil.rmtree(directory)
-    os.symlink(os.path.basename(directory), directory)
-    return "directory replaced by a symlink to itself"
 
 
 def replaced_dir_by_file(rng: random.Random, directory: str) -> str:
