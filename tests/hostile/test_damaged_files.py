@@ -134,6 +134,17 @@ def test_commit_log_segment_that_is_a_symlink_loop_is_a_named_error(damaged: Pat
     assert detail.startswith(f"UnreadableFileError: {segment}: cannot be read: a symbolic link loop")
 
 
+def test_commit_log_directory_that_is_a_symlink_loop_is_named_so(damaged: Path):
+    directory = damaged / "commitlog"
+    for f in directory.iterdir():
+        f.unlink()
+    directory.rmdir()
+    directory.symlink_to("commitlog")
+    outcome, detail = isolated(lambda: Store.open(str(damaged)))
+    assert outcome == "named", (outcome, detail)
+    assert detail.startswith(f"UnreadableFileError: {directory}: cannot be read: a symbolic link loop")
+
+
 def test_commit_log_file_named_past_long_max_is_ignored_with_a_note(damaged: Path):
     (damaged / "commitlog" / "99999999999999999999").write_bytes(b"\0" * 4096)
 

@@ -152,6 +152,9 @@ class Store:
             dirs = [self._path_in_store_fs(d) for d in _split_dirs(commitlog_dirs)]
             if not dirs:
                 raise ValueError("commitlog_dirs names no directory")
+        for entry in filter(None, map(self.fs.info, dirs)):
+            if entry.special is not None:
+                raise UnreadableFileError(entry.path, entry.special)
         missing = [d for d in dirs if not self.fs.is_dir(d)]
         if missing:
             raise StoreLayoutError(
