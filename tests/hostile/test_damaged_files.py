@@ -11,7 +11,8 @@ import json
 import os
 from pathlib import Path
 
-from conftest import isolated, replace_file
+from hostile_helpers import isolated, replace_file
+
 from rmqstore.cli import main
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task

@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hostile_helpers import replace_file
 
-from conftest import replace_file
 from rmqstore.cli import main
 from rmqstore.format.brokerconfig import encode_fastjson, parse_fastjson
 from rmqstore.spark.options import OptionError, parse_offsets, parse_options
