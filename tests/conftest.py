@@ -34,3 +34,23 @@ def spark() -> Iterator:
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()
+
+
+@pytest.fixture(scope="session")
+def write_raw_log():
+    """`write(store_root, [(stored body, sysFlag), ...]) -> physical offsets`: a commit log of one
+    8 KiB segment holding exactly these records (bodies as stored: no compression is applied), for
+    records RocketMQ writes but `StoreWriter` does not (e.g. a ROLLBACK with compression bits)."""
+    from rmqstore.format.record import encode_record
+    from rmqstore.writer.commitlog import CommitLogWriter
+
+    def write(root, specs: list[tuple[bytes, int]]) -> list[int]:
+        log = CommitLogWriter(root / "commitlog", 8192)
+        offsets = [log.append(lambda at, i=i, body=body, flag=flag: [encode_record(
+            topic="T", queue_id=0, body=body, properties={}, queue_offset=i, physical_offset=at,
+            born_timestamp=1, store_timestamp=2, born_host="10.0.0.1:1", store_host="10.0.0.2:2",
+            sys_flag=flag)])[0] for i, (body, flag) in enumerate(specs)]
+        log.close(preallocate_next=False)
+        return offsets
+
+    return write

@@ -67,3 +67,10 @@ def test_paths_json_gives_several_stores_with_broker_names() -> None:
 def test_keys_option_accepts_comma_list_and_json_list() -> None:
     assert parse_options({"path": "/s", "keys": "k1,k2"}).keys == ("k1", "k2")
     assert parse_options({"path": "/s", "keys": '["a,b","c"]'}).keys == ("a,b", "c")
+
+
+def test_max_message_size_is_a_byte_size_defaulting_to_16_times_rocketmq() -> None:
+    assert parse_options({"path": "/s"}).max_message_size == 64 * 1024 * 1024
+    assert parse_options({"path": "/s", "MAXMESSAGESIZE": "128m"}).max_message_size == 128 * 1024 * 1024
+    with pytest.raises(OptionError, match="'maxMessageSize'"):
+        parse_options({"path": "/s", "maxMessageSize": "huge"})

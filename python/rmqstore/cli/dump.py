@@ -7,9 +7,16 @@ import sys
 
 import pyarrow.compute as pc
 
-from rmqstore.cli.options import add_store_arguments, check_topic_found, open_store, parse_offset, progress
+from rmqstore.cli.options import (
+    add_store_arguments,
+    check_topic_found,
+    open_store,
+    parse_offset,
+    progress,
+)
 from rmqstore.cli.output import write_jsonl
 from rmqstore.format.table import COLUMN_NAMES, arrow_schema
+from rmqstore.store.errors import FAILFAST, PERMISSIVE
 
 
 def parse_columns(text: str | None) -> list[str]:
@@ -50,9 +57,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="first physical offset (any byte: the next record start is used)",
     )
     parser.add_argument(
-        "--end", type=parse_offset, default=None, metavar="OFF", help="records starting before this offset"
+        "--end", type=parse_offset, default=None, metavar="OFF",
+        help="records starting before this offset"
     )
     parser.add_argument("--topic", default=None, help="only messages stored under this topic")
+    parser.add_argument(
+        "--permissive",
+        action="store_true",
+        help="step over damaged records (counted, one line on stderr at the end) instead of stopping "
+        "at the first one with exit status 2",
+    )
     parser.set_defaults(func=run)
 
 
@@ -64,12 +78,16 @@ def run(args: argparse.Namespace) -> int:
         start = store.min_offset if args.start is None else args.start
         end = store.max_offset if args.end is None else args.end
         with progress(args, max(end - start, 0), "dump") as bar:
-            for batch in store.scan(start, end, scan_columns):
+            mode = PERMISSIVE if args.permissive else FAILFAST
+            for batch in store.scan(start, end, scan_columns, mode=mode):
                 if batch.num_rows:
                     bar.update(batch.column("commitLogOffset")[-1].as_py() - start - bar.n)
                 if args.topic is not None:
                     batch = batch.filter(pc.equal(batch.column("topic"), args.topic))
                 count += write_jsonl(batch.select(columns), sys.stdout)
         check_topic_found(store, args.topic, count)
+        skipped = store.stats.skip_summary()
     print(f"{count} messages", file=sys.stderr)
+    if skipped:
+        print(skipped, file=sys.stderr)
     return 0

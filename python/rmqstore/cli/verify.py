@@ -10,6 +10,11 @@
 Prints a summary; the exit status is 0 when the store is sound and 1 when it is not. Units and
 entries that point past the log's end are errors for a cleanly shut down store and warnings when
 the `abort` file says the broker crashed (recovery would truncate or rebuild them).
+
+Root causes come first: each damaged place in the commit log (the walk steps over it to the next
+valid record, like `mode=PERMISSIVE`) is one error, and what follows from it (consume-queue units
+and index entries pointing into the damaged bytes, the gap in the record sequence) is counted
+under it instead of being listed one by one.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from rmqstore.format.layout import (
 )
 from rmqstore.format.record import SCHEDULE_TOPIC, check_record
 from rmqstore.store import Store
+from rmqstore.store.stats import Skipped
 
 _SHOWN_PER_CHECK = 20
 _LOG_COLUMNS = [
@@ -77,6 +83,37 @@ class Findings:
     error_examples: dict[str, list[str]] = field(default_factory=dict)
     warning_examples: dict[str, list[str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    damage: list[Skipped] = field(default_factory=list)
+    """Damaged places of the commit log, by offset (root causes)."""
+    consequences: list[Counter] = field(default_factory=list)
+    """Per damaged place: what points into it, by kind."""
+
+    def set_damage(self, places: list[Skipped]) -> None:
+        self.damage = sorted(places, key=lambda place: place.offset)
+        self.consequences = [Counter() for _ in self.damage]
+        self._starts = np.asarray([place.offset for place in self.damage], dtype=np.int64)
+
+    def follows_from_damage(self, offset: int, what: str, count: int = 1) -> bool:
+        """Count `what` under the damaged place holding `offset`; False when no damage holds it."""
+        if not self.damage:
+            return False
+        i = int(np.searchsorted(self._starts, offset, side="right")) - 1
+        if i < 0 or offset >= self.damage[i].offset + max(self.damage[i].length, 1):
+            return False
+        self.consequences[i][what] += count
+        return True
+
+    def report_damage(self) -> None:
+        """One error per damaged place, before the other commit-log errors, with its consequences."""
+        texts = []
+        for place, counted in zip(self.damage, self.consequences, strict=True):
+            follows = ", ".join(f"{n} {what}" for what, n in sorted(counted.items()))
+            texts.append(f"{place}" + (f"; pointing into it: {follows}" if follows else ""))
+        if texts:
+            self.errors["commit log"] += len(texts)
+            shown = self.error_examples.setdefault("commit log", [])
+            shown[:0] = texts[:_SHOWN_PER_CHECK]
+            del shown[_SHOWN_PER_CHECK:]
 
     def error(self, check: str, text: str) -> None:
         self._add(self.errors, self.error_examples, check, text)
@@ -119,7 +156,7 @@ class LogRecords:
 
 
 def check_commit_log(store: Store, findings: Findings, args: argparse.Namespace) -> LogRecords:
-    """Walk the whole log with CRC checks (PERMISSIVE: a bad record skips the rest of its segment)."""
+    """Walk the whole log with CRC checks (PERMISSIVE: the walk steps over damaged places)."""
     start, end = store.min_offset, store.max_offset
     parts: dict[str, list[Any]] = {name: [] for name in _LOG_COLUMNS}
     with progress(args, max(end - start, 0), "commit log") as bar:
@@ -132,8 +169,11 @@ def check_commit_log(store: Store, findings: Findings, args: argparse.Namespace)
                     column = pc.divide(pc.cast(column, pa.int64()), 1000)
                 parts[name].extend(column.to_pylist())
             bar.update(parts["commitLogOffset"][-1] - start - bar.n)
+    findings.set_damage(list(store.stats.skipped.values()))
+    damage_texts = {str(place) for place in findings.damage}
     for problem in store.problems:
-        findings.error("commit log", problem)
+        if problem not in damage_texts:
+            findings.error("commit log", problem)
     records = LogRecords(
         offset=np.asarray(parts["commitLogOffset"], dtype=np.int64),
         size=np.asarray(parts["storeSize"], dtype=np.int64),
@@ -166,9 +206,9 @@ def _check_contiguity(store: Store, records: LogRecords, findings: Findings) -> 
         (offsets[1:] != expected) & ((offsets[1:] % segment != 0) | (offsets[1:] < expected))
     )
     for i in bad.tolist():
-        findings.error(
-            "commit log", f"record at {offsets[i]} (size {sizes[i]}) is followed by one at {offsets[i + 1]}"
-        )
+        if not findings.follows_from_damage(int(expected[i]), "gap in the record sequence"):
+            findings.error("commit log",
+                           f"record at {offsets[i]} (size {sizes[i]}) is followed by one at {offsets[i + 1]}")
 
 
 def _check_tail(store: Store, findings: Findings) -> None:
@@ -249,6 +289,8 @@ def check_consume_queues(store: Store, records: LogRecords, findings: Findings) 
                 continue
             seen.add(queue_offset)
             want = wanted.get(queue_offset)
+            if want is None and findings.follows_from_damage(phy, "consume-queue units"):
+                continue
             if want is None:
                 findings.error(
                     "consume queues",
@@ -348,9 +390,10 @@ def check_index(store: Store, records: LogRecords, findings: Findings, args: arg
     for (key_hash, phy), n in (want - have).items():
         findings.error("index", f"record at {phy}: {n} indexed key(s) with hash {key_hash} have no entry")
     for (key_hash, phy), n in (have - want).items():
-        findings.error(
-            "index", f"{n} entry(ies) with hash {key_hash} point at {phy}, whose record has no such key"
-        )
+        if not findings.follows_from_damage(phy, "index entries", n):
+            findings.error(
+                "index", f"{n} entry(ies) with hash {key_hash} point at {phy}, whose record has no such key"
+            )
 
 
 def verify(store: Store, args: argparse.Namespace) -> Findings:
@@ -358,6 +401,7 @@ def verify(store: Store, args: argparse.Namespace) -> Findings:
     records = check_commit_log(store, findings, args)
     check_consume_queues(store, records, findings)
     check_index(store, records, findings, args)
+    findings.report_damage()
     return findings
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from rmqstore.format import kernels
-from rmqstore.format.compression import decompress_body
+from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_body
 from rmqstore.format.hosts import decode_host
 from rmqstore.format.layout import IPV4_HOST_LEN, MIN_RECORD_SIZE
 from rmqstore.format.record import check_record, decode_record
@@ -103,9 +103,11 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
 @dataclass(frozen=True)
 class RangesWalk:
     """Outcome of `walk_ranges`: `starts` (int64 buffer positions of the records of the clean ranges,
-    in range order) and `clean` (per range: its records reach exactly its end, none invalid)."""
+    in range order), `offsets` (the physical offset of each of those records) and `clean` (per
+    range: its records reach exactly its end, none invalid)."""
 
     starts: np.ndarray
+    offsets: np.ndarray
     clean: np.ndarray
 
 
@@ -127,7 +129,9 @@ def walk_ranges(buf: Any, physical: np.ndarray, length: np.ndarray, *, check_crc
     owner = np.searchsorted(at, starts, side="right") - 1
     if check_crc:
         clean[owner[kernels.crc_mismatches(buf, starts)]] = False
-    return RangesWalk(starts[clean[owner]].copy(), clean)
+    kept = clean[owner]
+    offsets = physical[owner] + starts - at[owner]
+    return RangesWalk(starts[kept].copy(), offsets[kept], clean)
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
@@ -155,17 +159,23 @@ def _stopped(
 def decode_records(
     buf: Any,
     starts: np.ndarray,
-    base_offset: int,
+    base_offset: int | np.ndarray,
     columns: tuple[str, ...] | list[str] | None,
     *,
     decompress: bool = True,
+    max_body_size: int = MAX_MESSAGE_SIZE,
 ) -> pa.RecordBatch:
     """The requested table columns (all when None) of the valid records at `starts` (§2, table.py).
 
     `starts` are buffer positions of records already checked (`walk_records`, `check_record`), in
     any order, repeats allowed; a position holding no structurally valid record raises ValueError.
-    `commitLogOffset` and `msgId` use the PHYSICALOFFSET field (the walk checked it equals
-    base_offset + position). Strings with invalid UTF-8 get U+FFFD like Java's decoder.
+    With `decompress`, compressed bodies are decompressed like `record.decode_record` (an empty
+    stored body stays empty); the first that cannot be, or inflates past `max_body_size` bytes,
+    raises BodyDecompressionError carrying its row and buffer position.
+    `base_offset` is the physical offset of buf[0], or (for ranges laid back to back, see
+    `walk_ranges`) the physical offset of each record at `starts`; errors name those offsets.
+    `commitLogOffset` and `msgId` use the PHYSICALOFFSET field (the walk checked it equals the
+    record's physical offset). Strings with invalid UTF-8 get U+FFFD like Java's decoder.
     `properties` keeps every property including a trailing 5.2+ `__CRC32#`; for a repeated name the
     last value wins, at the place where the name was first stored.
     """
@@ -173,7 +183,9 @@ def decode_records(
     starts = _read_only(np.ascontiguousarray(starts, dtype=np.int64))
     if not len(starts):
         return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
-    built = _decode(as_byte_array(buf), starts, base_offset, frozenset(schema.names), decompress)
+    offsets = base_offset + starts if np.isscalar(base_offset) else np.asarray(base_offset, dtype=np.int64)
+    built = _decode(as_byte_array(buf), starts, offsets, frozenset(schema.names),
+                    max_body_size if decompress else None)
     return pa.RecordBatch.from_arrays([built[name] for name in schema.names], schema=schema)
 
 
@@ -213,13 +225,14 @@ def _offsets(wanted: bool, count: int) -> np.ndarray:
 class _Plan:
     """Output buffers of one `kernels.decode` call, sized from `kernels.measure`."""
 
-    def __init__(self, buf: np.ndarray, starts: np.ndarray, base_offset: int, names: frozenset[str]) -> None:
+    def __init__(self, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
+                 names: frozenset[str]) -> None:
         bad_row, body_total, topic_total, props_total, store_v6, compressed = kernels.measure(buf, starts)
         if bad_row >= 0:
             pos = int(starts[bad_row])
             verdict = check_record(buf, pos, check_crc=False)
             raise ValueError(
-                f"no record at physical offset {base_offset + pos} (position {pos}): "
+                f"no record at physical offset {int(offsets[bad_row])} (position {pos}): "
                 f"{verdict.reason or verdict.kind}"
             )
         rows = len(starts)
@@ -334,12 +347,12 @@ class _Plan:
 
 
 def _decode(
-    buf: np.ndarray, starts: np.ndarray, base_offset: int, names: frozenset[str], decompress: bool
+    buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray, names: frozenset[str], max_body_size: int | None
 ) -> dict[str, pa.Array]:
-    plan = _Plan(buf, starts, base_offset, names)
-    if decompress and plan.compressed and "body" in names:
+    plan = _Plan(buf, starts, offsets, names)
+    if max_body_size is not None and plan.compressed and "body" in names:
         rows, body_at, body_len, sys_flags = kernels.compressed_bodies(buf, starts)
-        bodies = _decompressed(buf, starts, base_offset, rows, body_at, body_len, sys_flags)
+        bodies = _decompressed(buf, starts, offsets, rows, body_at, body_len, sys_flags, max_body_size)
         plan.replace_bodies(bodies, rows, body_len)
     entries, tokens, name_used, value_used, keys_used, tags_used, uniq_used, token_used, _ = plan.run(
         buf, starts
@@ -428,20 +441,24 @@ def _strings(
 def _decompressed(
     buf: np.ndarray,
     starts: np.ndarray,
-    base_offset: int,
+    offsets: np.ndarray,
     rows: np.ndarray,
     at: np.ndarray,
     length: np.ndarray,
     sys_flags: np.ndarray,
+    max_body_size: int,
 ) -> list[bytes]:
-    """Per-row decompression of the (rare) compressed bodies (§2.9)."""
+    """Per-row decompression of the (rare) compressed bodies (§2.9, `compression.decompress_body`)."""
     view = memoryview(buf)
     bodies = []
-    for k, row in enumerate(rows):
+    for k, row in enumerate(rows.tolist()):
+        body = view[int(at[k]) : int(at[k] + length[k])]
         try:
-            bodies.append(decompress_body(view[int(at[k]) : int(at[k] + length[k])], int(sys_flags[k])))
-        except ValueError as exc:
-            raise ValueError(f"record at physical offset {base_offset + int(starts[row])}: {exc}") from None
+            bodies.append(decompress_body(body, int(sys_flags[k]), max_size=max_body_size))
+        except BodyDecompressionError as exc:
+            message = f"record at physical offset {int(offsets[row])}: {exc}"
+            raise BodyDecompressionError(exc.cause, position=int(starts[row]), row=row,
+                                         message=message) from None
     return bodies
 
 

@@ -2,11 +2,23 @@
 
 Applies when sysFlag bit 0 is set; the type is `(sysFlag & 0x700) >> 8`: 0 (legacy) and 3 = zlib
 stream, 1 = LZ4 frame, 2 = zstd frame. BODYCRC and BODYLENGTH describe the compressed bytes.
+
+Like RocketMQ's `MessageDecoder.decode` (4.9.x and 5.x: the compressor runs only inside
+`if (bodyLen > 0)`), an empty stored body is the empty body whatever the compression bits say:
+a transaction ROLLBACK written by the older end-transaction path keeps the half message's sysFlag
+and has no body.
+
+Decompressed size is capped (`MAX_MESSAGE_SIZE`): the producer refuses a body larger than its
+`maxMessageSize` *before* compressing it (`Validators.checkMessage`; client and broker default
+4 MiB), so a body that inflates past the cap is corrupt, not a message. Decompression is
+incremental and stops just past the cap, so a decompression bomb costs at most the cap in memory
+and the time to produce it.
 """
 
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import lz4.frame
 import zstandard
@@ -23,39 +35,109 @@ from rmqstore.format.layout import (
 
 _ZLIB_TYPES = (COMPRESSION_LEGACY_ZLIB, COMPRESSION_ZLIB)
 
+ROCKETMQ_MAX_MESSAGE_SIZE = 4 << 20
+"""RocketMQ's default `maxMessageSize` (producer and broker): 4 MiB."""
+MAX_MESSAGE_SIZE = 16 * ROCKETMQ_MAX_MESSAGE_SIZE
+"""Default cap on a decompressed body: 16x RocketMQ's default `maxMessageSize`, room for brokers and
+producers configured with a raised limit; a body inflating past it is treated as corrupt."""
+_ZSTD_MAX_RATIO = 1 << 15
+"""Most output one input byte of a zstd frame can produce: a block is at least 4 bytes (3-byte
+header, 1 RLE byte) and at most 128 KiB of output."""
+_ZSTD_MIN_STEP = 64
+
+
+class BodyDecompressionError(ValueError):
+    """A compressed body that cannot be decompressed: corrupt, truncated, an unknown type, or
+    inflating past the size cap. `cause` says which; decoders add the record's buffer `position`
+    (and `row` in a batch) so a caller that knows the file can name the record's physical offset."""
+
+    def __init__(self, cause: str, *, position: int = -1, row: int = -1, message: str | None = None) -> None:
+        super().__init__(message or cause)
+        self.cause = cause
+        self.position = position
+        self.row = row
+
 
 def compression_type(sys_flag: int) -> int:
     """Compression type bits 8-10 of sysFlag (§2.3)."""
     return (sys_flag & SYSFLAG_COMPRESSION_TYPE_MASK) >> COMPRESSION_TYPE_SHIFT
 
 
-def _zstd_decompress(body: bytes) -> bytes:
-    # zstd-jni's ZstdOutputStream writes no content size, so decompress as a stream.
-    dobj = zstandard.ZstdDecompressor().decompressobj()
-    out = dobj.decompress(body)
+def compressed_sys_flag(kind: int) -> int:
+    """The sysFlag bits of a body compressed with `kind` (bit 0 and type bits 8-10, §2.3)."""
+    return SYSFLAG_COMPRESSED | kind << COMPRESSION_TYPE_SHIFT
+
+
+def _too_big(limit: int) -> str:
+    return (f"body inflates past {limit} bytes (the cap on a decompressed body; the producer refuses "
+            f"bodies over maxMessageSize before compressing them)")
+
+
+def _bounded(out: bytes, dobj: Any, limit: int, what: str) -> bytes:
+    """`out`, the whole output of the decompressor `dobj`, unless it passed the cap or the stream
+    did not end (`dobj.eof`)."""
+    if len(out) > limit:
+        raise BodyDecompressionError(_too_big(limit))
     if not dobj.eof:
-        raise ValueError("truncated zstd frame")
+        raise BodyDecompressionError(f"truncated {what}")
     return out
 
 
-def decompress_body(body: bytes, sys_flag: int) -> bytes:
-    """The body as sent by the producer: decompressed when sysFlag bit 0 is set (§2.9).
+def _zlib_decompress(body: bytes, limit: int) -> bytes:
+    dobj = zlib.decompressobj()
+    return _bounded(dobj.decompress(body, limit + 1), dobj, limit, "zlib stream")
 
-    Raises ValueError naming the compression type when the type is unknown or the data is corrupt.
+
+def _lz4_decompress(body: bytes, limit: int) -> bytes:
+    dobj = lz4.frame.LZ4FrameDecompressor()
+    return _bounded(dobj.decompress(body, max_length=limit + 1), dobj, limit, "LZ4 frame")
+
+
+def _zstd_decompress(body: bytes, limit: int) -> bytes:
+    """zstd-jni's ZstdOutputStream writes no content size, so decompress as a stream, fed in steps
+    small enough that one step cannot inflate far past the cap (`_ZSTD_MAX_RATIO`)."""
+    dobj = zstandard.ZstdDecompressor().decompressobj()
+    view = memoryview(body)
+    parts, size, pos = [], 0, 0
+    while pos < len(view) and not dobj.eof:
+        step = max(_ZSTD_MIN_STEP, (limit - size) // _ZSTD_MAX_RATIO)
+        part = dobj.decompress(view[pos : pos + step])
+        pos += step
+        size += len(part)
+        if size > limit:
+            raise BodyDecompressionError(_too_big(limit))
+        parts.append(part)
+    return _bounded(b"".join(parts), dobj, limit, "zstd frame")
+
+
+def decompress_body(body: bytes, sys_flag: int, *, max_size: int = MAX_MESSAGE_SIZE) -> bytes:
+    """The body as sent by the producer: decompressed when sysFlag bit 0 is set and the stored body
+    is not empty (§2.9, module docstring).
+
+    Raises BodyDecompressionError naming the compression type when the type is unknown, the data
+    is corrupt or truncated, or it inflates past `max_size` bytes.
     """
-    if not sys_flag & SYSFLAG_COMPRESSED:
+    if not sys_flag & SYSFLAG_COMPRESSED or not len(body):
         return bytes(body)
     kind = compression_type(sys_flag)
+    decompress = _DECOMPRESSORS.get(kind)
+    if decompress is None:
+        raise BodyDecompressionError(f"unknown compression type {kind} in sysFlag {sys_flag:#x}")
     try:
-        if kind in _ZLIB_TYPES:
-            return zlib.decompress(body)
-        if kind == COMPRESSION_LZ4:
-            return lz4.frame.decompress(body)
-        if kind == COMPRESSION_ZSTD:
-            return _zstd_decompress(body)
+        return decompress(body, max_size)
+    except BodyDecompressionError as exc:
+        cause = exc.cause
     except (zlib.error, RuntimeError, zstandard.ZstdError, ValueError) as exc:
-        raise ValueError(f"cannot decompress body (compression type {kind}): {exc}") from None
-    raise ValueError(f"unknown compression type {kind} in sysFlag {sys_flag:#x}")
+        cause = str(exc)
+    raise BodyDecompressionError(f"cannot decompress body (compression type {kind}): {cause}")
+
+
+_DECOMPRESSORS = {
+    COMPRESSION_LEGACY_ZLIB: _zlib_decompress,
+    COMPRESSION_ZLIB: _zlib_decompress,
+    COMPRESSION_LZ4: _lz4_decompress,
+    COMPRESSION_ZSTD: _zstd_decompress,
+}
 
 
 def compress_body(body: bytes, compression_type: int, level: int = 5) -> bytes:

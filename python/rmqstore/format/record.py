@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rmqstore.format.compression import decompress_body
+from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_body
 from rmqstore.format.hosts import decode_host, encode_host, is_ipv6_host
 from rmqstore.format.layout import (
     BLANK_MAGIC,
@@ -394,10 +394,13 @@ def check_record(
     return RecordCheck("record", result.total_size)
 
 
-def decode_record(buf: Any, pos: int, *, decompress: bool = True) -> MessageRecord:
+def decode_record(buf: Any, pos: int, *, decompress: bool = True,
+                  max_body_size: int = MAX_MESSAGE_SIZE) -> MessageRecord:
     """Decode the record at pos (no CRC check). Raises ValueError naming the position and cause.
 
-    With `decompress`, a compressed body (sysFlag bit 0, §2.9) is returned decompressed.
+    With `decompress`, a compressed body (sysFlag bit 0, §2.9) is returned decompressed (an empty
+    stored body stays empty); one that cannot be, or inflates past `max_body_size` bytes, raises
+    BodyDecompressionError.
     """
     view = memoryview(buf).cast("B")
     try:
@@ -406,17 +409,18 @@ def decode_record(buf: Any, pos: int, *, decompress: bool = True) -> MessageReco
         raise ValueError(f"invalid record: {exc.reason}") from None
     if isinstance(layout, RecordCheck):
         raise ValueError(f"BLANK (end-of-segment) record at position {pos}, not a message")
-    return _to_message(view, layout, decompress)
+    return _to_message(view, layout, max_body_size if decompress else None)
 
 
-def _to_message(view: memoryview, layout: _Layout, decompress: bool) -> MessageRecord:
+def _to_message(view: memoryview, layout: _Layout, max_body_size: int | None) -> MessageRecord:
     properties = parse_properties(view[layout.properties[0] : layout.properties[1]])
     body = bytes(view[layout.body[0] : layout.body[1]])
-    if decompress:
+    if max_body_size is not None:
         try:
-            body = decompress_body(body, layout.sys_flag)
-        except ValueError as exc:
-            raise ValueError(f"record at position {layout.pos}: {exc}") from None
+            body = decompress_body(body, layout.sys_flag, max_size=max_body_size)
+        except BodyDecompressionError as exc:
+            raise BodyDecompressionError(exc.cause, position=layout.pos,
+                                         message=f"record at position {layout.pos}: {exc}") from None
     store_host = bytes(view[layout.store_host[0] : layout.store_host[1]])
     keys = properties.get(PROPERTY_KEYS)
     return MessageRecord(

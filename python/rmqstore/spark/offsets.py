@@ -320,7 +320,8 @@ class CommitLogTail:
         return self._confirmer.unit_confirms(data, rel, position, total) or self._confirmer.store_closed()
 
     def _invalid(self, seg: Segment, rel: int, sealed: bool, advance: Advance, cause: str) -> bool:
-        """Bad bytes inside a sealed segment: an error (FAILFAST) or skip to the next segment (PERMISSIVE)."""
+        """Bad bytes inside a sealed segment: an error (FAILFAST), or (PERMISSIVE) this walk moves on to
+        the next segment while the read of that range steps over the damaged bytes (`Store.scan`)."""
         where = (f"{seg.path} ({segment_file_name(seg.base_offset)}) "
                  f"at physical offset {seg.base_offset + rel}")
         if not sealed:
@@ -328,9 +329,9 @@ class CommitLogTail:
             return True
         if not self._permissive:
             raise ValueError(f"rmqstore: corrupt commit log: {where}: {cause}. A later segment exists, "
-                             "so this is not a torn tail. Use mode=PERMISSIVE to skip the rest of "
-                             "the segment.")
-        self.skipped.append(f"{where}: {cause}; rest of the segment skipped")
+                             "so this is not a torn tail. Use mode=PERMISSIVE to step over the "
+                             "damaged bytes.")
+        self.skipped.append(f"{where}: {cause}; the read steps over the damaged bytes")
         advance.end = seg.base_offset + seg.size
         return False
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from rmqstore.format.compression import MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
+
 EARLIEST_QUEUE_OFFSET = -2
 LATEST_QUEUE_OFFSET = -1
 
@@ -49,12 +51,13 @@ STATS_DIR = "statsDir"
 FAIL_ON_DATA_LOSS = "failOnDataLoss"
 MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 MAX_BYTES_PER_TRIGGER = "maxBytesPerTrigger"
+MAX_MESSAGE_SIZE = "maxMessageSize"
 
 ALL_OPTIONS: tuple[str, ...] = (
     PATH, PATHS, BROKER_NAMES, STARTING_OFFSETS, ENDING_OFFSETS, STARTING_TIMESTAMP, ENDING_TIMESTAMP,
     TOPICS, KEYS, MIN_PARTITIONS, MAX_BYTES_PER_PARTITION, VERIFY_CRC, MODE, DECOMPRESS,
     INDEX_HASH_SLOTS, INDEX_ENTRIES, PUSHDOWN, KEY_PROBE_PARTITION_THRESHOLD, STALE_READER_CHECK,
-    STATS_DIR, FAIL_ON_DATA_LOSS, MAX_OFFSETS_PER_TRIGGER, MAX_BYTES_PER_TRIGGER,
+    STATS_DIR, FAIL_ON_DATA_LOSS, MAX_OFFSETS_PER_TRIGGER, MAX_BYTES_PER_TRIGGER, MAX_MESSAGE_SIZE,
 )
 _BY_LOWER = {name.lower(): name for name in ALL_OPTIONS}
 
@@ -110,6 +113,8 @@ class RmqOptions:
     fail_on_data_loss: bool = True
     max_offsets_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    """Cap on a decompressed body (RocketMQ's `maxMessageSize`); a body inflating past it is corrupt."""
     raw: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -158,6 +163,7 @@ def parse_options(options: Mapping[str, str], *, require_path: bool = True) -> R
         fail_on_data_loss=_bool(raw, FAIL_ON_DATA_LOSS, True),
         max_offsets_per_trigger=_optional_int(raw, MAX_OFFSETS_PER_TRIGGER, minimum=1),
         max_bytes_per_trigger=_optional_size(raw, MAX_BYTES_PER_TRIGGER),
+        max_message_size=_optional_size(raw, MAX_MESSAGE_SIZE) or DEFAULT_MAX_MESSAGE_SIZE,
         raw=raw,
     )
 

@@ -78,7 +78,8 @@ class StoreReader(DataSourceReader):
         self.pushed_text = ""
 
     def partitions(self) -> list[InputPartition]:
-        stores = [Store.open(path, index_geometry=self.options.index_geometry) for path in self.options.paths]
+        stores = [Store.open(path, index_geometry=self.options.index_geometry,
+                             max_message_size=self.options.max_message_size) for path in self.options.paths]
         try:
             check_group_known(stores, self.options.starting_offsets, STARTING_OFFSETS)
             check_group_known(stores, self.options.ending_offsets, ENDING_OFFSETS)
@@ -125,7 +126,11 @@ class StoreReader(DataSourceReader):
                                "bytes_read": stats.bytes_read,
                                "segments_touched": sorted(stats.segments_touched),
                                "index_files_probed": stats.index_files_probed,
-                               "invalid_records_skipped": stats.invalid_records_skipped})
+                               "invalid_records_skipped": stats.invalid_records_skipped,
+                               "bytes_skipped": stats.bytes_skipped})
+            skipped = stats.skip_summary()
+            if skipped:  # once per task, on the worker's stderr (the executor log)
+                print(f"{skipped} (task {partition.index})", file=sys.stderr)
             store.close()
 
     def _write_stats(self, record: dict) -> None:

@@ -30,6 +30,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from rmqstore.format.compression import MAX_MESSAGE_SIZE
 from rmqstore.spark.offsets import (
     NO_LIMITS,
     CommitLogTail,
@@ -96,15 +97,17 @@ class StreamPartition(InputPartition):
     decompress: bool = True
     fail_on_data_loss: bool = True
     index_geometry: tuple[int, int] | None = None
+    max_message_size: int = MAX_MESSAGE_SIZE
 
 
-def _open_store(location: str, index_geometry: tuple[int, int] | None) -> Store:
+def _open_store(location: str, index_geometry: tuple[int, int] | None, max_message_size: int) -> Store:
     """A fresh view of a store (files come and go between triggers).
 
     The store's own valid end is found without BODYCRC checks: ranges handed to `read` are already
     proven complete by the torn-record rule, so the end only needs to bound them, not re-prove them.
     """
-    return Store.open(location, index_geometry=index_geometry, check_crc_at_end=False)
+    return Store.open(location, index_geometry=index_geometry, check_crc_at_end=False,
+                      max_message_size=max_message_size)
 
 
 def _data_loss(fail: bool, what: str) -> None:
@@ -165,7 +168,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _starting_offset(self, broker: str) -> StoreOffset:
         location = self.stores[broker]
-        store = _open_store(location, self.opts.index_geometry)
+        store = _open_store(location, self.opts.index_geometry, self.opts.max_message_size)
         spec = self.opts.starting_offsets
         ts = self.opts.starting_timestamp
         if not self.queue_mode:
@@ -263,7 +266,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _advance(self, broker: str, start: StoreOffset, limits: Limits) -> StoreOffset:
         location = self.stores[broker]
-        store = _open_store(location, self.opts.index_geometry)
+        store = _open_store(location, self.opts.index_geometry, self.opts.max_message_size)
         if start.is_log:
             tail = self._tail(broker, store)
             position = start.position
@@ -293,7 +296,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _log_end(self, broker: str) -> StoreOffset:
         """The sealed end of a store now: where a stream with no limits would stop."""
         location = self.stores[broker]
-        store = _open_store(location, self.opts.index_geometry)
+        store = _open_store(location, self.opts.index_geometry, self.opts.max_message_size)
         if self.queue_mode:
             bounds = self._queue_bounds(store, broker)
             return StoreOffset(queues={queue: high for queue, (_low, high) in bounds.items()})
@@ -309,7 +312,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """
         report: dict[str, Any] = {}
         for broker, location in self.stores.items():
-            store = _open_store(location, self.opts.index_geometry)
+            store = _open_store(location, self.opts.index_geometry, self.opts.max_message_size)
             behind = self._last_end.get(broker) if self._last_end else None
             end, messages, nbytes = (self._queue_lag(store, broker, behind) if self.queue_mode
                                      else self._log_lag(store, broker, behind))
@@ -350,7 +353,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             first, last = starts[broker], ends[broker]
             if first.is_log and last.position <= first.position:
                 continue
-            store = _open_store(location, self.opts.index_geometry)
+            store = _open_store(location, self.opts.index_geometry, self.opts.max_message_size)
             if first.is_log:
                 parts.extend(self._log_partitions(broker, location, store, first.position, last.position))
             else:
@@ -397,7 +400,8 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             location=location, broker=broker, columns=self.columns, output_schema=self.output_schema,
             start=start, end=end, slices=slices,
             verify_crc=self.opts.verify_crc, mode=self.opts.mode, decompress=self.opts.decompress,
-            fail_on_data_loss=self.opts.fail_on_data_loss, index_geometry=self.opts.index_geometry)
+            fail_on_data_loss=self.opts.fail_on_data_loss, index_geometry=self.opts.index_geometry,
+            max_message_size=self.opts.max_message_size)
 
     def read(self, partition: StreamPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition)
@@ -405,7 +409,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def read_partition(part: StreamPartition) -> Iterator[pa.RecordBatch]:
     """Record batches of one partition in commit-log order (so every queue in queue-offset order)."""
-    store = _open_store(part.location, part.index_geometry)
+    store = _open_store(part.location, part.index_geometry, part.max_message_size)
     wanted = list(part.columns) or ["commitLogOffset"]
     batches = _queue_batches(store, part, wanted) if part.slices else _log_batches(store, part, wanted)
     for batch in batches:

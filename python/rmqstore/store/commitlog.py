@@ -5,7 +5,8 @@ BLANK) holds the end; later segments are pre-allocated or stale and count as emp
 walked from 0 with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first
 invalid record (a torn tail after a crash, zeros, garbage, a length past the end) ends the log there
 and is not an error. An invalid record in an *older* segment does not move the end: scans report it
-(FAILFAST) or skip to the next segment (PERMISSIVE), as records never span segments.
+(FAILFAST) or step over the damage (PERMISSIVE): reading resumes at the next record start that
+resync finds (`format.resync`), and the place and the bytes skipped are counted in `StoreStats`.
 
 Reads go through windows: a local map hands out zero-copy views, a remote file is read in ranged
 requests of at most `remote_window` bytes; a record cut by a window edge is re-read whole.
@@ -183,7 +184,10 @@ class CommitLog:
     def walk(self, seg: Segment, pos: int, hi: int, *, check_crc: bool, stop: WalkStop) -> Iterator[Chunk]:
         """Valid records starting in [pos, hi) of a segment, `pos` being a record start.
 
-        Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where.
+        Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where. The record
+        where the walk stops at `hi` (the first start at or after it) is checked too: a range that
+        starts inside the record before it resyncs past an invalid one silently, so damage starting
+        exactly there is reported by the walk whose last record ends at it.
         """
         cap = self._window_cap(seg)
         need = 0
@@ -198,6 +202,9 @@ class CommitLog:
             need = 0
             if walked.stop_kind == "end":
                 pos += at
+                if pos >= hi:
+                    self._reached(seg, buf, at, pos, check_crc, stop)
+                    return
                 continue
             if walked.stop_kind == "invalid" and pos + len(buf) < seg.size:
                 cut = _cut_by_window(buf, at, seg.size - pos)
@@ -211,13 +218,13 @@ class CommitLog:
             return
         stop.kind, stop.position, stop.reason = "end", pos, None
 
-    def chunks(self, start: int, end: int, *, check_crc: bool, mode: ReadMode,
-               problems: list[str] | None = None) -> Iterator[Chunk]:
+    def chunks(self, start: int, end: int, *, check_crc: bool, mode: ReadMode) -> Iterator[Chunk]:
         """Valid records whose start is in [start, end) ∩ [min_offset, max_offset), in log order.
 
         `start` may be any byte: the first record start at or after it is found by resync (a range
         [a, b) owns exactly the records starting in it). An invalid record before the valid end
-        raises StoreCorruptionError (FAILFAST) or skips the rest of its segment (PERMISSIVE).
+        raises StoreCorruptionError (FAILFAST) or is stepped over (PERMISSIVE, `_skip_damage`).
+        Damage starting at the first record start at or after `end` is reported too (`walk`).
         """
         lo_limit, hi_limit = max(start, self.min_offset), min(end, self.max_offset)
         for seg in self.segments:
@@ -230,20 +237,52 @@ class CommitLog:
                 if found is None:
                     continue
                 pos = found
-            stop = WalkStop()
-            yield from self.walk(seg, pos, hi - seg.base_offset, check_crc=check_crc, stop=stop)
-            if stop.kind == "invalid":
-                self._invalid(seg, stop, mode, problems)
+            while pos < hi - seg.base_offset:
+                stop = WalkStop()
+                yield from self.walk(seg, pos, hi - seg.base_offset, check_crc=check_crc, stop=stop)
+                if stop.kind != "invalid":
+                    break
+                pos = self._skip_damage(seg, stop, mode)
 
-    def _invalid(self, seg: Segment, stop: WalkStop, mode: ReadMode, problems: list[str] | None) -> None:
+    def _valid_end_in(self, seg: Segment) -> int:
+        """Position in `seg` where its part of the valid log ends."""
+        return min(seg.size, self.max_offset - seg.base_offset)
+
+    def _reached(self, seg: Segment, buf: np.ndarray, at: int, pos: int, check_crc: bool,
+                 stop: WalkStop) -> None:
+        """Set `stop` for a walk that reached its range end at the record start `pos` (`buf[at]`):
+        "end", or "invalid" when that record (inside the valid log) fails the check. Checked from
+        `buf` when it holds the whole record (the window reads TAIL_SLACK past the range end)."""
+        stop.kind, stop.position, stop.reason = "end", pos, None
+        if pos >= seg.size or pos >= self._valid_end_in(seg):
+            return
+        left = len(buf) - at
+        if left >= 8 and _UINT.unpack_from(buf, at + OFF_MAGIC)[0] == BLANK_MAGIC:
+            return
+        if left >= 4 and _INT.unpack_from(buf, at)[0] <= left:
+            verdict = check_record(buf, at, check_crc=check_crc,
+                                   expected_physical_offset=seg.base_offset + pos)
+        else:
+            verdict = self.check_at(seg, pos, check_crc=check_crc)
+        if verdict.kind == "invalid":
+            stop.kind, stop.reason = "invalid", verdict.reason
+
+    def _skip_damage(self, seg: Segment, stop: WalkStop, mode: ReadMode) -> int:
+        """Where reading resumes after the invalid record at `stop`: the next record start (or the
+        segment-ending BLANK) up to the segment's valid end, else that end.
+
+        FAILFAST raises StoreCorruptionError. PERMISSIVE counts the place and the bytes up to the
+        resume point, also when that point lies past the range being read (the next range resyncs
+        there again without counting), so a log read range by range counts every byte once.
+        """
         offset = seg.base_offset + stop.position
-        cause = f"invalid record ({stop.reason}); the rest of the segment is skipped"
         if mode == FAILFAST:
             raise StoreCorruptionError(seg.path, offset, f"invalid record: {stop.reason}")
-        self._stats.invalid_records_skipped += 1
-        self._stats.bytes_skipped += seg.size - stop.position
-        if problems is not None:
-            problems.append(f"{seg.path}: at physical offset {offset}: {cause}")
+        limit = self._valid_end_in(seg)
+        found = self.resync(seg, stop.position + 1, limit)
+        resume = limit if found is None else found
+        self._stats.skip(seg.path, offset, resume - stop.position, f"invalid record ({stop.reason})")
+        return resume
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
+from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import check_record
@@ -79,11 +80,16 @@ class Store:
     def __init__(self, location: str, *, index_geometry: tuple[int, int] | None = None,
                  commitlog_dirs: str | Sequence[str] | None = None,
                  filesystem: pafs.FileSystem | None = None, check_crc_at_end: bool = True,
-                 index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT) -> None:
+                 index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT,
+                 max_message_size: int = MAX_MESSAGE_SIZE) -> None:
         self._open_args: dict[str, Any] = {
             "index_geometry": index_geometry, "commitlog_dirs": commitlog_dirs, "filesystem": filesystem,
             "check_crc_at_end": check_crc_at_end, "index_tail_scan_limit": index_tail_scan_limit,
+            "max_message_size": max_message_size,
         }
+        if max_message_size <= 0:
+            raise ValueError(f"max_message_size must be positive, got {max_message_size}")
+        self.max_message_size = max_message_size
         self.location = location
         self.stats = StoreStats()
         self.fs, self.path = resolve_location(location, filesystem=filesystem, stats=self.stats)
@@ -104,7 +110,8 @@ class Store:
     @classmethod
     def open(cls, path_or_uri: str | os.PathLike[str], *, index_geometry: tuple[int, int] | None = None,
              commitlog_dirs: str | Sequence[str] | None = None, filesystem: pafs.FileSystem | None = None,
-             check_crc_at_end: bool = True, index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT) -> Store:
+             check_crc_at_end: bool = True, index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT,
+             max_message_size: int = MAX_MESSAGE_SIZE) -> Store:
         """Open a store read-only.
 
         `path_or_uri`: the store root (`storePathRootDir`): a local path, or a URI that
@@ -118,10 +125,13 @@ class Store:
         `index_geometry`: (maxHashSlotNum, maxIndexNum) from broker.conf; detected per file if None.
         `check_crc_at_end`: check BODYCRC while finding the valid end, like `checkCRCOnRecover`.
         `index_tail_scan_limit`: see `find_by_key`.
+        `max_message_size`: the largest decompressed body accepted; one inflating past it is corrupt
+        (the producer refuses bodies over its `maxMessageSize` before compressing them; see
+        `format.compression`).
         """
         return cls(os.fspath(path_or_uri), index_geometry=index_geometry, commitlog_dirs=commitlog_dirs,
                    filesystem=filesystem, check_crc_at_end=check_crc_at_end,
-                   index_tail_scan_limit=index_tail_scan_limit)
+                   index_tail_scan_limit=index_tail_scan_limit, max_message_size=max_message_size)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its open arguments (Spark ships stores to executors); reopened on load.
@@ -195,7 +205,8 @@ class Store:
     @property
     def problems(self) -> list[str]:
         """Everything odd found so far: layout, skipped records, bad topic names, unusable index files."""
-        return self._layout_problems + self._scan_problems + self._index.problems
+        skipped = [str(place) for place in self.stats.skipped.values()]
+        return self._layout_problems + skipped + self._scan_problems + self._index.problems
 
     def scan(self, start: int | None = None, end: int | None = None, columns: Sequence[str] | None = None,
              *, check_crc: bool = False, mode: str = FAILFAST, decompress: bool = True,
@@ -204,19 +215,19 @@ class Store:
 
         `start` may be any byte (the first record start at or after it is found by resync); None
         means the log's min / max offset. Only `columns` are decoded (all when None). An invalid
-        record raises StoreCorruptionError (FAILFAST) or is counted in `stats` and the rest of its
-        segment skipped (PERMISSIVE).
+        record, or a body that cannot be decompressed, raises StoreCorruptionError naming the file
+        and physical offset (FAILFAST) or is counted in `stats` and stepped over (PERMISSIVE: reading
+        resumes at the next valid record).
         """
         mode = check_mode(mode)
         cols = list(arrow_schema(columns).names)
         lo = self.min_offset if start is None else start
         hi = self.max_offset if end is None else end
-        for chunk in self.log.chunks(lo, hi, check_crc=check_crc, mode=mode, problems=self._scan_problems):
+        for chunk in self.log.chunks(lo, hi, check_crc=check_crc, mode=mode):
             for first in range(0, len(chunk.starts), batch_rows):
                 starts = chunk.starts[first : first + batch_rows]
-                batch = decode_records(chunk.buf, starts, chunk.base_offset, cols, decompress=decompress)
-                self.stats.records_decoded += len(starts)
-                yield batch
+                yield self._decode(chunk.segment, chunk.buf, starts, chunk.base_offset + starts, cols,
+                                   mode, decompress)
 
     def scan_ranges(self, ranges: Iterable[tuple[int, int]], columns: Sequence[str] | None = None, *,
                     check_crc: bool = False, mode: str = FAILFAST,
@@ -247,9 +258,9 @@ class Store:
             by_scan += [(a, a + n) for a, n, ok in zip(physical.tolist(), length.tolist(),
                                                        walked.clean.tolist(), strict=True) if not ok]
             for first in range(0, len(walked.starts), DEFAULT_BATCH_ROWS):
-                batch_starts = walked.starts[first : first + DEFAULT_BATCH_ROWS]
-                self.stats.records_decoded += len(batch_starts)
-                yield decode_records(buf, batch_starts, 0, cols, decompress=decompress)
+                part = slice(first, first + DEFAULT_BATCH_ROWS)
+                yield self._decode(seg, buf, walked.starts[part], walked.offsets[part], cols, mode,
+                                   decompress)
         for start, end in sorted(by_scan):
             yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
 
@@ -290,11 +301,31 @@ class Store:
         for seg, run in self._runs(wanted):
             buf, starts = self._checked_run(seg, run, check_crc=check_crc, mode=mode, strict=strict)
             if len(starts):
-                batches.append(decode_records(buf, starts, int(run[0]), cols, decompress=decompress))
-                self.stats.records_decoded += len(starts)
+                batches.append(self._decode(seg, buf, starts, int(run[0]) + starts, cols, mode, decompress))
         if not batches:
             return _empty(cols)
         return pa.concat_batches(batches) if len(batches) > 1 else batches[0]
+
+    def _decode(self, seg: Segment, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
+                columns: list[str], mode: str, decompress: bool) -> pa.RecordBatch:
+        """`decode_records` of the records at buffer positions `starts` (physical `offsets`) of `seg`.
+
+        A body that cannot be decompressed raises StoreCorruptionError naming the file and the
+        record's physical offset (FAILFAST), or leaves that record out and counts it (PERMISSIVE).
+        """
+        while True:
+            try:
+                batch = decode_records(buf, starts, offsets, columns, decompress=decompress,
+                                       max_body_size=self.max_message_size)
+            except BodyDecompressionError as exc:
+                offset = int(offsets[exc.row])
+                if mode == FAILFAST:
+                    raise StoreCorruptionError(seg.path, offset, exc.cause) from None
+                self.stats.skip(seg.path, offset, _total_size(buf, int(starts[exc.row])), exc.cause)
+                starts, offsets = np.delete(starts, exc.row), np.delete(offsets, exc.row)
+                continue
+            self.stats.records_decoded += len(starts)
+            return batch
 
     def _runs(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
         """Offsets grouped by segment and into runs close enough to read in one request."""
@@ -338,8 +369,7 @@ class Store:
     def _bad_offset(self, seg: Segment, offset: int, reason: str, mode: str) -> None:
         if mode == FAILFAST:
             raise StoreCorruptionError(seg.path, offset, f"no valid record: {reason}")
-        self.stats.invalid_records_skipped += 1
-        self._scan_problems.append(f"{seg.path}: at physical offset {offset}: no valid record: {reason}")
+        self.stats.skip(seg.path, offset, 0, f"no valid record: {reason}")
 
     # ---- lookups ------------------------------------------------------------------------------
 

@@ -1,0 +1,46 @@
+"""Compressed bodies through Spark: empty stored bodies, the `maxMessageSize` cap, PERMISSIVE counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import zstandard
+from spark_stores import read_stats
+
+from rmqstore.format.compression import compressed_sys_flag
+from rmqstore.format.layout import COMPRESSION_ZSTD, TRANSACTION_ROLLBACK
+
+pytestmark = pytest.mark.spark
+BIG = bytes(100_000)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, write_raw_log) -> tuple[Path, list[int]]:
+    """Plain records, four ROLLBACKs with compression bits 0-3 and no body, and a zstd body of
+    100,000 zeros: (store, offsets)."""
+    rollback = [(b"", compressed_sys_flag(kind) | TRANSACTION_ROLLBACK) for kind in range(4)]
+    zstd = compressed_sys_flag(COMPRESSION_ZSTD)
+    root = tmp_path_factory.mktemp("spark-damage") / "store"
+    specs = [(b"plain", 0), *rollback, (zstandard.ZstdCompressor().compress(BIG), zstd), (b"last", 0)]
+    return root, write_raw_log(root, specs)
+
+
+def _bodies(spark, root: Path, **options: str) -> dict[int, bytes]:
+    df = spark.read.format("rmqstore").options(**options).load(str(root))
+    return {r.commitLogOffset: bytes(r.body) for r in df.select("commitLogOffset", "body").collect()}
+
+
+def test_body_column(spark, store, stats_dir: Path) -> None:
+    root, offsets = store
+    bodies = [b"plain", b"", b"", b"", b"", BIG, b"last"]
+    assert _bodies(spark, root) == dict(zip(offsets, bodies, strict=True))
+    got = _bodies(spark, root, maxMessageSize="99999", mode="PERMISSIVE", statsDir=str(stats_dir))
+    del bodies[5]
+    assert got == dict(zip(offsets[:5] + offsets[6:], bodies, strict=True))
+    reads = [r for r in read_stats(stats_dir) if r["event"] == "read"]
+    assert sum(r["invalid_records_skipped"] for r in reads) == 1
+    assert sum(r["bytes_skipped"] for r in reads) == offsets[6] - offsets[5]
+    named = f"{0:020d}: at physical offset {offsets[5]}: .*inflates past 99999 bytes"
+    with pytest.raises(Exception, match=named):
+        _bodies(spark, root, maxMessageSize="99999")
