@@ -615,8 +615,8 @@ def print_table(summary: dict) -> None:
     print(f"{'operation':<14}" + "".join(f"{o:>9}" for o in OUTCOMES))
     for op, counts in summary["byOperation"].items():
         print(f"{op:<14}" + "".join(f"{counts.get(o, 0):>9}" for o in OUTCOMES))
-    print(f"\n{summary['mutants']} mutants x {len(summary['operations'])} operations "
-          f"in {summary['seconds']} s; "
+    runs = sum(sum(counts.values()) for counts in summary["byOperation"].values())
+    print(f"\n{summary['mutants']} mutants, {runs} operation runs in {summary['seconds']} s; "
           f"{len(summary['findings'])} bare/hang/crash outside the body read path, "
           f"{len(summary['bodyPath'])} bare in the body read path")
     seen = set()
