@@ -364,8 +364,8 @@ def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
     for s in slices:
         start = s.start if b.queue_lo is None else max(s.start, b.queue_lo)
         end = s.end if b.queue_hi is None else min(s.end, b.queue_hi)
-        if start < end:
-            clipped.append(QueueSlice(s.topic, s.queue_id, start, end))
+        clipped += [QueueSlice(s.topic, s.queue_id, a, z)
+                    for a, z in store.consume_queue(s.topic, s.queue_id).spans(start, end)]
     units_per_task = UNITS_PER_QUEUE_TASK
     total_units = sum(s.end - s.start for s in clipped)
     if settings.min_partitions and total_units:

@@ -10,6 +10,8 @@ from rmqstore.store.errors import (
     StoreCorruptionError,
     StoreError,
     StoreLayoutError,
+    UnknownNameError,
+    UnreadableFileError,
 )
 from rmqstore.store.index import IndexFileInfo
 from rmqstore.store.segments import Segment
@@ -31,6 +33,8 @@ __all__ = [
     "StoreError",
     "StoreLayoutError",
     "StoreStats",
+    "UnknownNameError",
+    "UnreadableFileError",
     "tags_candidate_mask",
     "tags_codes",
 ]

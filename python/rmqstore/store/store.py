@@ -19,12 +19,13 @@ import pyarrow.fs as pafs
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError
+from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import check_record
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
-from rmqstore.store.config import CONFIG_DIR, load_consumer_offsets, load_topic_configs
+from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
@@ -32,12 +33,15 @@ from rmqstore.store.errors import (
     PERMISSIVE,
     IndexUnavailableError,
     StoreCorruptionError,
+    StoreError,
     StoreLayoutError,
+    UnknownNameError,
+    UnreadableFileError,
     check_mode,
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
-from rmqstore.store.names import check_topic_dir_name, topic_dir_problem
-from rmqstore.store.segments import OpenFiles, Segment, list_segments
+from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
+from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.stats import StoreStats
 from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs
 
@@ -161,6 +165,9 @@ class Store:
             dirs = [self._path_in_store_fs(d) for d in _split_dirs(commitlog_dirs)]
             if not dirs:
                 raise ValueError("commitlog_dirs names no directory")
+        for entry in filter(None, map(self.fs.info, dirs)):
+            if entry.special is not None:
+                raise UnreadableFileError(entry.path, entry.special)
         missing = [d for d in dirs if not self.fs.is_dir(d)]
         if missing:
             raise StoreLayoutError(
@@ -452,24 +459,56 @@ class Store:
     def topics(self) -> list[str]:
         """Topics with a consume-queue directory or an entry in topics.json, sorted.
 
-        Names that cannot be a directory inside the store (`..`, separators) are left out and
-        reported in `problems`.
+        Names that cannot be a directory inside the store (`..`, separators), entries of
+        `consumequeue/` that are not directories (symlink loops, FIFOs) and an unreadable topics.json
+        are left out and reported in `problems`.
         """
-        names = {e.name for e in self.fs.list_dir(self._consumequeue_dir) if e.is_dir}
-        names.update(self.topic_configs())
+        names = set()
+        for entry in list_entries(self.fs, self._consumequeue_dir):
+            if entry.is_dir:
+                names.add(entry.name)
+            elif entry.special is not None:
+                self._note(f"{entry.path}: {entry.special}, not a topic directory; ignored")
+        try:
+            names.update(self.topic_configs())
+        except StoreError as exc:
+            self._note(f"{exc}; topics are taken from {CONSUMEQUEUE_DIR}/ only")
         good = []
         for name in sorted(names):
             problem = topic_dir_problem(name)
             if problem is None:
                 good.append(name)
-            elif (note := f"topic {name!r} skipped: {problem}") not in self._scan_problems:
-                self._scan_problems.append(note)
+            else:
+                self._note(f"topic {name!r} skipped: {problem}")
         return good
 
+    def _note(self, problem: str) -> None:
+        if problem not in self._scan_problems:
+            self._scan_problems.append(problem)
+
     def queue_ids(self, topic: str) -> list[int]:
-        """Queue ids that have a directory under `consumequeue/<topic>/`, sorted."""
+        """Queue ids that have a directory under `consumequeue/<topic>/`, sorted.
+
+        Entries that are not directories, or whose number is not a Java int, are reported in
+        `problems`; so is a topic directory that cannot be listed (a symlink loop).
+        """
         directory = self.fs.join(self._consumequeue_dir, check_topic_dir_name(topic))
-        return sorted(int(e.name) for e in self.fs.list_dir(directory) if e.is_dir and e.name.isdigit())
+        try:
+            entries = list_entries(self.fs, directory)
+        except UnreadableFileError as exc:
+            self._note(f"{exc}; topic {topic!r} has no readable queues")
+            return []
+        ids = []
+        for entry in entries:
+            if not (entry.name.isascii() and entry.name.isdigit()):
+                continue
+            if entry.special is not None:
+                self._note(f"{entry.path}: {entry.special}, not a queue directory; ignored")
+            elif entry.is_dir and int(entry.name) > JAVA_INT_MAX:
+                self._note(f"{entry.path}: queue id beyond Integer.MAX_VALUE; ignored")
+            elif entry.is_dir:
+                ids.append(int(entry.name))
+        return sorted(ids)
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         """The consume queue of (topic, queueId); empty (min = max = 0) when it has no files."""
@@ -479,7 +518,10 @@ class Store:
         queue = self._queues.get((topic, queue_id))
         if queue is None:
             directory = self.fs.join(self._consumequeue_dir, topic, str(queue_id))
-            segments, problems = list_segments(self.fs, [directory])
+            segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
+            misnamed = [seg for seg in segments if seg.base_offset % CQ_UNIT_SIZE]
+            problems += [f"{seg.path}: name is not a multiple of {CQ_UNIT_SIZE}; ignored" for seg in misnamed]
+            segments = [seg for seg in segments if seg not in misnamed]
             self._layout_problems.extend(problems)
             queue = ConsumeQueue(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
             self._queues[(topic, queue_id)] = queue
@@ -558,6 +600,19 @@ class Store:
         """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)."""
         return load_consumer_offsets(self.fs, self._config_dir)
 
+    def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
+        """topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
+
+        UnknownNameError naming the group, the close and the known ones when it committed none.
+        """
+        table = self.consumer_offsets()
+        found = {topic: dict(queues) for (topic, g), queues in table.items() if g == group}
+        if not found:
+            path = self.fs.join(self._config_dir, CONSUMER_OFFSET_FILE)
+            raise UnknownNameError("consumer group", group, sorted({g for _, g in table}),
+                                   f"has no committed offsets in {path}")
+        return found
+
     def topic_configs(self) -> dict[str, dict]:
         """topic -> TopicConfig fields from config/topics.json (.bak fallback); {} when absent."""
         return load_topic_configs(self.fs, self._config_dir)
@@ -569,7 +624,7 @@ class Store:
         if not self.fs.exists(path):
             return None
         try:
-            return parse_checkpoint(self.fs.read_bytes(path))
+            return parse_checkpoint(read_small_file(self.fs, path))
         except ValueError as exc:
             raise StoreCorruptionError(path, 0, str(exc)) from None
 
