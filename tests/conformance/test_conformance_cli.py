@@ -66,12 +66,21 @@ def test_dump_prints_every_record_like_message_decoder(name: str) -> None:
         assert _comparable(actual) == wanted, f"record at {wanted['commitLogOffset']}"
 
 
+def _run_query(capsys: pytest.CaptureFixture[str], name: str, *selection: str) -> tuple[int, str, str]:
+    """`rmqstore query STORE <selection>`: exit status, stdout, stderr (argparse refusals exit 2 too)."""
+    try:
+        status = cli_main(
+            ["query", str(store_dir(name)), *selection, "--columns", "commitLogOffset", "--no-progress"]
+        )
+    except SystemExit as exit_:
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
 def _query(capsys: pytest.CaptureFixture[str], name: str, *selection: str) -> list[int]:
     """`rmqstore query STORE <selection>`: offsets of the printed records, in printed order."""
-    status = cli_main(
-        ["query", str(store_dir(name)), *selection, "--columns", "commitLogOffset", "--no-progress"]
-    )
-    out = capsys.readouterr().out
+    status, out, _ = _run_query(capsys, name, *selection)
     assert status == 0, selection
     found = [json.loads(line)["commitLogOffset"] for line in out.splitlines()]
     assert found == sorted(found), f"{selection}: not in commit-log order"
@@ -82,9 +91,16 @@ def _query(capsys: pytest.CaptureFixture[str], name: str, *selection: str) -> li
 def test_query_by_key_and_uniq_key_matches_rocketmq(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     queries = index_queries(name)
     assert {q.kind for q in queries} == {"key", "uniqKey"}
+    stored_topics = {r["topic"] for r in records(name)}
     for query in queries:
         option = "--key" if query.kind == "key" else "--uniq-key"
-        query.check(_query(capsys, name, option, query.key, "--topic", query.topic))
+        selection = (option, query.key, "--topic", query.topic)
+        if query.topic in stored_topics:
+            query.check(_query(capsys, name, *selection))
+        else:  # a topic the store never held: an error naming it, not an empty answer
+            assert not query.table, query.label
+            status, _, err = _run_query(capsys, name, *selection)
+            assert status == 2 and f"topic '{query.topic}' is not in this store" in err, (query.label, err)
 
 
 @pytest.mark.parametrize("name", MAIN)
@@ -92,6 +108,11 @@ def test_query_by_msg_id_matches_rocketmq(name: str, capsys: pytest.CaptureFixtu
     queries = msg_id_queries(name)
     assert any(q.offset is not None for q in queries) and any(q.offset is None for q in queries)
     for query in queries:
+        if not _looks_like_message_id(query.msg_id):  # refused, naming it, not answered with nothing
+            assert query.offset is None and not offsets_with_uniq_key(name, query.msg_id), query.msg_id
+            status, _, err = _run_query(capsys, name, "--msg-id", query.msg_id)
+            assert status == 2 and f"'{query.msg_id}' is not a message id" in err, err
+            continue
         found = _query(capsys, name, "--msg-id", query.msg_id)
         if query.offset is not None:
             assert found == [query.offset], query.msg_id
@@ -100,3 +121,8 @@ def test_query_by_msg_id_matches_rocketmq(name: str, capsys: pytest.CaptureFixtu
         if query.admin is not None:  # mqadmin returns the record, or the first UNIQ_KEY match
             assert set(found) >= query.admin, query.msg_id
             assert set(found) == query.admin or query.offset is None, query.msg_id
+
+
+def _looks_like_message_id(text: str) -> bool:
+    """An offsetMsgId or UNIQ_KEY: 32 (IPv4) or 56 (IPv6) hex characters (spec §3)."""
+    return len(text) in (32, 56) and all(c in "0123456789abcdefABCDEF" for c in text)

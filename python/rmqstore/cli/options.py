@@ -45,11 +45,12 @@ def parse_msg_id(text: str) -> str:
 
 def check_topic_found(store: Store, topic: str | None, found: int) -> None:
     """UnknownNameError when `topic` gave no message and the store does not know it (no consume queue,
-    not in config/topics.json): a typo must not read as an empty answer. A topic known there, or
-    one whose messages were read, is a real topic (the log has topics without consume queues)."""
+    not in config/topics.json, no indexed record outside the queues: `Store.indexed_topics`): a typo
+    must not read as an empty answer. A topic known there, or one whose messages were read, is a real
+    topic (the log has topics without consume queues)."""
     if topic is None or found:
         return
-    known = store.topics()
+    known = store.indexed_topics()
     if topic not in known:
         raise UnknownNameError("topic", topic, known,
                                "is not in this store (no consume queue, not in config/topics.json, "

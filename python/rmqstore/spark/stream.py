@@ -165,8 +165,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ---- offsets -------------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        stores = [_open_store(location, self.opts.index_geometry, self.opts.max_message_size)
-                  for location in self.stores.values()]
+        stores = [self._open(location) for location in self.stores.values()]
         try:
             check_group_known(stores, self.opts.starting_offsets, STARTING_OFFSETS)
         finally:
