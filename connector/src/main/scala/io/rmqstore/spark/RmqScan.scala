@@ -13,7 +13,6 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 import plan.{OffsetsTask, OptionPredicates, Predicate, RangeTask, ReadPlan, ScanPlanner}
-import store.{Store, StoreLocation}
 
 /** One planned batch read: the plan is made once per scan (stores opened on the driver, closed after
   * planning); explain("formatted") shows PushedFilters through `SupportsMetadata`, like the Python
@@ -44,12 +43,12 @@ class RmqScan(
 
   private lazy val hadoopConf: Broadcast[SerializableConfiguration] = {
     val spark = SparkSession.active
-    val conf = spark.sessionState.newHadoopConfWithOptions(Map.empty[String, String])
+    val conf = spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options))
     spark.sparkContext.broadcast(new SerializableConfiguration(conf))
   }
 
   private lazy val planned: (ReadPlan, IndexedSeq[(Long, Seq[Predicate])]) = {
-    val stores = options.paths.map(p => Store.open(StoreLocation(p), hadoopConf.value.value, options.indexGeometry))
+    val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf.value.value))
     try {
       val perStore = stores.map(s => (s.logEnd, consumed ++ OptionPredicates.forStore(options, s)))
       val plan = ScanPlanner.plan(
