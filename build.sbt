@@ -1,7 +1,10 @@
 // Root sbt build. JVM pieces live in subprojects so each can pin its own RocketMQ version:
 //  - conformanceCommon: version-independent helpers of the conformance generators (JSON writer, files).
-//  - conformanceRmq49 / conformanceRmq5: fixture generators linked against real RocketMQ 4.9.8 / 5.x
-//    (separate projects because classes moved between the lines, e.g. MessageExtBrokerInner).
+//  - conformanceRmq49 / conformanceRmq5: fixture generators linked against real RocketMQ 4.9.8 / 5.5.0
+//    (separate projects because classes moved between the lines, e.g. MessageExtBrokerInner);
+//    conformanceRmq497 / conformanceRmq514 / conformanceRmq531: the same driver sources compiled against
+//    RocketMQ 4.9.7 / 5.1.4 / 5.3.1
+//    (the release matrix; a driver names its fixtures after the RocketMQ it is linked against).
 //  - conformanceBroker5: the end-to-end fixture written by an in-process name server + broker + producer
 //    (5.x), with mqadmin's answers through rocketmq-tools; reuses conformanceRmq5's oracle code.
 //  - connector: the JVM DataSource V2 connector (Scala); Spark and its bundled codecs are Provided,
@@ -15,6 +18,10 @@ ThisBuild / scalaVersion := "2.13.16"
 val rocketmq49Version = "4.9.8"
 val rocketmq5Version = "5.5.0" // newest 5.x whose modules (client, namesrv, ...) are all on Maven Central
 val sparkVersion = sys.props.getOrElse("spark.version", "4.0.1") // oldest supported Spark 4 line
+// Older releases of the matrix (rocketmq-store/-broker/-client on Maven Central; 4.9.6's store is not).
+val rocketmq49MatrixVersion = "4.9.7"
+val rocketmq51MatrixVersion = "5.1.4" // magic v2 records, no enabledAppendPropCRC yet (5.2.0)
+val rocketmq5MatrixVersion = "5.3.1" // before 5.3.3: batch properties still appended to inner records
 
 lazy val javaOnly = Seq(
   crossPaths := false,
@@ -52,8 +59,31 @@ lazy val sharedGeneratorSources = Seq(
     (LocalRootProject / baseDirectory).value / "tests/conformance/generator/shared/src/main/java"
 )
 
+// A driver's sources (generator/rocketmq-4.9 or rocketmq-5) for a project of another RocketMQ release.
+def driverSources(line: String) = Seq(
+  Compile / unmanagedSourceDirectories +=
+    (LocalRootProject / baseDirectory).value / s"tests/conformance/generator/$line/src/main/java"
+)
+
+def rocketmq49Store(version: String) = Seq(
+  libraryDependencies ++= Seq(
+    "org.apache.rocketmq" % "rocketmq-store" % version,
+    "org.apache.rocketmq" % "rocketmq-common" % version,
+    "org.apache.rocketmq" % "rocketmq-remoting" % version
+  )
+)
+
+// The 5.x driver needs the store and the broker's ConsumerOffsetManager (5.3.1 has no rocketmq-namesrv on Central).
+def rocketmq5Store(version: String) = Seq(
+  libraryDependencies ++= Seq(
+    "org.apache.rocketmq" % "rocketmq-store" % version,
+    "org.apache.rocketmq" % "rocketmq-broker" % version
+  )
+)
+
 lazy val root = (project in file("."))
-  .aggregate(connector, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5)
+  .aggregate(connector, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
+    conformanceRmq497, conformanceRmq514, conformanceRmq531)
   .settings(publish / skip := true)
 
 lazy val connector = (project in file("connector"))
@@ -75,26 +105,32 @@ lazy val conformanceCommon = (project in file("tests/conformance/generator/commo
 
 lazy val conformanceRmq49 = (project in file("tests/conformance/generator/rocketmq-4.9"))
   .dependsOn(conformanceCommon)
-  .settings(javaOnly, generatorRun, sharedGeneratorSources)
-  .settings(
-    libraryDependencies ++= Seq(
-      "org.apache.rocketmq" % "rocketmq-store" % rocketmq49Version,
-      "org.apache.rocketmq" % "rocketmq-common" % rocketmq49Version,
-      "org.apache.rocketmq" % "rocketmq-remoting" % rocketmq49Version
-    )
-  )
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, rocketmq49Store(rocketmq49Version))
+
+lazy val conformanceRmq497 = (project in file("tests/conformance/generator/releases/4.9.7"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-4.9"),
+    rocketmq49Store(rocketmq49MatrixVersion))
 
 lazy val conformanceRmq5 = (project in file("tests/conformance/generator/rocketmq-5"))
   .dependsOn(conformanceCommon)
-  .settings(javaOnly, generatorRun, sharedGeneratorSources)
-  .settings(
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, rocketmq5Store(rocketmq5Version))
+  .settings( // for the broker fixture built on this project
     libraryDependencies ++= Seq(
-      "org.apache.rocketmq" % "rocketmq-store" % rocketmq5Version,
-      "org.apache.rocketmq" % "rocketmq-broker" % rocketmq5Version,
       "org.apache.rocketmq" % "rocketmq-namesrv" % rocketmq5Version,
       "org.apache.rocketmq" % "rocketmq-client" % rocketmq5Version
     )
   )
+
+lazy val conformanceRmq514 = (project in file("tests/conformance/generator/releases/5.1.4"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
+    rocketmq5Store(rocketmq51MatrixVersion))
+
+lazy val conformanceRmq531 = (project in file("tests/conformance/generator/releases/5.3.1"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
+    rocketmq5Store(rocketmq5MatrixVersion))
 
 lazy val conformanceBroker5 = (project in file("tests/conformance/generator/broker-5"))
   .dependsOn(conformanceRmq5)

@@ -136,6 +136,8 @@ def test_index_probe_cost(store_path: Path, sample: dict[str, object]) -> None:
 
 
 def test_seek_time_reads_little(store_path: Path, sample: dict[str, object]) -> None:
+    """Once the log's time summary is cached (one walk of the store times, see store.timeline)."""
+    Store.open(store_path).seek_time(0)
     store = Store.open(store_path)
     _ = store.max_offset
     first_ms, last_ms = int(sample["first_ms"]), int(sample["last_ms"])

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,22 @@ def records(name: str) -> list[dict[str, Any]]:
     return [r for r in ORACLES[oracle["recordsFrom"]]["records"] if r["commitLogOffset"] < end]
 
 
+def time_windows(name: str) -> list[tuple[int, int]]:
+    """storeTimestamp windows [lo, hi] (ms, inclusive) to select records by: each record stored earlier
+    than the record before it (the broker's clock stepped back; RocketMQ stores whatever its clock says)
+    alone, and the middle third of the log's time span."""
+    times = [r["storeTimestamp"] for r in records(name)]
+    windows = [(t, t) for previous, t in pairwise(times) if t < previous]
+    first, last = min(times), max(times)
+    return [*windows, (first + (last - first) // 3, first + 2 * (last - first) // 3)]
+
+
+def stored_within(name: str, window: tuple[int, int]) -> list[int]:
+    """commitLogOffsets of the records whose storeTimestamp lies in `window`, in log order."""
+    lo, hi = window
+    return [r["commitLogOffset"] for r in records(name) if lo <= r["storeTimestamp"] <= hi]
+
+
 @dataclass(frozen=True)
 class IndexQuery:
     """One key (a KEYS token) or unique-key question and RocketMQ's answers to it.
@@ -136,17 +153,19 @@ class IndexQuery:
         return f"{self.kind} {self.topic}#{self.key!r}"
 
     def check(self, found: Iterable[int]) -> None:
-        """A reader's offsets for this question: exactly RocketMQ's answer where RocketMQ is not capped,
-        a superset of it where it is, and always exactly the uncapped answer."""
+        """A lookup's offsets for this question (Store API, CLI): the table's rows (`check_table`), which
+        are RocketMQ's answer plus the ROLLBACK records RocketMQ never indexes, where RocketMQ is not
+        capped, and a superset of its answer where it is."""
         found = sorted(found)
         assert found == sorted(set(found)), f"{self.label}: repeated offsets {found}"
-        assert found == list(self.complete), self.label
+        self.check_table(found)
+        rollback = set(self.table) - set(self.complete)
         rocketmq = [self.answered] + ([self.admin] if self.admin is not None else [])
         for answer in rocketmq:
             if self.capped:
                 assert set(found) >= answer, self.label
             else:
-                assert set(found) == answer, self.label
+                assert set(found) == answer | rollback, self.label
 
     def check_table(self, found: Iterable[int]) -> None:
         """A table filter's rows for this question (every record, indexed or not)."""

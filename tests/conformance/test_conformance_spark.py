@@ -17,19 +17,23 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from oracle import (
     CRASH,
+    EPOCH,
     MAIN,
     expected_row,
     index_queries,
     msg_id_queries,
     records,
     store_dir,
+    stored_within,
     table_row,
+    time_windows,
 )
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -119,6 +123,25 @@ def test_topic_filter_returns_every_record_of_its_topics(
     read = Read(spark, engine_format, name, pushdown, tmp_path)
     _assert_rows_match_message_decoder(_rows(read.df.where(F.col("topic").isin(topics)), *COLUMN_NAMES), name)
     read.assert_access("queues")
+
+
+@pytest.mark.parametrize("pushdown", PUSHDOWN)
+@pytest.mark.parametrize("name", MAIN)
+def test_store_timestamp_window_returns_every_record_stored_in_it(
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
+) -> None:
+    """`storeTimestamp BETWEEN lo AND hi` returns every record RocketMQ stored with a time in the window,
+    wherever it sits in the log: also the records written while the broker's clock had stepped back
+    (`oracle.time_windows`), which lie after records with later times."""
+    for lo, hi in time_windows(name):
+        read = Read(spark, engine_format, name, pushdown, tmp_path / f"{lo}-{hi}")
+        window = F.col("storeTimestamp").between(_instant(lo), _instant(hi))
+        found = sorted(r["commitLogOffset"] for r in _rows(read.df.where(window), "commitLogOffset"))
+        assert found == stored_within(name, (lo, hi)), f"storeTimestamp in [{lo}, {hi}]"
+
+
+def _instant(ms: int) -> datetime:
+    return EPOCH + timedelta(milliseconds=ms)
 
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)

@@ -12,6 +12,7 @@ from store_builder import StoreBuilder, fill
 from rmqstore.format.hosts import encode_host
 from rmqstore.format.indexfile import INDEX_HEADER_SIZE, INDEX_SLOT_SIZE, index_file_size
 from rmqstore.format.javahash import index_key_hash
+from rmqstore.format.layout import TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 from rmqstore.format.msgid import offset_msg_id
 from rmqstore.store import IndexUnavailableError, Store
 
@@ -170,3 +171,25 @@ def test_damaged_index_is_reported_not_silently_empty(store_with_index):
     bad_geometry = Store.open(b.root, index_geometry=(5, 24))
     with pytest.raises(IndexUnavailableError, match="does not match"):
         bad_geometry.find_by_uniq_key("U1")
+
+
+def test_a_topic_holding_only_prepared_records_is_probed(tmp_path):
+    """A topic with only transaction PREPARED records has no consume queue (and no topics.json entry),
+    yet the broker indexes them (§5.4): lookups without topics find them, like `queryMessage`. ROLLBACK
+    records are not indexed, so a topic holding only those is not probed; lookups find them by scanning
+    the ranges the index lacks, as a table scan would."""
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=4096, hash_slots=4, index_entries=24)
+    fill(b, 30)
+    prepared = b.append("TopicTxn", keys="txn-key other", uniq_key="UTXN", sys_flag=TRANSACTION_PREPARED)
+    rollback = b.append("TopicRb", keys="txn-key", uniq_key="URB", sys_flag=TRANSACTION_ROLLBACK)
+    del b.queues[("TopicTxn", 0)], b.queues[("TopicRb", 0)]  # the broker gives them no unit (§4.1)
+    fill(b, 10)
+    b.finish()
+    store = Store.open(b.root)
+    assert store.find_by_key("other") == [prepared.offset]
+    assert store.find_by_key("txn-key") == [prepared.offset, rollback.offset]
+    assert store.find_by_key("txn-key", topics=["TopicRb"]) == [rollback.offset]
+    assert store.find_by_uniq_key("UTXN") == [prepared.offset]
+    assert store.find_by_uniq_key("URB") == [rollback.offset]
+    assert "TopicTxn" not in store.topics() and "TopicTxn" in store.indexed_topics()
+    assert "TopicRb" not in store.indexed_topics()

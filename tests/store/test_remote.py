@@ -5,8 +5,9 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from store_builder import StoreBuilder, fill
+from store_builder import BASE_TS, StoreBuilder, fill
 
+from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.io import ArrowFileSystem, resolve_location
 from rmqstore.store import Store
 
@@ -94,3 +95,29 @@ def test_storage_options_configure_s3_and_travel_with_a_pickled_store(s3_server,
     assert "hunter2" not in str(error.value) and "secret-store-options" not in str(error.value)
     with pytest.raises(ValueError, match="s3:// locations only"):
         Store.open("gs://bucket/store", storage_options={"region": "x"})
+
+
+def test_a_remote_stores_time_summary_is_cached_and_checked(s3_server, tmp_path, monkeypatch):
+    """Remote files have no mtime: cached time runs are used while each segment still ends with the
+    record its summary ends with (a few bytes per segment), and walked again when it does not."""
+    endpoint, _, upload = s3_server
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    uri = f"s3://stores/timeline?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    read = []
+    for delta in (0, 0, 5):  # the third upload is another store at the same place
+        b = StoreBuilder(str(tmp_path / f"store{len(read)}"), segment_size=4096)
+        for i in range(90):
+            b.append("T", b"r" * 80, store_ts=BASE_TS + i * 1000 - 3_600_000 * (i >= 30) + delta)
+        b.finish()
+        if len(read) != 1:
+            upload(b.root, "stores/timeline")
+        store = Store.open(uri)
+        _ = store.max_offset
+        store.stats.reset()
+        ts = BASE_TS - 3_600_000 + 40_000 + delta
+        assert store.seek_time(ts) == next(w.offset for w in b.written if w.store_ts >= ts)
+        read.append(store.stats.bytes_read)
+    cold, warm, other = read
+    assert warm < cold / 2 and other >= cold

@@ -7,7 +7,13 @@ import sys
 
 import pyarrow.compute as pc
 
-from rmqstore.cli.options import add_store_arguments, open_store, progress
+from rmqstore.cli.options import (
+    add_store_arguments,
+    check_topic_found,
+    open_store,
+    parse_offset,
+    progress,
+)
 from rmqstore.cli.output import write_jsonl
 from rmqstore.format.table import COLUMN_NAMES, arrow_schema
 from rmqstore.store.errors import FAILFAST, PERMISSIVE
@@ -45,13 +51,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_columns_argument(parser)
     parser.add_argument(
         "--start",
-        type=int,
+        type=parse_offset,
         default=None,
         metavar="OFF",
         help="first physical offset (any byte: the next record start is used)",
     )
     parser.add_argument(
-        "--end", type=int, default=None, metavar="OFF", help="records starting before this offset"
+        "--end", type=parse_offset, default=None, metavar="OFF",
+        help="records starting before this offset"
     )
     parser.add_argument("--topic", default=None, help="only messages stored under this topic")
     parser.add_argument(
@@ -78,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
                 if args.topic is not None:
                     batch = batch.filter(pc.equal(batch.column("topic"), args.topic))
                 count += write_jsonl(batch.select(columns), sys.stdout)
+        check_topic_found(store, args.topic, count)
         skipped = store.stats.skip_summary()
     print(f"{count} messages", file=sys.stderr)
     if skipped:

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from rmqstore.cli.options import add_output_arguments, add_store_arguments, format_time, open_store
 from rmqstore.cli.output import print_fields, print_json, print_table
-from rmqstore.store import Store
+from rmqstore.store import Store, StoreError
 
 _TAIL_RANGE_BYTES = 16 << 20
 """Scan ranges of this size from the end to find the last record (a record is at most 4 MiB)."""
@@ -71,7 +71,13 @@ def collect(store: Store) -> dict[str, Any]:
             )
     heads = {(q["topic"], q["queueId"]): q["maxOffset"] for q in queues}
     groups = []
-    for (topic, group), offsets in sorted(store.consumer_offsets().items()):
+    notes: list[str] = []  # optional metadata that cannot be read: a problem, the rest is still shown
+    try:
+        offsets_by_group = store.consumer_offsets()
+    except StoreError as exc:
+        offsets_by_group = {}
+        notes.append(str(exc))
+    for (topic, group), offsets in sorted(offsets_by_group.items()):
         lag = sum(max(heads.get((topic, q), offset) - offset, 0) for q, offset in offsets.items())
         groups.append({"topic": topic, "group": group, "queues": len(offsets), "lag": lag})
     index_files = []
@@ -93,7 +99,11 @@ def collect(store: Store) -> dict[str, Any]:
             }
         )
     first, last = store_time_span(store)
-    checkpoint = store.checkpoint
+    try:
+        checkpoint = store.checkpoint
+    except StoreError as exc:
+        checkpoint = None
+        notes.append(str(exc))
     return {
         "store": store.location,
         "segmentSize": store.segment_size,
@@ -116,7 +126,7 @@ def collect(store: Store) -> dict[str, Any]:
         "queues": queues,
         "indexFiles": index_files,
         "consumerGroups": groups,
-        "problems": store.problems,
+        "problems": store.problems + notes,
     }
 
 

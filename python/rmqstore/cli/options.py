@@ -9,7 +9,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from rmqstore.store import Store
+from rmqstore.format.msgid import message_id_problem
+from rmqstore.store import Store, UnknownNameError
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -21,6 +22,38 @@ def parse_size(text: str) -> int:
     if match is None:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 200MB, 2GB, 65536)")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def parse_offset(text: str) -> int:
+    """A physical commit-log offset: a non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an offset: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"offset {value} is negative (physical offsets start at 0)")
+    return value
+
+
+def parse_msg_id(text: str) -> str:
+    """An offsetMsgId or UNIQ_KEY as typed; malformed ids are refused, naming them."""
+    problem = message_id_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a message id (offsetMsgId or UNIQ_KEY): {problem}")
+    return text
+
+
+def check_topic_found(store: Store, topic: str | None, found: int) -> None:
+    """UnknownNameError when `topic` gave no message and the store does not know it (no consume queue,
+    not in config/topics.json): a typo must not read as an empty answer. A topic known there, or
+    one whose messages were read, is a real topic (the log has topics without consume queues)."""
+    if topic is None or found:
+        return
+    known = store.topics()
+    if topic not in known:
+        raise UnknownNameError("topic", topic, known,
+                               "is not in this store (no consume queue, not in config/topics.json, "
+                               "no message read)")
 
 
 def parse_time_ms(text: str) -> int:
@@ -49,10 +82,13 @@ def parse_geometry(text: str) -> tuple[int, int]:
 
 
 def format_time(ms: int | None) -> str:
-    """Epoch ms as ISO-8601 UTC with milliseconds ('' for None or 0)."""
+    """Epoch ms as ISO-8601 UTC with milliseconds ('' for None or 0; a note outside years 1-9999)."""
     if not ms:
         return ""
-    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    try:
+        moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    except (OverflowError, ValueError, OSError):
+        return "(not a date: outside years 1-9999)"
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

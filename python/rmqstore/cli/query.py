@@ -16,10 +16,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqstore.cli.dump import add_columns_argument
-from rmqstore.cli.options import add_store_arguments, open_store, parse_time_ms, progress
+from rmqstore.cli.options import (
+    add_store_arguments,
+    check_topic_found,
+    open_store,
+    parse_msg_id,
+    parse_time_ms,
+    progress,
+)
 from rmqstore.cli.output import write_jsonl
 from rmqstore.format.table import COLUMN_NAMES
-from rmqstore.store import SEEK_TIME_MARGIN_MS, IndexUnavailableError, Store
+from rmqstore.store import IndexUnavailableError, Store
 
 _READ_CHUNK = 4096
 
@@ -30,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--key", help="a business key: messages whose KEYS include it")
     what.add_argument("--uniq-key", help="a client message id (UNIQ_KEY)")
-    what.add_argument("--msg-id", help="a broker offsetMsgId (a UNIQ_KEY is accepted too, like mqadmin)")
+    what.add_argument("--msg-id", type=parse_msg_id,
+                      help="a broker offsetMsgId (a UNIQ_KEY is accepted too, like mqadmin)")
     parser.add_argument("--topic", help="only this topic (required without --key/--uniq-key/--msg-id)")
     parser.add_argument("--begin", type=parse_time_ms, help="storeTimestamp >= this (epoch ms or ISO-8601)")
     parser.add_argument("--end", type=parse_time_ms, help="storeTimestamp <= this (epoch ms or ISO-8601)")
@@ -83,8 +91,8 @@ def _by_index(store: Store, args: argparse.Namespace, value: str, column: str) -
 
 
 def _by_topic_and_time(store: Store, args: argparse.Namespace) -> list[int]:
-    start = store.min_offset if args.begin is None else store.seek_time(args.begin)
-    end = store.max_offset if args.end is None else store.seek_time(args.end + 1 + SEEK_TIME_MARGIN_MS)
+    ranges = store.time_ranges(args.begin, args.end)  # the first to the last record of the window
+    start, end = (ranges[0][0], ranges[-1][1]) if ranges else (store.min_offset, store.min_offset)
     return _scan_matching(
         store,
         start,
@@ -132,5 +140,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             for batch in read_in_order(store, offsets, columns):
                 count += write_jsonl(batch, sys.stdout)
+        check_topic_found(store, args.topic, count)
     print(f"{count} messages", file=sys.stderr)
     return 0

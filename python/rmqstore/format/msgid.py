@@ -18,6 +18,18 @@ def offset_msg_id(store_host: bytes, physical_offset: int) -> str:
     return (bytes(store_host) + struct.pack(">q", physical_offset)).hex().upper()
 
 
+def message_id_problem(text: str) -> str | None:
+    """Why `text` can be neither an offsetMsgId (§3.1) nor a UNIQ_KEY (§3.2), None when it can be one.
+
+    Both are 32 (IPv4) or 56 (IPv6) hexadecimal characters.
+    """
+    if len(text) not in (_IPV4_ID_CHARS, _IPV6_ID_CHARS):
+        return f"{len(text)} characters, a message id has {_IPV4_ID_CHARS} or {_IPV6_ID_CHARS}"
+    if any(c not in "0123456789abcdefABCDEF" for c in text):
+        return "not hexadecimal"
+    return None
+
+
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
     """(store host `ip:port`, physical offset) of an offsetMsgId, like `MessageDecoder.decodeMessageId`.
 

@@ -44,6 +44,18 @@ class FileEntry:
     path: str
     size: int
     is_dir: bool
+    special: str | None = None
+    """Why this is neither a regular file nor a directory ("a FIFO", "a symbolic link loop"...);
+    None for regular files and directories. Special entries are never opened."""
+
+
+class NotRegularFileError(OSError):
+    """A path that is not a regular file (FIFO, socket, device, symlink loop): never opened for reading."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(f"{path}: {what}, not a regular file")
+        self.path = path
+        self.what = what
 
 
 class RandomAccessFile(ABC):
@@ -91,7 +103,8 @@ class StoreFileSystem(ABC):
 
     @abstractmethod
     def open(self, path: str) -> RandomAccessFile:
-        """Open a file for positioned reads; FileNotFoundError naming the path when it is missing."""
+        """Open a file for positioned reads; FileNotFoundError naming the path when it is missing,
+        NotRegularFileError (without opening it) when it is a FIFO, socket, device or directory."""
 
     def exists(self, path: str) -> bool:
         return self.info(path) is not None

@@ -6,6 +6,7 @@ The map is never written, locked or extended; a broker may keep writing the file
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import stat
@@ -13,10 +14,56 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rmqstore.io.base import FileEntry, IOStats, RandomAccessFile, StoreFileSystem, check_range
+from rmqstore.io.base import (
+    FileEntry,
+    IOStats,
+    NotRegularFileError,
+    RandomAccessFile,
+    StoreFileSystem,
+    check_range,
+)
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of this `st_mode` is when it is neither a regular file nor a directory."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def open_regular(path: str) -> int:
+    """An O_RDONLY descriptor of `path`, which must be a regular file (NotRegularFileError otherwise).
+
+    Checked with stat before opening, so a FIFO is never opened (opening one blocks until a writer
+    comes); opened non-blocking and checked again with fstat, so a file swapped in between cannot
+    block either.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFileError(path, "a symbolic link loop") from None
+        raise
+    if stat.S_ISDIR(st.st_mode):
+        raise NotRegularFileError(path, "a directory")
+    what = special_kind(st.st_mode)
+    if what is not None:
+        raise NotRegularFileError(path, what)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    what = special_kind(os.fstat(fd).st_mode)
+    if what is not None:
+        os.close(fd)
+        raise NotRegularFileError(path, what)
+    return fd
 
 
 class LocalFile(RandomAccessFile):
@@ -27,7 +74,7 @@ class LocalFile(RandomAccessFile):
     def __init__(self, path: str, stats: IOStats) -> None:
         self.path = path
         self._stats = stats
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)
         try:
             self.size = os.fstat(fd).st_size
             self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self.size else None
@@ -52,7 +99,7 @@ class LocalFile(RandomAccessFile):
             check_range(o, n)
         out = bytearray(sum(max(0, min(n, self.size - o)) for o, n in zip(offsets, lengths, strict=True)))
         view, filled = memoryview(out), 0
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = open_regular(self.path)
         try:
             for o, n in zip(offsets, lengths, strict=True):
                 n = max(0, min(n, self.size - o))
@@ -87,6 +134,10 @@ class LocalFileSystem(StoreFileSystem):
         return os.path.join(base, *names)
 
     def list_dir(self, path: str) -> list[FileEntry]:
+        """Entries sorted by name; entries that are special files or symlink loops come with `special`.
+
+        Raises OSError for a directory that exists but cannot be listed (permissions, a loop).
+        """
         try:
             with os.scandir(path) as entries:
                 listed = [self._entry(e.name, e.path) for e in entries]
@@ -106,5 +157,9 @@ class LocalFileSystem(StoreFileSystem):
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:  # a symlink loop (ELOOP), a name too long, no permission
+            what = "a symbolic link loop" if exc.errno == errno.ELOOP else f"not readable ({exc.strerror})"
+            return FileEntry(name=name, path=path, size=0, is_dir=False, special=what)
         is_dir = stat.S_ISDIR(st.st_mode)
-        return FileEntry(name=name, path=path, size=0 if is_dir else st.st_size, is_dir=is_dir)
+        return FileEntry(name=name, path=path, size=0 if is_dir else st.st_size, is_dir=is_dir,
+                         special=special_kind(st.st_mode))

@@ -44,7 +44,7 @@ from rmqstore.plan.tasks import (
     probe_bucket,
     within,
 )
-from rmqstore.store import SEEK_TIME_MARGIN_MS, IndexUnavailableError, Store
+from rmqstore.store import IndexUnavailableError, Store
 
 log = logging.getLogger("rmqstore.plan")
 
@@ -195,7 +195,8 @@ def _msg_id_offsets(values: Sequence) -> set[int]:
 
 def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
                 notes: list[str]) -> tuple[str, list[ReadTask]]:
-    lo, hi = _log_range(store, b)
+    ranges = _log_ranges(store, b)
+    lo, hi = (ranges[0][0], ranges[-1][1]) if ranges else (0, 0)
     if b.empty or lo >= hi:
         return "empty", []
     if b.points is not None:
@@ -218,20 +219,20 @@ def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
         uncovered = _within(store.uncovered_ranges(), lo, hi)
         return "queues", (_queue_tasks(index, store, b, (lo, hi), uncovered, settings)
                           + _scan_tasks(index, store, uncovered, settings, notes, UNCOVERED))
-    access = "range" if (lo, hi) != (store.min_offset, store.max_offset) else "scan"
-    return access, _range_tasks(index, store, lo, hi, settings)
+    access = "range" if ranges != [(store.min_offset, store.max_offset)] else "scan"
+    return access, _range_tasks(index, store, ranges, settings)
 
 
-def _log_range(store: Store, b: _Bounds) -> tuple[int, int]:
-    """Commit-log byte range allowed by offset and time bounds."""
+def _log_ranges(store: Store, b: _Bounds) -> list[tuple[int, int]]:
+    """Commit-log byte ranges, in log order, allowed by offset and time bounds (`Store.time_ranges`:
+    one range unless the broker clock stepped back); the other paths are bounded by the first and last."""
     lo = max(store.min_offset, b.lo if b.lo is not None else 0)
     hi = min(store.max_offset, b.hi if b.hi is not None else store.max_offset)
-    if b.begin_ms is not None and lo < hi:
-        lo = max(lo, store.seek_time(b.begin_ms))
-    if b.end_ms is not None and lo < hi:
-        # a record with storeTimestamp <= end_ms cannot follow one at end_ms + 1 + margin (clock steps)
-        hi = min(hi, store.seek_time(b.end_ms + 1 + SEEK_TIME_MARGIN_MS))
-    return lo, hi
+    if lo >= hi:
+        return []
+    if b.begin_ms is None and b.end_ms is None:
+        return [(lo, hi)]
+    return list(_within(store.time_ranges(b.begin_ms, b.end_ms), lo, hi))
 
 
 def _probe_values(kind: ProbeKind, values: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -287,7 +288,8 @@ def _scan_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], set
 def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ...], b: _Bounds,
                  bounds: tuple[int, int], exclude: tuple[tuple[int, int], ...], settings: PlanSettings,
                  notes: list[str]) -> list[ReadTask] | None:
-    topics = None if b.topics is None else tuple(sorted(b.topics))
+    # without a topic predicate, every topic that can have indexed records (resolved once, here)
+    topics = tuple(store.indexed_topics()) if b.topics is None else tuple(sorted(b.topics))
     lo, hi = bounds
     if len(probe) > settings.key_probe_partition_threshold:
         if store.index_files and not _index_usable(store):
@@ -333,17 +335,15 @@ def _offset_tasks(index: int, offsets: list[int], settings: PlanSettings, *,
     return [OffsetsTask(index, tuple(offsets[a:b]), user_points) for a, b in pairwise(bounds)]
 
 
-def _range_tasks(index: int, store: Store, lo: int, hi: int, settings: PlanSettings) -> list[ReadTask]:
-    total = hi - lo
+def _range_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]],
+                 settings: PlanSettings) -> list[ReadTask]:
+    """A task per piece of `store.split_ranges` inside each of `ranges` (sorted, disjoint)."""
+    total = sum(hi - lo for lo, hi in ranges)
     max_bytes = settings.max_bytes_per_partition
     if settings.min_partitions:
         max_bytes = max(1, min(max_bytes, -(-total // settings.min_partitions)))
-    tasks: list[ReadTask] = []
-    for start, end in store.split_ranges(max_bytes):
-        start, end = max(start, lo), min(end, hi)
-        if start < end:
-            tasks.append(RangeTask(index, start, end))
-    return tasks
+    return [RangeTask(index, start, end) for piece in store.split_ranges(max_bytes)
+            for start, end in _within(ranges, *piece)]
 
 
 def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
@@ -364,8 +364,8 @@ def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
     for s in slices:
         start = s.start if b.queue_lo is None else max(s.start, b.queue_lo)
         end = s.end if b.queue_hi is None else min(s.end, b.queue_hi)
-        if start < end:
-            clipped.append(QueueSlice(s.topic, s.queue_id, start, end))
+        clipped += [QueueSlice(s.topic, s.queue_id, a, z)
+                    for a, z in store.consume_queue(s.topic, s.queue_id).spans(start, end)]
     units_per_task = UNITS_PER_QUEUE_TASK
     total_units = sum(s.end - s.start for s in clipped)
     if settings.min_partitions and total_units:

@@ -45,8 +45,25 @@ from rmqstore.format.layout import (
 )
 from rmqstore.format.record import check_record, decode_record
 from rmqstore.io.base import RandomAccessFile
-from rmqstore.store import Segment, Store
+from rmqstore.spark.options import OffsetSpec, OptionError
+from rmqstore.store import Segment, Store, UnknownNameError
 from rmqstore.store.names import segment_file_name
+
+
+def check_group_known(stores: Iterable[Store], spec: OffsetSpec, option: str) -> None:
+    """For `group:<name>`: OptionError naming the option and the group (close and known groups) when no
+    store has offsets committed by it; a typo must not read as an empty result."""
+    if spec.kind != "group" or spec.group is None:
+        return
+    unknown = []
+    for store in stores:
+        try:
+            store.group_offsets(spec.group)
+            return
+        except UnknownNameError as exc:
+            unknown.append(str(exc))
+    raise OptionError(option, "; ".join(unknown))
+
 
 LOG_KEY = "commitLogOffset"
 QUEUES_KEY = "queueOffsets"

@@ -39,6 +39,7 @@ from rmqstore.spark.errors import cause_first
 from rmqstore.spark.filters import to_predicate
 from rmqstore.spark.guard import claim, new_plan_token
 from rmqstore.spark.notes import note_once
+from rmqstore.spark.offsets import check_group_known
 from rmqstore.spark.options import (
     ENDING_OFFSETS,
     STARTING_OFFSETS,
@@ -83,6 +84,8 @@ class StoreReader(DataSourceReader):
         with cause_first():
             stores = [open_store(self.options, path) for path in self.options.paths]
         try:
+            check_group_known(stores, self.options.starting_offsets, STARTING_OFFSETS)
+            check_group_known(stores, self.options.ending_offsets, ENDING_OFFSETS)
             per_store = [tuple(self.pushed) + _option_predicates(self.options, store) for store in stores]
             plan = plan_read(stores, per_store, PlanSettings(
                 max_bytes_per_partition=self.options.max_bytes_per_partition,

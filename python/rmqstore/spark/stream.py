@@ -40,6 +40,7 @@ from rmqstore.spark.offsets import (
     SealConfirmer,
     StoreOffset,
     admit_queue_units,
+    check_group_known,
     offsets_from_json,
     offsets_to_json,
 )
@@ -164,6 +165,13 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ---- offsets -------------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
+        stores = [_open_store(location, self.opts.index_geometry, self.opts.max_message_size)
+                  for location in self.stores.values()]
+        try:
+            check_group_known(stores, self.opts.starting_offsets, STARTING_OFFSETS)
+        finally:
+            for store in stores:
+                store.close()
         return offsets_to_json({broker: self._starting_offset(broker) for broker in self.stores})
 
     def _starting_offset(self, broker: str) -> StoreOffset:

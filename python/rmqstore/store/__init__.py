@@ -10,16 +10,17 @@ from rmqstore.store.errors import (
     StoreCorruptionError,
     StoreError,
     StoreLayoutError,
+    UnknownNameError,
+    UnreadableFileError,
 )
 from rmqstore.store.index import IndexFileInfo
 from rmqstore.store.segments import Segment
 from rmqstore.store.stats import StoreStats
-from rmqstore.store.store import SEEK_TIME_MARGIN_MS, Store
+from rmqstore.store.store import Store
 
 __all__ = [
     "FAILFAST",
     "PERMISSIVE",
-    "SEEK_TIME_MARGIN_MS",
     "UNIT_DTYPE",
     "ConsumeQueue",
     "IndexFileInfo",
@@ -32,6 +33,8 @@ __all__ = [
     "StoreError",
     "StoreLayoutError",
     "StoreStats",
+    "UnknownNameError",
+    "UnreadableFileError",
     "tags_candidate_mask",
     "tags_codes",
 ]

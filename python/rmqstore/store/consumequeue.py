@@ -24,7 +24,7 @@ from rmqstore.format.consumequeue import (
 )
 from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import SCHEDULE_TOPIC
-from rmqstore.store.segments import OpenFiles, Segment, find_segment
+from rmqstore.store.segments import OpenFiles, Segment
 
 UNIT_DTYPE = np.dtype([("queue_offset", "<i8"), ("phy", "<i8"), ("size", "<i4"), ("tags_code", "<i8")])
 """Units as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields."""
@@ -106,31 +106,41 @@ class ConsumeQueue:
         lo = self.min_offset if start is None else max(start, self.min_offset)
         hi = self.max_offset if end is None else min(end, self.max_offset)
         parts = []
-        q = lo
-        while q < hi:
-            seg = find_segment(self.segments, q * CQ_UNIT_SIZE)
-            if seg is None:  # a missing segment: skip to the next file that exists
-                later = [s for s in self.segments if s.base_offset > q * CQ_UNIT_SIZE]
-                if not later:
-                    break
-                q = -(-later[0].base_offset // CQ_UNIT_SIZE)
-                continue
+        for seg in self.segments:  # a missing file, or the partial unit a cut file ends in, is skipped
             seg_first = seg.base_offset // CQ_UNIT_SIZE
-            take = min(hi, (seg.end_offset // CQ_UNIT_SIZE)) - q
-            raw = self._segment_units(seg, q - seg_first, take)
+            a, b = max(lo, seg_first), min(hi, seg.end_offset // CQ_UNIT_SIZE)
+            if a >= b:
+                continue
+            raw = self._segment_units(seg, a - seg_first, b - a)
             out = np.empty(len(raw), dtype=UNIT_DTYPE)
-            out["queue_offset"] = np.arange(q, q + len(raw), dtype=np.int64)
+            out["queue_offset"] = np.arange(a, a + len(raw), dtype=np.int64)
             out["phy"] = raw["phy"]
             out["size"] = raw["size"]
             out["tags_code"] = raw["tags_code"]
             parts.append(out)
-            q += take
         units = np.concatenate(parts) if parts else np.empty(0, dtype=UNIT_DTYPE)
         keep = (~is_filler(units) & (units["size"] > 0) & (units["phy"] >= self._log_min)
                 & (units["phy"] < self._log_max))
         if tags is not None:
             keep &= tags_candidate_mask(self.topic, units, tags)
         return units[keep]
+
+    def spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of queue offsets [start, end) whose units lie in the queue's files, in order.
+
+        Files are named by the offset of their first byte (a multiple of 20, §4.3); whole units only.
+        Planning splits these, never the offsets between files (a file named far ahead is no reason
+        to plan a range of queue offsets with no unit).
+        """
+        out: list[tuple[int, int]] = []
+        for seg in self.segments:
+            a = max(start, seg.base_offset // CQ_UNIT_SIZE)
+            b = min(end, seg.end_offset // CQ_UNIT_SIZE)
+            if a < b and out and out[-1][1] == a:
+                out[-1] = (out[-1][0], b)
+            elif a < b:
+                out.append((a, b))
+        return out
 
     def _segment_units(self, seg: Segment, first_unit: int, count: int) -> np.ndarray:
         """`count` units of a segment from unit index `first_unit` (as stored, big-endian)."""

@@ -17,44 +17,41 @@ Index lookups need less: the index has every record of a gap but ROLLBACK-typed 
 broker dispatches each record to the consume queues and the index in log order, so a gap record
 before the index's end that is in no queue is still indexed unless it is a ROLLBACK). A verdict also
 keeps these `unindexed` parts of its gaps - ROLLBACK records and bytes that hold no valid record -
-which are all a key plan must scan (records after the index's end are the lookup's own tail scan).
+which are all a key plan must scan (records after the index's end are the lookup's own tail scan),
+and the topics of the gaps' indexed records: a topic whose records are all in gaps (e.g. only
+PREPARED records) has no queue, yet its records are in the index (`Store.indexed_topics`).
 
 Reading every queue costs a few % of the log's bytes, so verdicts are cached on disk outside the
-store, in `coverage/<sha256 of the store location>.json` under `rmqstore.cachedir.cache_root()`,
-keyed by segment name, size, mtime and (for the segment holding the valid end)
-where its records end, plus the set of queues (see `_DiskCache`); segments decided again only need
-the tails of the queues (units are in log order along a queue). Remote stores are not cached on
-disk (no mtime).
+store (`rmqstore.store.segment_cache`, kind `coverage`, salted with the set of queues). While a
+segment's key and the queues are the same, queues can only gain units (catching up with the log),
+so a cached gap may since have been filled: it is scanned for nothing, never a record missed.
+Segments decided again only need the tails of the queues (units are in log order along a queue).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import os
 import struct
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rmqstore.cachedir import cache_root
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.layout import BLANK_MAGIC, SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
-from rmqstore.io.local import LocalFileSystem
 from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.errors import PERMISSIVE
+from rmqstore.store.segment_cache import SegmentCache
+from rmqstore.store.segment_cache import cache_dir as kind_cache_dir
 from rmqstore.store.segments import Segment
 
 if TYPE_CHECKING:
     from rmqstore.store.store import Store
 
-log = logging.getLogger("rmqstore.store")
-
-CACHE_VERSION = 3
+CACHE_KIND = "coverage"
+CACHE_VERSION = 4
 BLANK_HEADER_SIZE = 8
 """TOTALSIZE and MAGICCODE of a BLANK record (§2.6)."""
 
@@ -65,27 +62,19 @@ Gap = tuple[int, int]
 
 @dataclass(frozen=True)
 class SegmentVerdict:
-    """The uncovered byte ranges of one segment, in log order (none: every record has a unit), and
-    the parts of them an index lookup cannot find (ROLLBACK records, bytes holding no valid record)."""
+    """The uncovered byte ranges of one segment, in log order (none: every record has a unit), the
+    parts of them an index lookup cannot find (ROLLBACK records, bytes holding no valid record) and
+    the topics of the indexed records in them, sorted."""
 
     segment: Segment
     gaps: tuple[Gap, ...]
     unindexed: tuple[Gap, ...]
+    topics: tuple[str, ...]
 
 
 def cache_dir() -> str:
     """Where coverage verdicts are cached (never inside a store)."""
-    return str(cache_root() / "coverage")
-
-
-def uncovered_ranges(store: Store) -> list[Gap]:
-    """Commit-log byte ranges [start, end) holding the records no consume queue points to."""
-    return [gap for verdict in segment_verdicts(store) for gap in verdict.gaps]
-
-
-def unindexed_ranges(store: Store) -> list[Gap]:
-    """The parts of `uncovered_ranges` an index lookup cannot find (module docstring)."""
-    return [gap for verdict in segment_verdicts(store) for gap in verdict.unindexed]
+    return kind_cache_dir(CACHE_KIND)
 
 
 def segment_verdicts(store: Store) -> list[SegmentVerdict]:
@@ -94,11 +83,16 @@ def segment_verdicts(store: Store) -> list[SegmentVerdict]:
     if not live:
         return []
     queues = [store.consume_queue(t, q) for t in store.topics() for q in store.queue_ids(t)]
-    cache = _DiskCache.for_store(store, queues)
-    known = cache.load(store, live) if cache else {}
+    queue_names = sorted(f"{q.topic}/{q.queue_id}" for q in queues)
+    digest = hashlib.sha256(json.dumps(queue_names).encode()).hexdigest()
+    cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION, digest)
+    by_base = {s.base_offset: s for s in live}
+    known = {base: SegmentVerdict(by_base[base], tuple((a, b) for a, b in gaps),
+                                  tuple((a, b) for a, b in unindexed), tuple(topics))
+             for base, (gaps, unindexed, topics) in (cache.load(store, live) if cache else {}).items()}
     fresh = _compute(store, [s for s in live if s.base_offset not in known], queues)
     if cache and fresh:
-        cache.save(store, [*known.values(), *fresh])
+        cache.save(store, [(v.segment, [v.gaps, v.unindexed, v.topics]) for v in [*known.values(), *fresh]])
     verdicts = {**known, **{v.segment.base_offset: v for v in fresh}}
     return [verdicts[s.base_offset] for s in live]
 
@@ -122,7 +116,7 @@ def _compute(store: Store, segments: Sequence[Segment],
     verdicts = []
     for seg, lo, hi in zip(segments, bounds[:-1], bounds[1:], strict=True):
         gaps = _gaps(store, seg, phy[lo:hi] - seg.base_offset, size[lo:hi])
-        verdicts.append(SegmentVerdict(seg, gaps, _unindexed(store, gaps)))
+        verdicts.append(SegmentVerdict(seg, gaps, *_unindexed(store, gaps)))
     return verdicts
 
 
@@ -168,17 +162,22 @@ def _gaps(store: Store, seg: Segment, starts: np.ndarray, sizes: np.ndarray) -> 
                  for a, b in zip(holes_from[open_holes], holes_to[open_holes], strict=True))
 
 
-def _unindexed(store: Store, gaps: tuple[Gap, ...]) -> tuple[Gap, ...]:
-    """The bytes of `gaps` outside every valid record the index has (all but ROLLBACK-typed, §5.4)."""
+def _unindexed(store: Store, gaps: tuple[Gap, ...]) -> tuple[tuple[Gap, ...], tuple[str, ...]]:
+    """The bytes of `gaps` outside every valid record the index has (all but ROLLBACK-typed, §5.4),
+    and the topics of those indexed records."""
     if not gaps:
-        return ()
+        return (), ()
     indexed: list[Gap] = []
-    for batch in store.scan_ranges(gaps, ["commitLogOffset", "storeSize", "sysFlag"], mode=PERMISSIVE):
+    topics: set[str] = set()
+    columns = ["commitLogOffset", "storeSize", "sysFlag", "topic"]
+    for batch in store.scan_ranges(gaps, columns, mode=PERMISSIVE, decompress=False):
         rows = batch.to_pydict()
-        indexed += [(offset, offset + size) for offset, size, flag in
-                    zip(rows["commitLogOffset"], rows["storeSize"], rows["sysFlag"], strict=True)
-                    if flag & SYSFLAG_TRANSACTION_MASK != TRANSACTION_ROLLBACK]
-    return _subtract(gaps, sorted(indexed))
+        for offset, size, flag, topic in zip(rows["commitLogOffset"], rows["storeSize"], rows["sysFlag"],
+                                             rows["topic"], strict=True):
+            if flag & SYSFLAG_TRANSACTION_MASK != TRANSACTION_ROLLBACK:
+                indexed.append((offset, offset + size))
+                topics.add(topic)
+    return _subtract(gaps, sorted(indexed)), tuple(sorted(topics))
 
 
 def _subtract(ranges: Sequence[Gap], holes: Sequence[Gap]) -> tuple[Gap, ...]:
@@ -205,71 +204,3 @@ def _blank_at(store: Store, seg: Segment, pos: int) -> bool:
     head = store.log.read(seg, pos, BLANK_HEADER_SIZE)
     total, magic = struct.unpack(">iI", head.tobytes())
     return magic == BLANK_MAGIC and total == seg.size - pos
-
-
-class _DiskCache:
-    """Verdicts of one local store, in one JSON file outside it.
-
-    An entry is reused while its segment has the same size and mtime and (for the segment holding
-    the valid end) the same records' end, and the same queues exist. While those hold, queues can
-    only gain units (catching up with the log), so a cached gap may since have been filled: it is
-    scanned for nothing, never a record missed.
-    """
-
-    def __init__(self, path: str, queues_digest: str) -> None:
-        self.path = path
-        self.queues_digest = queues_digest
-
-    @classmethod
-    def for_store(cls, store: Store, queues: Sequence[ConsumeQueue]) -> _DiskCache | None:
-        if not isinstance(store.fs, LocalFileSystem):
-            return None
-        dirs = [os.path.realpath(d) for d in store.commitlog_dirs]
-        identity = json.dumps([os.path.realpath(store.path), dirs])
-        name = hashlib.sha256(identity.encode()).hexdigest() + ".json"
-        queue_names = sorted(f"{q.topic}/{q.queue_id}" for q in queues)
-        digest = hashlib.sha256(json.dumps(queue_names).encode()).hexdigest()
-        return cls(os.path.join(cache_dir(), name), digest)
-
-    def load(self, store: Store, live: Sequence[Segment]) -> dict[int, SegmentVerdict]:
-        """Cached verdicts still valid for these segments (see the class docstring)."""
-        try:
-            with open(self.path) as fh:
-                doc = json.load(fh)
-        except (OSError, ValueError):
-            return {}
-        if doc.get("version") != CACHE_VERSION or doc.get("queues") != self.queues_digest:
-            return {}
-        entries = doc.get("segments", {})
-        known = {}
-        for seg in live:
-            entry = entries.get(os.path.basename(seg.path))
-            if entry and entry[:3] == _segment_key(store, seg):
-                known[seg.base_offset] = SegmentVerdict(seg, tuple((a, b) for a, b in entry[3]),
-                                                        tuple((a, b) for a, b in entry[4]))
-        return known
-
-    def save(self, store: Store, verdicts: Sequence[SegmentVerdict]) -> None:
-        """Write the verdicts (atomic rename); a cache that cannot be written is only logged."""
-        entries = {os.path.basename(v.segment.path): [*_segment_key(store, v.segment), v.gaps, v.unindexed]
-                   for v in verdicts}
-        doc = {"version": CACHE_VERSION, "queues": self.queues_digest, "segments": entries}
-        directory = os.path.dirname(self.path)
-        try:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w") as fh:
-                    json.dump(doc, fh)
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError as exc:
-            log.debug("coverage cache %s not written: %s", self.path, exc)
-
-
-def _segment_key(store: Store, seg: Segment) -> list[int | None]:
-    """Size, mtime and, for the segment holding the valid end, where its records end."""
-    records_end = store.max_offset - seg.base_offset if seg.contains(store.max_offset) else None
-    return [seg.size, os.stat(seg.path).st_mtime_ns, records_end]

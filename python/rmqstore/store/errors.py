@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from typing import Literal
 
 ReadMode = Literal["FAILFAST", "PERMISSIVE"]
@@ -36,6 +38,16 @@ class StoreLayoutError(StoreError):
     """The directory tree is not a usable RocketMQ store (missing commit log, conflicting segments)."""
 
 
+class UnreadableFileError(StoreLayoutError):
+    """A store file or directory that cannot be read (a FIFO, socket or device, a symbolic link loop,
+    a directory where a file belongs, no permission): names the path and the cause."""
+
+    def __init__(self, path: str, cause: str) -> None:
+        super().__init__(f"{path}: cannot be read: {cause}")
+        self.path = path
+        self.cause = cause
+
+
 class IndexUnavailableError(StoreError):
     """The index cannot answer a lookup completely (missing, damaged, or far behind the log).
 
@@ -45,3 +57,19 @@ class IndexUnavailableError(StoreError):
 
 class InvalidTopicError(StoreError, ValueError):
     """A topic name that cannot be a directory inside the store (`..`, absolute, path separators)."""
+
+
+class UnknownNameError(StoreError, ValueError):
+    """A topic or consumer group the store does not have: names it, the close known names ("did you
+    mean") and the known ones, so a typo never reads as an empty answer."""
+
+    SHOWN = 30
+    """At most this many known names are listed."""
+
+    def __init__(self, what: str, name: str, known: Sequence[str], why: str) -> None:
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}? " if close else ". "
+        listed = ", ".join(known[: self.SHOWN]) or "none"
+        more = f" and {len(known) - self.SHOWN} more" if len(known) > self.SHOWN else ""
+        super().__init__(f"{what} {name!r} {why}{hint}Known {what}s: {listed}{more}")
+        self.name = name

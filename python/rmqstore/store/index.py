@@ -23,7 +23,7 @@ from rmqstore.format.indexfile import (
 )
 from rmqstore.format.javahash import index_key_hash
 from rmqstore.io.base import StoreFileSystem
-from rmqstore.store.segments import OpenFiles
+from rmqstore.store.segments import OpenFiles, list_entries
 
 INDEX_DIR = "index"
 INDEX_NAME_DIGITS = 17
@@ -62,9 +62,15 @@ class IndexFiles:
 
     @cached_property
     def infos(self) -> list[IndexFileInfo]:
-        """Every 17-digit file in `index/`, oldest first (the broker sorts names the same way)."""
-        entries = [e for e in self._fs.list_dir(self._directory) if not e.is_dir and _is_index_name(e.name)]
-        return [self._inspect(e.name, e.path, e.size) for e in entries]
+        """Every 17-digit file in `index/`, oldest first (the broker sorts names the same way).
+
+        One that is not a regular file (FIFO, device, symlink loop) is listed, unopened, with that
+        as its problem."""
+        entries = [e for e in list_entries(self._fs, self._directory)
+                   if not e.is_dir and _is_index_name(e.name)]
+        return [self._inspect(e.name, e.path, e.size) if e.special is None
+                else IndexFileInfo(e.name, e.path, e.size, None, None, f"{e.special}, not an index file")
+                for e in entries]
 
     def _inspect(self, name: str, path: str, size: int) -> IndexFileInfo:
         data = self._data(path)

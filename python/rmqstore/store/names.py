@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from rmqstore.store.errors import InvalidTopicError
 
+JAVA_LONG_MAX = (1 << 63) - 1
+"""Offsets are Java longs: no file's bytes lie past this offset."""
+JAVA_INT_MAX = (1 << 31) - 1
+"""Queue ids are Java ints."""
 SEGMENT_NAME_DIGITS = 20
 """Commit-log and consume-queue segments are named by their first byte's offset, 20 digits (§1.2)."""
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from rmqstore.io.base import RandomAccessFile, StoreFileSystem
-from rmqstore.store.errors import StoreLayoutError
-from rmqstore.store.names import parse_segment_name
+from rmqstore.io.base import FileEntry, NotRegularFileError, RandomAccessFile, StoreFileSystem
+from rmqstore.store.errors import StoreLayoutError, UnreadableFileError
+from rmqstore.store.names import JAVA_LONG_MAX, parse_segment_name
 
 
 @dataclass(frozen=True)
@@ -33,18 +33,31 @@ class Segment:
         return self.base_offset <= offset < self.end_offset
 
 
-def list_segments(fs: StoreFileSystem, directories: Sequence[str]) -> tuple[list[Segment], list[str]]:
+def list_segments(fs: StoreFileSystem, directories: Sequence[str], *,
+                  skip_unreadable: bool = False) -> tuple[list[Segment], list[str]]:
     """Segments of every directory, sorted by base offset, and the problems found on the way.
 
     Files not named by 20 digits are ignored; zero-length files are left out (the broker deletes an
-    empty last file, §1.2) and reported. The same name in two directories is a StoreLayoutError.
+    empty last file, §1.2) and reported; so are files whose last byte would lie past Long.MAX_VALUE
+    (no broker writes them; its `Long.parseLong` of the name fails). The same name in two
+    directories is a StoreLayoutError. A segment-named entry that is not a regular file (FIFO,
+    socket, device, symbolic link loop) is an UnreadableFileError, or with `skip_unreadable`
+    reported and left out.
     """
     found: dict[int, Segment] = {}
     problems: list[str] = []
     for directory in directories:
-        for entry in fs.list_dir(directory):
+        for entry in list_entries(fs, directory):
             base = parse_segment_name(entry.name)
             if base is None or entry.is_dir:
+                continue
+            if entry.special is not None:
+                if not skip_unreadable:
+                    raise UnreadableFileError(entry.path, entry.special)
+                problems.append(f"{entry.path}: {entry.special}, not a segment file; ignored")
+                continue
+            if base + max(entry.size, 1) - 1 > JAVA_LONG_MAX:
+                problems.append(f"{entry.path}: ends past Long.MAX_VALUE ({JAVA_LONG_MAX}); ignored")
                 continue
             if entry.size == 0:
                 problems.append(f"{entry.path}: empty segment file ignored")
@@ -94,6 +107,29 @@ def find_segment(segments: Sequence[Segment], offset: int) -> Segment | None:
     return seg if seg.contains(offset) else None
 
 
+def _cause(exc: OSError) -> str:
+    if isinstance(exc, NotRegularFileError):
+        return exc.what
+    return exc.strerror or str(exc)
+
+
+def list_entries(fs: StoreFileSystem, directory: str) -> list[FileEntry]:
+    """`fs.list_dir`, with a directory that exists but cannot be listed as an UnreadableFileError."""
+    try:
+        return fs.list_dir(directory)
+    except OSError as exc:
+        raise UnreadableFileError(directory, _cause(exc)) from None
+
+
+def read_small_file(fs: StoreFileSystem, path: str) -> bytes:
+    """`fs.read_bytes`, with a file that cannot be read (special, looping, a directory) as an
+    UnreadableFileError."""
+    try:
+        return fs.read_bytes(path)
+    except OSError as exc:
+        raise UnreadableFileError(path, _cause(exc)) from None
+
+
 class OpenFiles:
     """Files opened once and kept for the life of a Store (memory maps or remote handles)."""
 
@@ -104,7 +140,10 @@ class OpenFiles:
     def get(self, path: str) -> RandomAccessFile:
         handle = self._files.get(path)
         if handle is None:
-            handle = self._files[path] = self.fs.open(path)
+            try:
+                handle = self._files[path] = self.fs.open(path)
+            except OSError as exc:
+                raise UnreadableFileError(path, _cause(exc)) from None
         return handle
 
     def close(self) -> None:

@@ -19,26 +19,31 @@ import pyarrow.fs as pafs
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError
+from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import check_record
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
-from rmqstore.store.config import CONFIG_DIR, load_consumer_offsets, load_topic_configs
+from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
-from rmqstore.store.coverage import uncovered_ranges, unindexed_ranges
+from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
     FAILFAST,
     PERMISSIVE,
     IndexUnavailableError,
     StoreCorruptionError,
+    StoreError,
     StoreLayoutError,
+    UnknownNameError,
+    UnreadableFileError,
     check_mode,
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
-from rmqstore.store.names import check_topic_dir_name, topic_dir_problem
-from rmqstore.store.segments import OpenFiles, Segment, list_segments
+from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
+from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.stats import StoreStats
+from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
@@ -48,11 +53,6 @@ MULTI_PATH_SPLITTER = ","
 """`storePathCommitLog` lists several directories separated by `,` (§1.1, `MixAll.MULTI_PATH_SPLITTER`)."""
 
 DEFAULT_BATCH_ROWS = 16_384
-SEEK_TIME_MARGIN_MS = 5_000
-"""`seek_time` searches this much earlier than asked and walks forward (clock steps, see there)."""
-SEEK_FIRST_WINDOW = 64 << 10
-"""`seek_time` walks forward through ranges of this size, doubling each time: it reads about the
-margin's worth of log, not a whole decoder window."""
 INDEX_TAIL_SCAN_LIMIT = 64 << 20
 """Lookups scan at most this many not-yet-indexed bytes at the end of the log themselves."""
 READ_RUN_GAP = 64 << 10
@@ -165,6 +165,9 @@ class Store:
             dirs = [self._path_in_store_fs(d) for d in _split_dirs(commitlog_dirs)]
             if not dirs:
                 raise ValueError("commitlog_dirs names no directory")
+        for entry in filter(None, map(self.fs.info, dirs)):
+            if entry.special is not None:
+                raise UnreadableFileError(entry.path, entry.special)
         missing = [d for d in dirs if not self.fs.is_dir(d)]
         if missing:
             raise StoreLayoutError(
@@ -382,12 +385,14 @@ class Store:
                     end_ms: int | None = None) -> list[int]:
         """Physical offsets, ascending, of every record whose KEYS tokens include `key` (no cap).
 
-        Like `queryMsgByKey` but exact: index candidates of `topic#key` for each topic (all topics
-        the store knows when None), newest index file first, each confirmed against the record's
-        topic and KEYS tokens; candidates outside the valid log or not pointing at a valid record are
-        ignored. `begin_ms`/`end_ms` bound the record's storeTimestamp (inclusive). Records after
-        the index's end (not indexed yet) are found by scanning that tail. Raises
-        IndexUnavailableError when the index cannot answer completely (a damaged file, or a tail
+        Like `queryMsgByKey` but exact: index candidates of `topic#key` for each topic (when None,
+        every topic that can have indexed records: `indexed_topics`, and records of any topic match),
+        newest index file first, each confirmed against the record's topic and KEYS tokens; candidates
+        outside the valid log or not pointing at a valid record are ignored. `begin_ms`/`end_ms` bound
+        the record's storeTimestamp (inclusive). What the index cannot hold is scanned, so the answer
+        is the rows a table scan returns: ROLLBACK records (`unindexed_ranges`, never indexed by the
+        broker, §5.4) and the records after the index's end (not indexed yet).
+        Raises IndexUnavailableError when the index cannot answer completely (a damaged file, or a tail
         longer than `index_tail_scan_limit`, e.g. no index at all): scan instead.
         """
         return self._lookup(key, topics, begin_ms, end_ms, lambda t, k: k in (t or ()), "keys")
@@ -408,13 +413,18 @@ class Store:
                 f"the index ends at physical offset {tail_start}, {self.max_offset - tail_start} bytes "
                 f"before the end of the log (limit {self._index_tail_scan_limit}): scan instead"
             )
-        wanted_topics = set(self.topics() if topics is None else topics)
+        probed_topics = sorted(self.indexed_topics() if topics is None else set(topics))
         candidates: set[int] = set()
-        for topic in sorted(wanted_topics):
+        for topic in probed_topics:
             self.stats.index_files_probed += len(self._index.infos)
             candidates.update(self._index.candidates(topic, key))
         parts = [self.read_offsets(sorted(candidates), _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)]
+        # What the index never holds (ROLLBACK records, §5.4) before its end, then the unindexed tail.
+        unindexed = [(start, min(end, tail_start))
+                     for start, end in self.unindexed_ranges() if start < tail_start]
+        parts.extend(self.scan_ranges(unindexed, _LOOKUP_COLUMNS, mode=PERMISSIVE))
         parts.extend(self.scan(tail_start, self.max_offset, _LOOKUP_COLUMNS, mode=PERMISSIVE))
+        wanted_topics = None if topics is None else set(topics)
         found: set[int] = set()
         for batch in parts:
             rows = batch.to_pydict()
@@ -422,7 +432,7 @@ class Store:
             for offset, topic, value, t_us in zip(rows["commitLogOffset"], rows["topic"], rows[column],
                                                    times, strict=True):
                 t_ms = t_us // 1000
-                if (topic in wanted_topics and matches(value, key)
+                if ((wanted_topics is None or topic in wanted_topics) and matches(value, key)
                         and (begin_ms is None or t_ms >= begin_ms) and (end_ms is None or t_ms <= end_ms)):
                     found.add(offset)
         return sorted(found)
@@ -449,24 +459,56 @@ class Store:
     def topics(self) -> list[str]:
         """Topics with a consume-queue directory or an entry in topics.json, sorted.
 
-        Names that cannot be a directory inside the store (`..`, separators) are left out and
-        reported in `problems`.
+        Names that cannot be a directory inside the store (`..`, separators), entries of
+        `consumequeue/` that are not directories (symlink loops, FIFOs) and an unreadable topics.json
+        are left out and reported in `problems`.
         """
-        names = {e.name for e in self.fs.list_dir(self._consumequeue_dir) if e.is_dir}
-        names.update(self.topic_configs())
+        names = set()
+        for entry in list_entries(self.fs, self._consumequeue_dir):
+            if entry.is_dir:
+                names.add(entry.name)
+            elif entry.special is not None:
+                self._note(f"{entry.path}: {entry.special}, not a topic directory; ignored")
+        try:
+            names.update(self.topic_configs())
+        except StoreError as exc:
+            self._note(f"{exc}; topics are taken from {CONSUMEQUEUE_DIR}/ only")
         good = []
         for name in sorted(names):
             problem = topic_dir_problem(name)
             if problem is None:
                 good.append(name)
-            elif (note := f"topic {name!r} skipped: {problem}") not in self._scan_problems:
-                self._scan_problems.append(note)
+            else:
+                self._note(f"topic {name!r} skipped: {problem}")
         return good
 
+    def _note(self, problem: str) -> None:
+        if problem not in self._scan_problems:
+            self._scan_problems.append(problem)
+
     def queue_ids(self, topic: str) -> list[int]:
-        """Queue ids that have a directory under `consumequeue/<topic>/`, sorted."""
+        """Queue ids that have a directory under `consumequeue/<topic>/`, sorted.
+
+        Entries that are not directories, or whose number is not a Java int, are reported in
+        `problems`; so is a topic directory that cannot be listed (a symlink loop).
+        """
         directory = self.fs.join(self._consumequeue_dir, check_topic_dir_name(topic))
-        return sorted(int(e.name) for e in self.fs.list_dir(directory) if e.is_dir and e.name.isdigit())
+        try:
+            entries = list_entries(self.fs, directory)
+        except UnreadableFileError as exc:
+            self._note(f"{exc}; topic {topic!r} has no readable queues")
+            return []
+        ids = []
+        for entry in entries:
+            if not (entry.name.isascii() and entry.name.isdigit()):
+                continue
+            if entry.special is not None:
+                self._note(f"{entry.path}: {entry.special}, not a queue directory; ignored")
+            elif entry.is_dir and int(entry.name) > JAVA_INT_MAX:
+                self._note(f"{entry.path}: queue id beyond Integer.MAX_VALUE; ignored")
+            elif entry.is_dir:
+                ids.append(int(entry.name))
+        return sorted(ids)
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         """The consume queue of (topic, queueId); empty (min = max = 0) when it has no files."""
@@ -476,15 +518,22 @@ class Store:
         queue = self._queues.get((topic, queue_id))
         if queue is None:
             directory = self.fs.join(self._consumequeue_dir, topic, str(queue_id))
-            segments, problems = list_segments(self.fs, [directory])
+            segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
+            misnamed = [seg for seg in segments if seg.base_offset % CQ_UNIT_SIZE]
+            problems += [f"{seg.path}: name is not a multiple of {CQ_UNIT_SIZE}; ignored" for seg in misnamed]
+            segments = [seg for seg in segments if seg not in misnamed]
             self._layout_problems.extend(problems)
             queue = ConsumeQueue(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
             self._queues[(topic, queue_id)] = queue
         return queue
 
     @cached_property
+    def _coverage(self) -> list[SegmentVerdict]:
+        return segment_verdicts(self)
+
+    @cached_property
     def _uncovered(self) -> list[tuple[int, int]]:
-        return uncovered_ranges(self)
+        return [gap for verdict in self._coverage for gap in verdict.gaps]
 
     def uncovered_ranges(self) -> list[tuple[int, int]]:
         """Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to.
@@ -506,7 +555,16 @@ class Store:
 
     @cached_property
     def _unindexed(self) -> list[tuple[int, int]]:
-        return unindexed_ranges(self)
+        return [gap for verdict in self._coverage for gap in verdict.unindexed]
+
+    def indexed_topics(self) -> list[str]:
+        """Every topic that can have records in the index, sorted: the topics of `topics()` and those of
+        the records in `uncovered_ranges` the index has (a topic holding only transaction PREPARED
+        records has no queue directory and may be in no topics.json, yet they are indexed, §5.4).
+
+        Key and uniqKey lookups without topics probe `topic#key` for each of these.
+        """
+        return sorted(set(self.topics()).union(*(verdict.topics for verdict in self._coverage)))
 
     def uncovered_segments(self) -> list[Segment]:
         """The segments holding `uncovered_ranges`, by base offset."""
@@ -514,59 +572,23 @@ class Store:
 
     # ---- time ---------------------------------------------------------------------------------
 
-    def seek_time(self, ts_ms: int, *, margin_ms: int = SEEK_TIME_MARGIN_MS) -> int:
-        """Physical offset of the first record with storeTimestamp >= ts_ms (max_offset if none).
+    @cached_property
+    def _time_runs(self) -> list[TimeRun]:
+        return time_runs(self)
 
-        The broker assigns STORETIMESTAMP under the put lock, so it never decreases in log order
-        unless the broker's clock is stepped back. Binary search (segments by their first record's
-        store time, then bisection inside the segment with resync) looks for `ts_ms - margin_ms`,
-        then walks forward to the first record >= ts_ms: a clock step of up to `margin_ms` cannot
-        make the result skip a record with storeTimestamp >= ts_ms.
+    def seek_time(self, ts_ms: int) -> int:
+        """Physical offset of the first record (log order) with storeTimestamp >= ts_ms, else max_offset.
+
+        Exact also when the broker's clock stepped back, by any amount: the log's store times are
+        summarized per segment (`rmqstore.store.timeline`, one walk of the storeTimestamp column per
+        segment, cached on disk outside the store and kept per Store), then bisected.
         """
-        start, end = self._seek_before(ts_ms - margin_ms), self.max_offset
-        columns = ["commitLogOffset", "storeTimestamp"]
-        window = SEEK_FIRST_WINDOW
-        while start < end:  # ranges [start, stop) of growing size: each record is in exactly one
-            stop = min(start + window, end)
-            for batch in self.scan(start, stop, columns, mode=PERMISSIVE):
-                times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_numpy() // 1000
-                hit = np.flatnonzero(times >= ts_ms)
-                if hit.size:
-                    return int(batch.column("commitLogOffset")[int(hit[0])].as_py())
-            start, window = stop, window * 2
-        return end
+        return first_at_or_after(self, self._time_runs, ts_ms)
 
-    def _seek_before(self, target_ms: int) -> int:
-        """A record start at or before every record with storeTimestamp >= target_ms (monotonic times)."""
-        segs = [s for s in self.segments if self.min_offset <= s.base_offset < self.max_offset]
-        lo, hi = 0, len(segs)
-        while lo < hi:  # first segment whose first record is at or after target_ms
-            mid = (lo + hi) // 2
-            first = self._first_record_time(segs[mid])
-            if first is not None and first >= target_ms:
-                hi = mid
-            else:
-                lo = mid + 1
-        if lo == 0:
-            return self.min_offset
-        seg = segs[lo - 1]
-        if self._first_record_time(seg) is None:
-            return seg.base_offset
-        low, high = 0, min(seg.size, self.max_offset - seg.base_offset)
-        while high - low > PROBE_BYTES:
-            found = self.log.resync(seg, (low + high) // 2, high)
-            if found is None:
-                high = (low + high) // 2
-            elif self.log.store_time_at(seg, found) < target_ms:
-                low = found
-            else:
-                high = found
-        return seg.base_offset + low
-
-    def _first_record_time(self, seg: Segment) -> int | None:
-        if self.log.check_at(seg, 0, check_crc=False).kind != "record":
-            return None
-        return self.log.store_time_at(seg, 0)
+    def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
+        """Commit-log byte ranges, in log order, holding every record with begin_ms <= storeTimestamp
+        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`)."""
+        return time_ranges(self, self._time_runs, begin_ms, end_ms)
 
     # ---- metadata -----------------------------------------------------------------------------
 
@@ -577,6 +599,19 @@ class Store:
     def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
         """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)."""
         return load_consumer_offsets(self.fs, self._config_dir)
+
+    def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
+        """topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
+
+        UnknownNameError naming the group, the close and the known ones when it committed none.
+        """
+        table = self.consumer_offsets()
+        found = {topic: dict(queues) for (topic, g), queues in table.items() if g == group}
+        if not found:
+            path = self.fs.join(self._config_dir, CONSUMER_OFFSET_FILE)
+            raise UnknownNameError("consumer group", group, sorted({g for _, g in table}),
+                                   f"has no committed offsets in {path}")
+        return found
 
     def topic_configs(self) -> dict[str, dict]:
         """topic -> TopicConfig fields from config/topics.json (.bak fallback); {} when absent."""
@@ -589,7 +624,7 @@ class Store:
         if not self.fs.exists(path):
             return None
         try:
-            return parse_checkpoint(self.fs.read_bytes(path))
+            return parse_checkpoint(read_small_file(self.fs, path))
         except ValueError as exc:
             raise StoreCorruptionError(path, 0, str(exc)) from None
 

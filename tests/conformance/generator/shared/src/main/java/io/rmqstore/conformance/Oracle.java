@@ -2,6 +2,7 @@ package io.rmqstore.conformance;
 
 import io.rmqstore.conformance.common.FileTrees;
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -18,6 +19,7 @@ import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageId;
 import org.apache.rocketmq.store.QueryMessageResult;
+import org.apache.rocketmq.store.index.IndexService;
 
 /** RocketMQ's own answers about a store, as JSON-ready maps (oracle sections a and b). */
 public final class Oracle {
@@ -196,6 +198,18 @@ public final class Oracle {
             }
         }
         return matches;
+    }
+
+    /**
+     * IndexService.queryOffset of a DefaultMessageStore: hash candidates in RocketMQ's order. The service is
+     * read from the store's {@code indexService} field, which every release has (a getter only some do).
+     */
+    public static List<Long> indexQueryOffsets(Object store, String topic, String key, int maxNum, long begin,
+        long end) throws ReflectiveOperationException {
+        Field field = FixedClock.findField(store.getClass(), "indexService");
+        field.setAccessible(true);
+        IndexService index = (IndexService) field.get(store);
+        return new ArrayList<>(index.queryOffset(topic, key, maxNum, begin, end).getPhyOffsets());
     }
 
     /** Physical offsets of the records a QueryMessageResult holds (PHYSICALOFFSET field at byte 28). */

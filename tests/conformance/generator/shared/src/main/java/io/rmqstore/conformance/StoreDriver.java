@@ -3,6 +3,7 @@ package io.rmqstore.conformance;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /**
@@ -10,13 +11,27 @@ import org.apache.rocketmq.common.message.MessageExt;
  * (MessageDecoder, MessageExt, compressors, MessageStoreConfig) is shared source compiled against each version.
  */
 public interface StoreDriver {
-    String rocketmqVersion();
+    /** The release linked in, as RocketMQ reports itself ({@code MQVersion.CURRENT_VERSION}, e.g. "5.3.1"). */
+    default String rocketmqVersion() {
+        return MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION).substring(1).replace('_', '.');
+    }
 
     /** MESSAGE_MAGIC_CODE_V2 for topics longer than 127 chars exists (5.1.0+). */
-    boolean supportsLongTopics();
+    default boolean supportsLongTopics() {
+        return atLeast(5, 1);
+    }
 
     /** {@code enabledAppendPropCRC} exists (5.2.0+). */
-    boolean supportsPropCrc();
+    default boolean supportsPropCrc() {
+        return atLeast(5, 2);
+    }
+
+    /** The linked release is {@code major.minor} or newer. */
+    private boolean atLeast(int major, int minor) {
+        String[] v = rocketmqVersion().split("\\.");
+        int actualMajor = Integer.parseInt(v[0]);
+        return actualMajor > major || actualMajor == major && Integer.parseInt(v[1]) >= minor;
+    }
 
     /** 4.9.x DefaultMessageStore itself rewrites DELAY messages to SCHEDULE_TOPIC_XXXX; 5.x leaves it to a broker hook. */
     boolean storeRewritesDelay();

@@ -16,7 +16,7 @@ public record StoreSettings(Path root, int commitLogSegment, int consumeQueueSeg
         return new StoreSettings(newRoot, commitLogSegment, consumeQueueSegment, hashSlots, indexEntries, appendPropCrc);
     }
 
-    /** The version-independent part of the RocketMQ configuration (MessageStoreConfig, §9.2). */
+    /** The RocketMQ configuration (MessageStoreConfig, §9.2), the same for every release that has the setting. */
     public MessageStoreConfig toConfig() throws IOException {
         MessageStoreConfig c = new MessageStoreConfig();
         c.setStorePathRootDir(root.toString());
@@ -27,6 +27,13 @@ public record StoreSettings(Path root, int commitLogSegment, int consumeQueueSeg
         c.setMaxIndexNum(indexEntries);
         c.setFlushDiskType(FlushDiskType.SYNC_FLUSH);
         c.setHaListenPort(freeLoopbackPort());
+        if (appendPropCrc) { // the setter exists from 5.2.0 on; older releases never ask for it
+            try {
+                MessageStoreConfig.class.getMethod("setEnabledAppendPropCRC", boolean.class).invoke(c, true);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("this RocketMQ has no enabledAppendPropCRC", e);
+            }
+        }
         return c;
     }
 

@@ -6,9 +6,7 @@ import io.rmqstore.conformance.Oracle;
 import io.rmqstore.conformance.PutOutcome;
 import io.rmqstore.conformance.StoreDriver;
 import io.rmqstore.conformance.StoreSettings;
-import java.lang.reflect.Field;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -25,30 +23,14 @@ import org.apache.rocketmq.store.MessageExtBrokerInner;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.config.BrokerRole;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
-import org.apache.rocketmq.store.index.IndexService;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
-/** RocketMQ 4.9.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.store). */
+/** RocketMQ 4.9.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.store); built against 4.9.8 and 4.9.7. */
 public final class Rmq49Driver implements StoreDriver {
     private DefaultMessageStore store;
 
     public static void main(String[] args) {
         FixtureGenerator.main(new Rmq49Driver(), args);
-    }
-
-    @Override
-    public String rocketmqVersion() {
-        return "4.9.8";
-    }
-
-    @Override
-    public boolean supportsLongTopics() {
-        return false;
-    }
-
-    @Override
-    public boolean supportsPropCrc() {
-        return false;
     }
 
     @Override
@@ -114,10 +96,7 @@ public final class Rmq49Driver implements StoreDriver {
 
     @Override
     public List<Long> indexQueryOffsets(String topic, String key, int maxNum, long begin, long end) throws Exception {
-        Field f = DefaultMessageStore.class.getDeclaredField("indexService");
-        f.setAccessible(true);
-        IndexService index = (IndexService) f.get(store);
-        return new ArrayList<>(index.queryOffset(topic, key, maxNum, begin, end).getPhyOffsets());
+        return Oracle.indexQueryOffsets(store, topic, key, maxNum, begin, end);
     }
 
     @Override

@@ -7,7 +7,6 @@ import io.rmqstore.conformance.PutOutcome;
 import io.rmqstore.conformance.StoreDriver;
 import io.rmqstore.conformance.StoreSettings;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -21,10 +20,9 @@ import org.apache.rocketmq.store.AppendMessageResult;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
-import org.apache.rocketmq.store.exception.ConsumeQueueException;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
-/** RocketMQ 5.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.common.message). */
+/** RocketMQ 5.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.common.message); built against 5.5.0, 5.3.1 and 5.1.4. */
 public final class Rmq5Driver implements StoreDriver {
     private DefaultMessageStore store;
 
@@ -37,21 +35,6 @@ public final class Rmq5Driver implements StoreDriver {
         Rmq5Driver driver = new Rmq5Driver();
         driver.store = brokerStore;
         return driver;
-    }
-
-    @Override
-    public String rocketmqVersion() {
-        return "5.5.0";
-    }
-
-    @Override
-    public boolean supportsLongTopics() {
-        return true;
-    }
-
-    @Override
-    public boolean supportsPropCrc() {
-        return true;
     }
 
     @Override
@@ -71,9 +54,7 @@ public final class Rmq5Driver implements StoreDriver {
     }
 
     private static DefaultMessageStore newStore(StoreSettings settings) throws Exception {
-        MessageStoreConfig config = settings.toConfig();
-        config.setEnabledAppendPropCRC(settings.appendPropCrc());
-        return new DefaultMessageStore(config, new BrokerStatsManager("conformance", true),
+        return new DefaultMessageStore(settings.toConfig(), new BrokerStatsManager("conformance", true),
             (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { },
             new BrokerConfig(), new ConcurrentHashMap<>());
     }
@@ -110,8 +91,8 @@ public final class Rmq5Driver implements StoreDriver {
     }
 
     @Override
-    public List<Long> indexQueryOffsets(String topic, String key, int maxNum, long begin, long end) {
-        return new ArrayList<>(store.getIndexService().queryOffset(topic, key, maxNum, begin, end).getPhyOffsets());
+    public List<Long> indexQueryOffsets(String topic, String key, int maxNum, long begin, long end) throws Exception {
+        return Oracle.indexQueryOffsets(store, topic, key, maxNum, begin, end);
     }
 
     @Override
@@ -148,7 +129,7 @@ public final class Rmq5Driver implements StoreDriver {
     public long maxOffsetInQueue(String topic, int queueId) {
         try {
             return store.getMaxOffsetInQueue(topic, queueId);
-        } catch (ConsumeQueueException e) {
+        } catch (Exception e) { // ConsumeQueueException, which 5.3.1 does not declare
             throw new IllegalStateException(e);
         }
     }

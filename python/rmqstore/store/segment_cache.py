@@ -1,0 +1,111 @@
+"""Facts about commit-log segments cached on disk outside the store (coverage verdicts, time runs).
+
+The entries of one local store live in one JSON file, `<kind>/<sha256 of the store location>.json`
+under `rmqstore.cachedir.cache_root()` (never inside the store: stores are opened read-only), keyed
+by segment file name. An entry is reused while its segment has the same size and mtime and, for the
+segment holding the valid end, the same records' end, and while the `salt` (whatever else the facts
+depend on) and the format version are the same. Remote files have no mtime: a remote store is cached
+only for a kind that checks the content of each entry it loads itself (`content_checked`), in a
+file named after the store's location as given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rmqstore.cachedir import cache_root
+from rmqstore.io.local import LocalFileSystem
+from rmqstore.store.segments import Segment
+
+if TYPE_CHECKING:
+    from rmqstore.store.store import Store
+
+log = logging.getLogger("rmqstore.store")
+
+
+def cache_dir(kind: str) -> str:
+    """Where the facts of this kind are cached."""
+    return str(cache_root() / kind)
+
+
+class SegmentCache:
+    """The cached facts of one kind about the segments of one store."""
+
+    def __init__(self, path: str, version: int, salt: str, *, local: bool) -> None:
+        self.path = path
+        self.version = version
+        self.salt = salt
+        self.local = local
+        """Entries are keyed by mtime too; else the caller checks each loaded entry's content."""
+
+    @classmethod
+    def for_store(cls, store: Store, kind: str, version: int, salt: str = "", *,
+                  content_checked: bool = False) -> SegmentCache | None:
+        """The cache of `store`; None for a remote store unless the caller checks content."""
+        local = isinstance(store.fs, LocalFileSystem)
+        if local:
+            dirs = [os.path.realpath(d) for d in store.commitlog_dirs]
+            identity = json.dumps([os.path.realpath(store.path), dirs])
+        elif content_checked:
+            identity = json.dumps([store.location, store.commitlog_dirs])
+        else:
+            return None
+        name = hashlib.sha256(identity.encode()).hexdigest() + ".json"
+        return cls(os.path.join(cache_dir(kind), name), version, salt, local=local)
+
+    def load(self, store: Store, live: Sequence[Segment]) -> dict[int, list[Any]]:
+        """Base offset -> cached entry, for the segments of `live` whose entry is still valid."""
+        entries = self._entries()
+        known = {}
+        for seg in live:
+            entry = entries.get(os.path.basename(seg.path))
+            if entry and entry[:3] == self._key(store, seg):
+                known[seg.base_offset] = entry[3:]
+        return known
+
+    def stale(self, seg: Segment) -> tuple[list[Any], list[Any]] | None:
+        """Whatever is cached for the segment's name, valid or not: (its key then, its entry)."""
+        entry = self._entries().get(os.path.basename(seg.path))
+        return (entry[:3], entry[3:]) if entry else None
+
+    def _entries(self) -> dict[str, list[Any]]:
+        try:
+            with open(self.path) as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(doc, dict) or doc.get("version") != self.version or doc.get("salt") != self.salt:
+            return {}
+        return doc.get("segments", {})
+
+    def save(self, store: Store, entries: Sequence[tuple[Segment, list[Any]]]) -> None:
+        """Write these entries (lists of JSON values) as the whole cache (atomic rename); failures are
+        only logged. On disk an entry follows its segment's key: `[size, mtime, records' end, *entry]`."""
+        segments = {os.path.basename(seg.path): [*self._key(store, seg), *entry] for seg, entry in entries}
+        doc = {"version": self.version, "salt": self.salt, "segments": segments}
+        directory = os.path.dirname(self.path)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(doc, fh)
+                os.replace(tmp, self.path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:
+            log.debug("segment cache %s not written: %s", self.path, exc)
+
+
+    def _key(self, store: Store, seg: Segment) -> list[int | None]:
+        """Size, mtime (None for remote files) and, for the segment holding the valid end, where its
+        records end."""
+        records_end = store.max_offset - seg.base_offset if seg.contains(store.max_offset) else None
+        return [seg.size, os.stat(seg.path).st_mtime_ns if self.local else None, records_end]
