@@ -24,7 +24,8 @@ from test_options import INVALID_OPTIONS
 
 from rmqstore.format.compression import compressed_sys_flag
 from rmqstore.format.layout import COMPRESSION_ZSTD
-from rmqstore.spark.options import OptionError, parse_options
+from rmqstore.spark.offsets import check_group_known
+from rmqstore.spark.options import OptionError, parse_offsets, parse_options
 from rmqstore.spark.schema import TABLE_COLUMNS, table_schema
 from rmqstore.store import Store
 
@@ -355,3 +356,23 @@ def test_max_message_size_and_permissive_reporting(spark: SparkSession, engine_f
         rf"{re.escape(str(segment))} physical offset {offsets[1]}: .*inflates past 99999 bytes.* "
         rf"\(task \d+\)",
         lines[0]), lines[0]
+
+
+@pytest.mark.parametrize("option", ["startingOffsets", "endingOffsets"])
+def test_an_unknown_consumer_group_is_an_error_naming_it(spark: SparkSession, engine_format: str,
+                                                         contract_store: Path, option: str) -> None:
+    """`group:<typo>` fails (did you mean, known groups) instead of reading nothing."""
+    with Store.open(str(contract_store)) as store:
+        known = sorted({group for _, group in store.consumer_offsets()})
+        typo = known[0][:-1] + "X"
+        with pytest.raises(OptionError) as python_error:
+            check_group_known([store], parse_offsets(option, f"group:{typo}"), option)
+    expected = str(python_error.value)
+    assert f"did you mean '{known[0]}'" in expected and "Known consumer groups: " in expected
+    reader = spark.read.format(engine_format).option(option, f"group:{typo}")
+    with pytest.raises(ERRORS, match=re.escape(expected)):
+        reader.load(str(contract_store)).collect()
+    def known_group_rows(fmt: str) -> int:
+        return spark.read.format(fmt).option(option, f"group:{known[0]}").load(str(contract_store)).count()
+
+    assert known_group_rows(engine_format) == known_group_rows("rmqstore_python")

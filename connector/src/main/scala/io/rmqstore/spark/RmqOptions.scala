@@ -10,6 +10,7 @@ import scala.util.Try
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import format.Compression
+import store.Names.{closeMatches, repr}
 import _root_.io.rmqstore.spark.io.StoreFileSystem
 
 /** An invalid option value; the message starts with the option's name (python/rmqstore/spark/options.py). */
@@ -149,10 +150,6 @@ object RmqOptions {
 
   private def fail(option: String, problem: String): Nothing = throw new RmqOptionException(option, problem)
 
-  /** Python's repr of a string, as the Python engine's messages show values. */
-  private[spark] def repr(s: String): String =
-    if (s.contains("'") && !s.contains("\"")) "\"" + s + "\"" else "'" + s.replace("'", "\\'") + "'"
-
   /** Validate the raw (case-insensitive, string-valued) options of a read. */
   def parse(options: java.util.Map[String, String], requirePath: Boolean = true): RmqOptions = {
     val raw = canonicalNames(options.asScala.toMap)
@@ -259,36 +256,13 @@ object RmqOptions {
     options.map { case (name, value) =>
       val canonical = byLower.getOrElse(
         name.toLowerCase(Locale.ROOT), {
-          val hint = closeMatch(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq)
+          val hint = closeMatches(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq, 1).headOption
             .map(c => s"; did you mean '${byLower(c)}'?").getOrElse("")
           fail(name, s"unknown option$hint Known options: ${AllOptions.mkString(", ")}")
         }
       )
       canonical -> Option(value).getOrElse("")
     }
-
-  /** The best match with a similarity ratio of at least 0.6, like Python's difflib.get_close_matches. */
-  private def closeMatch(word: String, candidates: Seq[String]): Option[String] = {
-    val scored = candidates.map(c => c -> similarity(word, c)).filter(_._2 >= 0.6)
-    if (scored.isEmpty) None else Some(scored.maxBy(_._2)._1)
-  }
-
-  /** Ratcliff/Obershelp ratio 2*M/T (difflib.SequenceMatcher.ratio without its junk heuristics). */
-  private def similarity(a: String, b: String): Double = {
-    def matches(a: String, b: String): Int = {
-      if (a.isEmpty || b.isEmpty) return 0
-      var (bestI, bestJ, bestLen) = (0, 0, 0)
-      for (i <- a.indices; j <- b.indices) {
-        var k = 0
-        while (i + k < a.length && j + k < b.length && a(i + k) == b(j + k)) k += 1
-        if (k > bestLen) { bestI = i; bestJ = j; bestLen = k }
-      }
-      if (bestLen == 0) 0
-      else bestLen + matches(a.substring(0, bestI), b.substring(0, bestJ)) +
-        matches(a.substring(bestI + bestLen), b.substring(bestJ + bestLen))
-    }
-    2.0 * matches(a, b) / (a.length + b.length)
-  }
 
   private def parsePaths(raw: Map[String, String], requirePath: Boolean): IndexedSeq[String] = {
     val named = raw.get(Path).map(_.trim).filter(_.nonEmpty)

@@ -18,6 +18,26 @@ final class IndexUnavailableException(message: String) extends StoreException(me
 /** A topic name that cannot be a directory inside the store (`..`, absolute, path separators). */
 final class InvalidTopicException(message: String) extends StoreException(message)
 
+/** A topic or consumer group the store does not have: names it, the close known names ("did you mean")
+  * and the known ones, so a typo never reads as an empty answer (python/rmqstore/store/errors.py).
+  */
+final class UnknownNameException(what: String, val name: String, known: Seq[String], why: String)
+    extends StoreException(UnknownNameException.message(what, name, known, why))
+
+object UnknownNameException {
+
+  /** At most this many known names are listed. */
+  val Shown = 30
+
+  private def message(what: String, name: String, known: Seq[String], why: String): String = {
+    val close = Names.closeMatches(name, known, 3)
+    val hint = if (close.isEmpty) ". " else s"; did you mean ${close.map(Names.repr).mkString(" or ")}? "
+    val listed = if (known.isEmpty) "none" else known.take(Shown).mkString(", ")
+    val more = if (known.size > Shown) s" and ${known.size - Shown} more" else ""
+    s"$what ${Names.repr(name)} $why${hint}Known ${what}s: $listed$more"
+  }
+}
+
 /** One damaged place a PERMISSIVE read stepped over: `length` bytes of `file` from the physical `offset`
   * (where the invalid record starts) to where reading resumed (python/rmqstore/store/stats.py `Skipped`).
   */
