@@ -127,10 +127,11 @@ object RmqScan {
   def checkGroupKnown(stores: Seq[Store], spec: OffsetSpec, option: String): Unit = spec match {
     case OffsetSpec.Group(group) =>
       val unknown = Seq.newBuilder[String]
-      for (s <- stores)
-        try { s.groupOffsets(group); return }
-        catch { case e: UnknownNameException => unknown += e.getMessage }
-      throw new RmqOptionException(option, unknown.result().mkString("; "))
+      val known = stores.exists { s =>
+        try { s.groupOffsets(group); true }
+        catch { case e: UnknownNameException => unknown += e.getMessage; false }
+      }
+      if (!known) throw new RmqOptionException(option, unknown.result().mkString("; "))
     case _ =>
   }
 
