@@ -19,14 +19,19 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
   private val names: Array[String] = schema.fieldNames
   private val brokerBytes = broker.getBytes(UTF_8)
   private val scratch = new Array[Byte](math.max(MsgId.MaxLength, Hosts.MaxTextLength))
+  private val hasBody = names.contains("body")
   private var rows = 0
 
   def numRows: Int = rows
 
+  /** Appends one row, or nothing: the body, the one column whose decoding may fail (a body that cannot
+    * be decompressed, which PERMISSIVE skips), is decoded before any column is written.
+    */
   def append(r: RecordView): Unit = {
+    val body = if (hasBody) r.body(decompress) else null
     var i = 0
     while (i < vectors.length) {
-      write(vectors(i), names(i), r)
+      write(vectors(i), names(i), r, body)
       i += 1
     }
     rows += 1
@@ -46,7 +51,7 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
   private def string(v: WritableColumnVector, s: String): Unit =
     if (s == null) v.appendNull() else { val b = s.getBytes(UTF_8); v.appendByteArray(b, 0, b.length) }
 
-  private def write(v: WritableColumnVector, name: String, r: RecordView): Unit = name match {
+  private def write(v: WritableColumnVector, name: String, r: RecordView, body: Array[Byte]): Unit = name match {
     case "topic" => string(v, r.topic)
     case "queueId" => v.appendInt(r.queueId)
     case "queueOffset" => v.appendLong(r.queueOffset)
@@ -63,7 +68,7 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
         keys.foreach(k => string(v.arrayData(), k))
       }
     case "tags" => string(v, r.tags)
-    case "body" => val b = r.body(decompress); v.appendByteArray(b, 0, b.length)
+    case "body" => v.appendByteArray(body, 0, body.length)
     case "bodyCrc" => v.appendInt(r.bodyCrc)
     case "flag" => v.appendInt(r.flag)
     case "sysFlag" => v.appendInt(r.sysFlag)

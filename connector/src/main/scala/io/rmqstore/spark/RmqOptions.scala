@@ -9,6 +9,10 @@ import scala.util.Try
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
+import format.Compression
+import store.Names.{closeMatches, repr}
+import _root_.io.rmqstore.spark.io.StoreFileSystem
+
 /** An invalid option value; the message starts with the option's name (python/rmqstore/spark/options.py). */
 final class RmqOptionException(val option: String, problem: String)
     extends IllegalArgumentException(s"rmqstore option '$option': $problem")
@@ -23,9 +27,17 @@ object OffsetSpec {
   final case class Group(group: String) extends OffsetSpec
 }
 
+/** Hadoop settings for s3:// stores made from the s3.* options (and the driver's AWS credentials): the
+  * values are secrets, so `toString` shows the setting names only.
+  */
+final case class S3Settings(hadoop: Map[String, String]) {
+  override def toString: String = s"S3Settings(${hadoop.keys.toSeq.sorted.mkString(", ")})"
+}
+
 /** All options of one read, validated: the same names, defaults and errors as the Python engine's
   * `parse_options` (python/rmqstore/spark/options.py is the one table; keep both in step). Paths and
-  * broker names are parallel.
+  * broker names are parallel; local paths are absolute (made so where the options were parsed: the
+  * driver), URIs as given.
   */
 final case class RmqOptions(
     paths: IndexedSeq[String],
@@ -38,7 +50,7 @@ final case class RmqOptions(
     keys: Option[IndexedSeq[String]] = None,
     minPartitions: Option[Int] = None,
     maxBytesPerPartition: Long = RmqOptions.DefaultMaxBytesPerPartition,
-    verifyCrc: Boolean = false,
+    verifyCrc: Boolean = true,
     mode: String = "FAILFAST",
     decompress: Boolean = true,
     indexGeometry: Option[(Int, Int)] = None,
@@ -48,7 +60,9 @@ final case class RmqOptions(
     statsDir: Option[String] = None,
     failOnDataLoss: Boolean = true,
     maxOffsetsPerTrigger: Option[Long] = None,
-    maxBytesPerTrigger: Option[Long] = None
+    maxBytesPerTrigger: Option[Long] = None,
+    maxMessageSize: Int = Compression.MaxMessageSize,
+    s3: S3Settings = S3Settings(Map.empty)
 ) {
   def permissive: Boolean = mode == "PERMISSIVE"
 }
@@ -77,6 +91,26 @@ object RmqOptions {
   val FailOnDataLoss = "failOnDataLoss"
   val MaxOffsetsPerTrigger = "maxOffsetsPerTrigger"
   val MaxBytesPerTrigger = "maxBytesPerTrigger"
+  val MaxMessageSize = "maxMessageSize"
+
+  /** The s3.* options and the S3A setting each sets (python/rmqstore/spark/options.py `S3_OPTIONS`). Their
+    * values are never shown.
+    */
+  val S3Options: Seq[(String, String)] = Seq(
+    "s3.accessKey" -> "fs.s3a.access.key",
+    "s3.secretKey" -> "fs.s3a.secret.key",
+    "s3.sessionToken" -> "fs.s3a.session.token",
+    "s3.region" -> "fs.s3a.endpoint.region",
+    "s3.endpoint" -> "fs.s3a.endpoint",
+    "s3.scheme" -> "fs.s3a.connection.ssl.enabled"
+  )
+
+  /** AWS SDK environment variables of the credentials the driver pins for executors (`S3_CREDENTIAL_ENV`). */
+  private val S3CredentialEnv: Seq[(String, String)] = Seq(
+    "s3.accessKey" -> "AWS_ACCESS_KEY_ID",
+    "s3.secretKey" -> "AWS_SECRET_ACCESS_KEY",
+    "s3.sessionToken" -> "AWS_SESSION_TOKEN"
+  )
 
   val AllOptions: Seq[String] = Seq(
     Path,
@@ -101,8 +135,9 @@ object RmqOptions {
     StatsDir,
     FailOnDataLoss,
     MaxOffsetsPerTrigger,
-    MaxBytesPerTrigger
-  )
+    MaxBytesPerTrigger,
+    MaxMessageSize
+  ) ++ S3Options.map(_._1)
   private val byLower: Map[String, String] = AllOptions.map(n => n.toLowerCase(Locale.ROOT) -> n).toMap
 
   val DefaultMaxBytesPerPartition: Long = 128L * 1024 * 1024
@@ -115,14 +150,13 @@ object RmqOptions {
 
   private def fail(option: String, problem: String): Nothing = throw new RmqOptionException(option, problem)
 
-  /** Python's repr of a string, as the Python engine's messages show values. */
-  private[spark] def repr(s: String): String =
-    if (s.contains("'") && !s.contains("\"")) "\"" + s + "\"" else "'" + s.replace("'", "\\'") + "'"
-
   /** Validate the raw (case-insensitive, string-valued) options of a read. */
   def parse(options: java.util.Map[String, String], requirePath: Boolean = true): RmqOptions = {
     val raw = canonicalNames(options.asScala.toMap)
-    val paths = parsePaths(raw, requirePath)
+    val givenPaths = parsePaths(raw, requirePath)
+    val paths = givenPaths.map(StoreFileSystem.absoluteLocation)
+    if (paths.distinct.size != paths.size)
+      fail(Paths, s"the same store is listed twice: ${givenPaths.map(repr).mkString("[", ", ", "]")}")
     val starting = parseOffsets(StartingOffsets, raw.getOrElse(StartingOffsets, "earliest"))
     val ending = parseOffsets(EndingOffsets, raw.getOrElse(EndingOffsets, "latest"))
     val hashSlots = optionalInt(raw, IndexHashSlots, 1)
@@ -143,7 +177,7 @@ object RmqOptions {
     if (!Modes.contains(mode)) fail(Mode, s"${repr(raw(Mode))} is not one of ${Modes.mkString(", ")}")
     RmqOptions(
       paths = paths,
-      brokerNames = parseBrokerNames(raw, paths),
+      brokerNames = parseBrokerNames(raw, givenPaths),
       startingOffsets = starting,
       endingOffsets = ending,
       startingTimestamp = startingTs,
@@ -152,7 +186,7 @@ object RmqOptions {
       keys = optionalList(raw, Keys),
       minPartitions = optionalInt(raw, MinPartitions, 1),
       maxBytesPerPartition = optionalSize(raw, MaxBytesPerPartition).getOrElse(DefaultMaxBytesPerPartition),
-      verifyCrc = bool(raw, VerifyCrc, default = false),
+      verifyCrc = bool(raw, VerifyCrc, default = true),
       mode = mode,
       decompress = bool(raw, Decompress, default = true),
       indexGeometry = for (s <- hashSlots; e <- indexEntries) yield (s, e),
@@ -163,7 +197,11 @@ object RmqOptions {
       statsDir = raw.get(StatsDir).filter(_.nonEmpty),
       failOnDataLoss = bool(raw, FailOnDataLoss, default = true),
       maxOffsetsPerTrigger = optionalInt(raw, MaxOffsetsPerTrigger, 1).map(_.toLong),
-      maxBytesPerTrigger = optionalSize(raw, MaxBytesPerTrigger)
+      maxBytesPerTrigger = optionalSize(raw, MaxBytesPerTrigger),
+      // a JVM array holds at most Int.MaxValue bytes, so a larger cap is the same as Int.MaxValue
+      maxMessageSize =
+        optionalSize(raw, MaxMessageSize).fold(Compression.MaxMessageSize)(v => math.min(v, Int.MaxValue.toLong).toInt),
+      s3 = s3Settings(raw, paths)
     )
   }
 
@@ -218,36 +256,13 @@ object RmqOptions {
     options.map { case (name, value) =>
       val canonical = byLower.getOrElse(
         name.toLowerCase(Locale.ROOT), {
-          val hint = closeMatch(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq)
+          val hint = closeMatches(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq, 1).headOption
             .map(c => s"; did you mean '${byLower(c)}'?").getOrElse("")
           fail(name, s"unknown option$hint Known options: ${AllOptions.mkString(", ")}")
         }
       )
       canonical -> Option(value).getOrElse("")
     }
-
-  /** The best match with a similarity ratio of at least 0.6, like Python's difflib.get_close_matches. */
-  private def closeMatch(word: String, candidates: Seq[String]): Option[String] = {
-    val scored = candidates.map(c => c -> similarity(word, c)).filter(_._2 >= 0.6)
-    if (scored.isEmpty) None else Some(scored.maxBy(_._2)._1)
-  }
-
-  /** Ratcliff/Obershelp ratio 2*M/T (difflib.SequenceMatcher.ratio without its junk heuristics). */
-  private def similarity(a: String, b: String): Double = {
-    def matches(a: String, b: String): Int = {
-      if (a.isEmpty || b.isEmpty) return 0
-      var (bestI, bestJ, bestLen) = (0, 0, 0)
-      for (i <- a.indices; j <- b.indices) {
-        var k = 0
-        while (i + k < a.length && j + k < b.length && a(i + k) == b(j + k)) k += 1
-        if (k > bestLen) { bestI = i; bestJ = j; bestLen = k }
-      }
-      if (bestLen == 0) 0
-      else bestLen + matches(a.substring(0, bestI), b.substring(0, bestJ)) +
-        matches(a.substring(bestI + bestLen), b.substring(bestJ + bestLen))
-    }
-    2.0 * matches(a, b) / (a.length + b.length)
-  }
 
   private def parsePaths(raw: Map[String, String], requirePath: Boolean): IndexedSeq[String] = {
     val named = raw.get(Path).map(_.trim).filter(_.nonEmpty)
@@ -268,9 +283,36 @@ object RmqOptions {
     }
     if (paths.isEmpty && requirePath)
       fail(Path, "no store directory given: use .load('/path/to/store') or .option('path', ...)")
-    if (paths.distinct.size != paths.size)
-      fail(Paths, s"the same store is listed twice: ${paths.map(repr).mkString("[", ", ", "]")}")
     paths
+  }
+
+  /** The s3.* options as S3A settings, plus the environment's AWS credentials (s3:// only), like
+    * `_storage_options`: pinned on the driver so that executors read with them too.
+    */
+  private def s3Settings(raw: Map[String, String], paths: IndexedSeq[String]): S3Settings = {
+    def environ(variable: String): Option[String] = Option(System.getenv(variable)).filter(_.nonEmpty)
+    val typed = S3Options.collect { case (name, _) if raw.contains(name) => name -> raw(name) }.toMap
+    val anyS3 = paths.exists(StoreFileSystem.isS3Uri)
+    if (typed.nonEmpty && !anyS3)
+      fail(S3Options.map(_._1).find(typed.contains).get, "applies to s3:// store paths only")
+    if (typed.contains("s3.accessKey") != typed.contains("s3.secretKey"))
+      fail(
+        if (typed.contains("s3.accessKey")) "s3.secretKey" else "s3.accessKey",
+        "must be given together with 's3.accessKey'/'s3.secretKey'"
+      )
+    val pinned =
+      if (!anyS3 || typed.contains("s3.accessKey") || environ("AWS_ACCESS_KEY_ID").isEmpty) typed
+      else typed ++ S3CredentialEnv.flatMap { case (name, variable) => environ(variable).map(name -> _) }
+    val hadoop = S3Options.collect {
+      case ("s3.scheme", setting) if pinned.contains("s3.scheme") =>
+        setting -> (!pinned("s3.scheme").trim.equalsIgnoreCase("http")).toString
+      case (name, setting) if pinned.contains(name) => setting -> pinned(name)
+    }.toMap
+    val temporary =
+      if (pinned.contains("s3.sessionToken"))
+        Map("fs.s3a.aws.credentials.provider" -> "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider")
+      else Map.empty
+    S3Settings(hadoop ++ temporary)
   }
 
   private def parseBrokerNames(raw: Map[String, String], paths: IndexedSeq[String]): IndexedSeq[String] =

@@ -10,7 +10,7 @@ import org.apache.spark.util.SerializableConfiguration
 
 import format.RecordView
 import plan.{Confirm, OffsetsTask, RangeTask}
-import store.{ScanStats, Store, StoreLocation}
+import store.ScanStats
 
 /** Columnar readers: each task's records are decoded in chunks, confirmed against every consumed
   * predicate (decoding their columns internally when Spark pruned them) and written to column vectors
@@ -39,15 +39,12 @@ final class RmqColumnarReader(
 ) extends PartitionReader[ColumnarBatch] {
   import RmqColumnarReader._
 
-  private val store =
-    Store.open(StoreLocation(partition.path), hadoopConf, options.indexGeometry, knownEnd = Some(partition.logEnd))
+  private val store = RmqStores.open(options, partition.path, hadoopConf, knownEnd = Some(partition.logEnd))
   private val writer = new ColumnarWriter(schema, partition.broker, options.decompress)
   private val predicates = partition.predicates
   private var decoded = 0L
   private var rejected = 0L
-  private var bytesRead = 0L
-  private var skipped = 0L
-  private var crcFailures = 0L
+  private val stats = ScanStats()
   private var rows = 0L
   private var current: ColumnarBatch = _
 
@@ -81,11 +78,10 @@ final class RmqColumnarReader(
       else {
         val to = math.min(stop, cursor + ScanChunkBytes)
         var last = -1L
-        val stats = store.scan(cursor, to, options.verifyCrc, options.permissive) { r =>
+        stats.add(store.scan(cursor, to, options.verifyCrc, options.permissive) { r =>
           last = r.physicalOffset + r.totalSize
           keep(r)
-        }
-        count(stats)
+        })
         cursor = math.max(to, last) // a record straddling `to` belongs to this chunk
         true
       }
@@ -95,26 +91,20 @@ final class RmqColumnarReader(
         val from = cursor.toInt
         val until = math.min(offsets.length, from + OffsetsChunk)
         val chunk = offsets.slice(from, until)
-        count(store.readAt(chunk, options.verifyCrc, options.permissive, strict = !userPoints)(keep))
+        stats.add(store.readAt(chunk, options.verifyCrc, options.permissive, strict = !userPoints)(keep))
         cursor = until
         true
       }
-  }
-
-  private def count(stats: ScanStats): Unit = {
-    bytesRead += stats.bytesRead
-    skipped += stats.skippedRecords
-    crcFailures += stats.crcFailures
   }
 
   override def get(): ColumnarBatch = current
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
     RmqMetrics.task(RmqMetrics.RecordsDecoded, decoded),
-    RmqMetrics.task(RmqMetrics.BytesRead, bytesRead),
+    RmqMetrics.task(RmqMetrics.BytesRead, stats.bytesRead),
     RmqMetrics.task(RmqMetrics.CandidatesRejected, rejected),
-    RmqMetrics.task(RmqMetrics.RecordsSkipped, skipped),
-    RmqMetrics.task(RmqMetrics.CrcFailures, crcFailures)
+    RmqMetrics.task(RmqMetrics.RecordsSkipped, stats.skippedRecords),
+    RmqMetrics.task(RmqMetrics.CrcFailures, stats.crcFailures)
   )
 
   override def close(): Unit = {
@@ -129,11 +119,14 @@ final class RmqColumnarReader(
           "store" -> partition.task.store,
           "rows" -> rows,
           "records_decoded" -> decoded,
-          "bytes_read" -> bytesRead,
+          "bytes_read" -> stats.bytesRead,
           "candidates_rejected" -> rejected,
-          "invalid_records_skipped" -> skipped
+          "invalid_records_skipped" -> stats.skippedRecords,
+          "bytes_skipped" -> stats.skippedBytes
         )
       )
+      // once per task, on the executor's stderr (its log), like the Python engine
+      stats.skipSummary.foreach(line => System.err.println(s"$line (task ${partition.index})"))
     } finally {
       writer.close()
       store.close()

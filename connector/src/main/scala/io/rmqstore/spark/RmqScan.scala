@@ -12,8 +12,8 @@ import org.apache.spark.sql.internal.connector.SupportsMetadata
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
+import store.{Store, UnknownNameException}
 import plan.{OffsetsTask, OptionPredicates, Predicate, RangeTask, ReadPlan, ScanPlanner}
-import store.{Store, StoreLocation}
 
 /** One planned batch read: the plan is made once per scan (stores opened on the driver, closed after
   * planning); explain("formatted") shows PushedFilters through `SupportsMetadata`, like the Python
@@ -44,13 +44,15 @@ class RmqScan(
 
   private lazy val hadoopConf: Broadcast[SerializableConfiguration] = {
     val spark = SparkSession.active
-    val conf = spark.sessionState.newHadoopConfWithOptions(Map.empty[String, String])
+    val conf = spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options))
     spark.sparkContext.broadcast(new SerializableConfiguration(conf))
   }
 
   private lazy val planned: (ReadPlan, IndexedSeq[(Long, Seq[Predicate])]) = {
-    val stores = options.paths.map(p => Store.open(StoreLocation(p), hadoopConf.value.value, options.indexGeometry))
+    val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf.value.value))
     try {
+      RmqScan.checkGroupKnown(stores, options.startingOffsets, RmqOptions.StartingOffsets)
+      RmqScan.checkGroupKnown(stores, options.endingOffsets, RmqOptions.EndingOffsets)
       val perStore = stores.map(s => (s.logEnd, consumed ++ OptionPredicates.forStore(options, s)))
       val plan = ScanPlanner.plan(
         stores,
@@ -117,6 +119,21 @@ object RmqScan {
 
   /** Size assumed per point read for statistics (a typical small message). */
   val PointReadBytes = 1024L
+
+  /** For `group:<name>`: RmqOptionException naming the option and the group (close and known groups)
+    * when no store has offsets committed by it; a typo must not read as an empty result
+    * (python/rmqstore/spark/offsets.py `check_group_known`).
+    */
+  def checkGroupKnown(stores: Seq[Store], spec: OffsetSpec, option: String): Unit = spec match {
+    case OffsetSpec.Group(group) =>
+      val unknown = Seq.newBuilder[String]
+      val known = stores.exists { s =>
+        try { s.groupOffsets(group); true }
+        catch { case e: UnknownNameException => unknown += e.getMessage; false }
+      }
+      if (!known) throw new RmqOptionException(option, unknown.result().mkString("; "))
+    case _ =>
+  }
 
   def checkBatchOffsets(options: RmqOptions): Unit = {
     if (options.startingOffsets == OffsetSpec.Latest)

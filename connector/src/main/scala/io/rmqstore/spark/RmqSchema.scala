@@ -2,6 +2,8 @@ package io.rmqstore.spark
 
 import org.apache.spark.sql.types._
 
+import store.Names
+
 /** The table (design §2) plus `broker`, the same columns and types as python/rmqstore/spark/schema.py.
   * A user schema may be any subset of these columns in any order; unknown columns, wrong types and
   * duplicates are errors that name the column (the Python engine's wording).
@@ -46,13 +48,13 @@ object RmqSchema {
     for (f <- schema.fields) {
       if (!TableColumns.contains(f.name))
         throw new IllegalArgumentException(
-          s"rmqstore: unknown column ${RmqOptions.repr(f.name)}; the table has: ${TableColumns.mkString(", ")}"
+          s"rmqstore: unknown column ${Names.repr(f.name)}; the table has: ${TableColumns.mkString(", ")}"
         )
       if (!seen.add(f.name))
-        throw new IllegalArgumentException(s"rmqstore: column ${RmqOptions.repr(f.name)} is listed twice in the schema")
+        throw new IllegalArgumentException(s"rmqstore: column ${Names.repr(f.name)} is listed twice in the schema")
       val expected = Table(f.name).dataType
       if (f.dataType != expected)
-        throw new IllegalArgumentException(s"rmqstore: column ${RmqOptions.repr(f.name)} has type " +
+        throw new IllegalArgumentException(s"rmqstore: column ${Names.repr(f.name)} has type " +
           s"${f.dataType.simpleString}, the table's type is ${expected.simpleString}")
     }
     schema

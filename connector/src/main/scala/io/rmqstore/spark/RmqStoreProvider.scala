@@ -2,6 +2,7 @@ package io.rmqstore.spark
 
 import java.util
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.sources.DataSourceRegister
@@ -9,8 +10,8 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 /** The JVM engine of the rmqstore source: `spark.read.format(RmqStoreProvider.ShortName)`, or the class
-  * name, which always selects this engine. Options are validated when the table is created, so errors
-  * surface at load(); a schema given with `.schema(...)` is validated like the Python engine does.
+  * name, which always selects this engine. Options and store paths are validated when the table is
+  * created, so errors surface at load(); a schema given with `.schema(...)` is validated like the Python engine does.
   */
 class RmqStoreProvider extends TableProvider with DataSourceRegister {
   override def shortName(): String = RmqStoreProvider.ShortName
@@ -28,6 +29,8 @@ class RmqStoreProvider extends TableProvider with DataSourceRegister {
       properties: util.Map[String, String]
   ): Table = {
     val options = RmqOptions.parse(properties)
+    val spark = SparkSession.active
+    RmqStores.check(options, spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options)))
     new RmqStoreTable(RmqSchema.validate(schema), options)
   }
 }

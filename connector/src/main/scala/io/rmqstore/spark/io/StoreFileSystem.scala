@@ -47,13 +47,24 @@ object StoreFileSystem {
     at > 1 && location.substring(0, at).forall(c => c.isLetterOrDigit || c == '+' || c == '-' || c == '.')
   }
 
-  /** (file system, path) for a local path, a `file://` URI or a remote URI read through Hadoop. */
-  def resolve(location: String, conf: Configuration): (StoreFileSystem, String) =
-    if (!isUri(location)) {
+  def isS3Uri(location: String): Boolean = location.regionMatches(true, 0, "s3://", 0, 5)
+
+  /** A local path made absolute (`~` expanded) against this process's working directory; URIs as given
+    * (python/rmqstore/io/location.py `absolute_location`). Done where a path is typed (the Spark
+    * driver), so that processes with another working directory (executors) read the same store.
+    */
+  def absoluteLocation(location: String): String =
+    if (isUri(location)) location
+    else {
       val home = System.getProperty("user.home")
       val expanded = if (location == "~" || location.startsWith("~/")) home + location.drop(1) else location
-      (new LocalFileSystem, java.nio.file.Paths.get(expanded).toAbsolutePath.normalize.toString)
-    } else {
+      java.nio.file.Paths.get(expanded).toAbsolutePath.normalize.toString
+    }
+
+  /** (file system, path) for a local path, a `file://` URI or a remote URI read through Hadoop. */
+  def resolve(location: String, conf: Configuration): (StoreFileSystem, String) =
+    if (!isUri(location)) (new LocalFileSystem, absoluteLocation(location))
+    else {
       val uri = URI.create(location)
       if (uri.getScheme == "file") (new LocalFileSystem, java.nio.file.Paths.get(uri).toString)
       else (new HadoopFileSystem(uri, if (conf == null) new Configuration() else conf), location.stripSuffix("/"))

@@ -335,6 +335,22 @@ final class Store private (
       }
     }.getOrElse(Map.empty)
 
+  /** topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
+    * UnknownNameException naming the group, the close and the known ones when it committed none.
+    */
+  def groupOffsets(group: String): Map[String, Map[Int, Long]] = {
+    val table = consumerOffsets
+    val found = table.collect { case ((topic, g), offsets) if g == group => topic -> offsets }
+    if (found.isEmpty)
+      throw new UnknownNameException(
+        "consumer group",
+        group,
+        table.keys.map(_._2).toSeq.distinct.sorted,
+        s"has no committed offsets in ${fs.join(root, ConfigDir, ConsumerOffsetFile)}"
+      )
+    found
+  }
+
   /** The parsed `config/<name>`, else its `.bak` (like `ConfigManager.load`); None when neither exists
     * or both are empty. StoreCorruptionException naming both files when what exists cannot be parsed.
     */
