@@ -48,7 +48,8 @@ final class LocalFileSystem extends StoreFileSystem {
       val attrs = Files.readAttributes(p, classOf[BasicFileAttributes]) // follows symlinks
       val name = Option(p.getFileName).map(_.toString).getOrElse(p.toString)
       if (attrs.isDirectory) Some(FileEntry(name, p.toString, 0, isDir = true, 0))
-      else if (attrs.isRegularFile) Some(FileEntry(name, p.toString, attrs.size, isDir = false, attrs.lastModifiedTime.toMillis))
+      else if (attrs.isRegularFile)
+        Some(FileEntry(name, p.toString, attrs.size, isDir = false, attrs.lastModifiedTime.toMillis))
       else None
     } catch { case _: IOException => None }
 }
