@@ -5,7 +5,7 @@ import java.net.URI
 import java.nio.ByteBuffer
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FSDataInputStream, FileSystem, Path}
+import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, Path}
 
 /** Stores behind a Hadoop `FileSystem` (hdfs://, s3a://, ...): listings and ranged reads
   * (`readFully(pos, ...)`), so a lookup reads a few kilobytes of a segment, not the segment.
@@ -18,22 +18,24 @@ final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSy
 
   def list(path: String): IndexedSeq[FileEntry] =
     try fs.listStatus(new Path(path)).toIndexedSeq.filter(s => s.isFile || s.isDirectory).map { s =>
-        FileEntry(s.getPath.getName, join(path, s.getPath.getName), if (s.isFile) s.getLen else 0, s.isDirectory)
+        entry(s, join(path, s.getPath.getName))
       }.sortBy(_.name)
     catch { case _: FileNotFoundException => IndexedSeq.empty }
 
   def info(path: String): Option[FileEntry] =
     try {
       val s = fs.getFileStatus(new Path(path))
-      if (s.isFile || s.isDirectory)
-        Some(FileEntry(s.getPath.getName, path, if (s.isFile) s.getLen else 0, s.isDirectory))
-      else None
+      if (s.isFile || s.isDirectory) Some(entry(s, path)) else None
     } catch { case _: FileNotFoundException => None }
 
   def open(path: String, finished: Boolean): RandomAccess = {
     val entry = info(path).filter(!_.isDir).getOrElse(throw new FileNotFoundException(s"$path: no such file"))
     new HadoopFile(path, fs.open(new Path(path)), entry.size)
   }
+
+  private def entry(s: FileStatus, path: String): FileEntry =
+    if (s.isFile) FileEntry(s.getPath.getName, path, s.getLen, isDir = false, s.getModificationTime)
+    else FileEntry(s.getPath.getName, path, 0, isDir = true, 0)
 
   def close(): Unit = () // FileSystem instances are cached and shared by Hadoop.
 }

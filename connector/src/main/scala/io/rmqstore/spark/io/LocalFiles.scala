@@ -47,8 +47,9 @@ final class LocalFileSystem extends StoreFileSystem {
     try {
       val attrs = Files.readAttributes(p, classOf[BasicFileAttributes]) // follows symlinks
       val name = Option(p.getFileName).map(_.toString).getOrElse(p.toString)
-      if (attrs.isDirectory) Some(FileEntry(name, p.toString, 0, isDir = true))
-      else if (attrs.isRegularFile) Some(FileEntry(name, p.toString, attrs.size, isDir = false))
+      if (attrs.isDirectory) Some(FileEntry(name, p.toString, 0, isDir = true, 0))
+      else if (attrs.isRegularFile)
+        Some(FileEntry(name, p.toString, attrs.size, isDir = false, attrs.lastModifiedTime.toMillis))
       else None
     } catch { case _: IOException => None }
 }

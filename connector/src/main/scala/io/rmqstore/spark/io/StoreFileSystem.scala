@@ -4,8 +4,8 @@ import java.net.URI
 
 import org.apache.hadoop.conf.Configuration
 
-/** One directory entry. */
-final case class FileEntry(name: String, path: String, size: Long, isDir: Boolean)
+/** One directory entry; `modifiedMs`: last-modified time in epoch milliseconds (0 for directories). */
+final case class FileEntry(name: String, path: String, size: Long, isDir: Boolean, modifiedMs: Long)
 
 /** Directory listing and read-only file access, local or remote. */
 trait StoreFileSystem extends AutoCloseable {

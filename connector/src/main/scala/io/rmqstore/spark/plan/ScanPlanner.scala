@@ -7,7 +7,8 @@ import io.rmqstore.spark.store.Store
   * index and consume-queue paths so far.
   *
   * 1. `commitLogOffset` / `msgId` points (also an OR whose every branch has points): read those offsets.
-  * 2. `commitLogOffset` ranges and `storeTimestamp` ranges (seek by time): commit-log byte ranges.
+  * 2. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`:
+  *    one range unless the broker's clock stepped back), intersected with the offset bounds.
   * 3. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).
   * `key` / `uniqKey` / `topic` / `queueId` / `queueOffset` / `tags` predicates are consumed but only
   * confirmed: the Python planner's index probes and consume-queue slices must also scan the records
@@ -81,20 +82,30 @@ object ScanPlanner {
   private def msgIdOffsets(values: Seq[String]): Set[Long] = values.flatMap(v => MsgId.decode(v).map(_._2)).toSet
 
   private def planStore(index: Int, store: Store, b: Bounds, settings: Settings): (String, Seq[ReadTask]) = {
-    var lo = math.max(store.minOffset, b.lo.getOrElse(0L))
-    var hi = math.min(store.logEnd, b.hi.getOrElse(store.logEnd))
-    for (begin <- b.beginMs if lo < hi) lo = math.max(lo, store.seekTime(begin))
-    for (end <- b.endMs if lo < hi) hi = math.min(hi, store.seekTime(end + 1 + Store.SeekTimeMarginMs))
-    if (lo >= hi || b.points.exists(_.isEmpty)) return ("empty", Seq.empty)
+    val ranges = logRanges(store, b)
+    if (ranges.isEmpty || b.points.exists(_.isEmpty)) return ("empty", Seq.empty)
     b.points match {
       case Some(points) =>
-        val offsets = points.filter(o => o >= lo && o < hi).toArray.sorted
+        val offsets = points.filter(o => ranges.exists { case (lo, hi) => lo <= o && o < hi }).toArray.sorted
         ("offsets", offsetTasks(index, offsets, settings))
       case None =>
-        val access = if (lo == store.minOffset && hi == store.logEnd) "scan" else "range"
-        (access, rangeTasks(index, store, lo, hi, settings))
+        val access = if (ranges == Seq((store.minOffset, store.logEnd))) "scan" else "range"
+        (access, rangeTasks(index, store, ranges, settings))
     }
   }
+
+  /** Commit-log byte ranges, in log order, allowed by the offset and time bounds. */
+  private def logRanges(store: Store, b: Bounds): Seq[(Long, Long)] = {
+    val lo = math.max(store.minOffset, b.lo.getOrElse(0L))
+    val hi = math.min(store.logEnd, b.hi.getOrElse(store.logEnd))
+    if (lo >= hi) Seq.empty
+    else if (b.beginMs.isEmpty && b.endMs.isEmpty) Seq((lo, hi))
+    else within(store.timeRanges(b.beginMs.getOrElse(Long.MinValue), b.endMs.getOrElse(Long.MaxValue)), lo, hi)
+  }
+
+  /** `ranges` clipped to [lo, hi). */
+  private def within(ranges: Seq[(Long, Long)], lo: Long, hi: Long): Seq[(Long, Long)] =
+    ranges.map { case (a, b) => (math.max(a, lo), math.min(b, hi)) }.filter { case (a, b) => a < b }
 
   /** Sorted offsets in few tasks: consecutive chunks, hence grouped by segment. */
   private def offsetTasks(index: Int, offsets: Array[Long], settings: Settings): Seq[ReadTask] =
@@ -111,13 +122,14 @@ object ScanPlanner {
       }
     }
 
-  private def rangeTasks(index: Int, store: Store, lo: Long, hi: Long, settings: Settings): Seq[ReadTask] = {
+  /** A task per piece of `Store.splitRanges` inside each of `ranges` (sorted, disjoint). */
+  private def rangeTasks(index: Int, store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[ReadTask] = {
+    val total = ranges.map { case (lo, hi) => hi - lo }.sum
     val maxBytes = settings.minPartitions.fold(settings.maxBytesPerPartition) { n =>
-      math.max(1L, math.min(settings.maxBytesPerPartition, ceilDiv(hi - lo, n)))
+      math.max(1L, math.min(settings.maxBytesPerPartition, ceilDiv(total, n)))
     }
     store.splitRanges(maxBytes).flatMap { case (start, end) =>
-      val (s, e) = (math.max(start, lo), math.min(end, hi))
-      if (s < e) Some(RangeTask(index, s, e)) else None
+      within(ranges, start, end).map { case (s, e) => RangeTask(index, s, e) }
     }
   }
 

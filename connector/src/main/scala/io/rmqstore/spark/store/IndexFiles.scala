@@ -62,20 +62,17 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
   def indexedEnd: Long =
     infos.reverseIterator.flatMap(_.header).find(_.entryCount > 0).map(_.endPhyOffset).getOrElse(0L)
 
-  /** Hash-matching physical offsets for `topic#key` in every usable file whose header times overlap
-    * [beginMs - margin, endMs + margin], sorted and distinct; unconfirmed (hashes collide).
+  /** Hash-matching physical offsets for `topic#key` in every usable file, sorted and distinct; unconfirmed
+    * (hashes collide).
     *
-    * Entry times are not compared: the index keeps 1-second times with a roll-over quirk (§5.5), so
-    * callers filter on the record's own store timestamp. Header times are real store times of the
-    * first and last entry; the margin covers a broker clock stepped back (like `Store.seekTime`).
+    * Times are not compared, neither the entries' (1-second times with a roll-over quirk, §5.5) nor the
+    * headers' (the first and last entry's store times: a broker clock stepped back puts records of any
+    * time between them), so no file is pruned by time: callers filter on the record's own store timestamp.
     */
-  def candidates(topic: String, key: String, beginMs: Long, endMs: Long): Array[Long] = {
+  def candidates(topic: String, key: String): Array[Long] = {
     val keyHash = JavaHash.indexKeyHash(IndexFile.indexKey(topic, key))
-    val lo = if (beginMs == Long.MinValue) beginMs else beginMs - Store.SeekTimeMarginMs
-    val hi = if (endMs == Long.MaxValue) endMs else endMs + Store.SeekTimeMarginMs
-    val found = infos.reverseIterator.flatMap(info => views.get(info.path)).filter { v =>
-      v.header.entryCount > 0 && v.header.endTimestamp >= lo && v.header.beginTimestamp <= hi
-    }.flatMap(_.candidates(keyHash, Long.MinValue, Long.MaxValue))
+    val found = infos.reverseIterator.flatMap(info => views.get(info.path)).filter(_.header.entryCount > 0)
+      .flatMap(_.candidates(keyHash, Long.MinValue, Long.MaxValue))
     found.toArray.distinct.sorted
   }
 

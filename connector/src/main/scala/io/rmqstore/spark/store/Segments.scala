@@ -2,8 +2,10 @@ package io.rmqstore.spark.store
 
 import io.rmqstore.spark.io.StoreFileSystem
 
-/** One segment file: its first byte is at `baseOffset` of the log's (or queue's) address space. */
-final case class Segment(name: String, path: String, baseOffset: Long, size: Long) {
+/** One segment file: its first byte is at `baseOffset` of the log's (or queue's) address space;
+  * `modifiedMs` is its last-modified time when listed (epoch milliseconds).
+  */
+final case class Segment(name: String, path: String, baseOffset: Long, size: Long, modifiedMs: Long) {
 
   /** One past the last byte of the file. */
   def endOffset: Long = baseOffset + size
@@ -33,7 +35,7 @@ object Segments {
     val segments = fs.list(directory).filter(!_.isDir).flatMap { e =>
       parseName(e.name).flatMap { base =>
         if (e.size == 0) { problems += s"${e.path}: empty segment file ignored"; None }
-        else Some(Segment(e.name, e.path, base, e.size))
+        else Some(Segment(e.name, e.path, base, e.size, e.modifiedMs))
       }
     }.sortBy(_.baseOffset)
     val common = commonSize(segments)

@@ -199,15 +199,14 @@ final class Store private (
   /** endPhyOffset of the newest index file with entries: records after it are not indexed yet. */
   def indexedEnd: Long = index.indexedEnd
 
-  /** Hash candidates for `topic#key` in every index file (§5.6), header-time pruned to [beginMs, endMs]
-    * (with `SeekTimeMarginMs`), sorted and distinct; unconfirmed (check topic, KEYS/UNIQ_KEY and store
-    * time on the record). Records after `indexedEnd` and ROLLBACK records are not indexed. Throws
-    * IndexUnavailableException when an index file is unusable (scan instead).
+  /** Hash candidates for `topic#key` in every index file (§5.6), sorted and distinct; unconfirmed (check
+    * topic, KEYS/UNIQ_KEY and store time on the record). Records after `indexedEnd` and ROLLBACK records
+    * are not indexed. Throws IndexUnavailableException when an index file is unusable (scan instead).
     */
-  def indexCandidates(topic: String, key: String, beginMs: Long, endMs: Long): Array[Long] = {
+  def indexCandidates(topic: String, key: String): Array[Long] = {
     val bad = index.problems
     if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
-    index.candidates(topic, key, beginMs, endMs)
+    index.candidates(topic, key)
   }
 
   // ---- consume queues -------------------------------------------------------------------------
@@ -271,57 +270,24 @@ final class Store private (
 
   // ---- time -----------------------------------------------------------------------------------
 
-  /** Physical offset of the first record with storeTimestamp >= ms (`logEnd` if none).
-    *
-    * STORETIMESTAMP never decreases in log order unless the broker's clock steps back. Binary search
-    * (segments by their first record's store time, then bisection inside the segment with resync) looks
-    * for `ms - SeekTimeMarginMs`, then walks forward to the first record >= ms.
-    */
-  def seekTime(ms: Long): Long = {
-    var start = seekBefore(ms - SeekTimeMarginMs)
-    val end = logEnd
-    var window = SeekFirstWindow
-    val stats = ScanStats()
-    var found = -1L
-    while (found < 0 && start < end) {
-      val stop = math.min(start + window, end)
-      log.chunks(start, stop, verifyCrc = false, permissive = true, stats) { v =>
-        if (v.storeTimestampMs >= ms) found = v.physicalOffset
-        found < 0
-      }
-      start = stop
-      window *= 2
-    }
-    if (found >= 0) found else end
-  }
+  private lazy val timeline = new Timeline(log)
 
-  private def seekBefore(targetMs: Long): Long = {
-    val stats = ScanStats()
-    val end = logEnd
-    val segs = segments.filter(s => minOffset <= s.baseOffset && s.baseOffset < end)
-    def firstTime(seg: Segment): Option[Long] =
-      if (log.recordAt(seg, 0, verifyCrc = false, stats, log.isSealed(seg))._2 > 0) Some(log.storeTimeAt(seg, 0, stats))
-      else None
-    var lo = 0
-    var hi = segs.length
-    while (lo < hi) {
-      val mid = (lo + hi) >>> 1
-      if (firstTime(segs(mid)).exists(_ >= targetMs)) hi = mid else lo = mid + 1
-    }
-    if (lo == 0) return minOffset
-    val seg = segs(lo - 1)
-    if (firstTime(seg).isEmpty) return seg.baseOffset
-    var low = 0L
-    var high = math.min(seg.size, end - seg.baseOffset)
-    while (high - low > ProbeBytes) {
-      val mid = (low + high) / 2
-      val found = log.resync(seg, mid, high, stats)
-      if (found < 0) high = mid
-      else if (log.storeTimeAt(seg, found, stats) < targetMs) low = found
-      else high = found
-    }
-    seg.baseOffset + low
-  }
+  /** The store times of the log summarized per segment as runs, in log order (see `seekTime`). */
+  def timeRuns: IndexedSeq[TimeRun] = timeline.runs
+
+  /** Physical offset of the first record (log order) with storeTimestamp >= ms (`logEnd` if none).
+    *
+    * Exact also when the broker's clock stepped back, by any amount: the log's store times are summarized
+    * per segment (`Timeline`: one walk of the record headers per segment, cached in memory per JVM), then
+    * bisected.
+    */
+  def seekTime(ms: Long): Long = timeline.firstAtOrAfter(ms)
+
+  /** Commit-log byte ranges [start, end), in log order, holding every record with beginMs <=
+    * storeTimestamp <= endMs (inclusive; Long.MinValue / Long.MaxValue: unbounded), and few others: one
+    * range unless the broker's clock stepped back (see `seekTime`).
+    */
+  def timeRanges(beginMs: Long, endMs: Long): Seq[(Long, Long)] = timeline.ranges(beginMs, endMs)
 
   // ---- metadata -------------------------------------------------------------------------------
 
@@ -387,12 +353,6 @@ object Store {
   final val ConsumerOffsetFile = "consumerOffset.json"
   final val TopicsFile = "topics.json"
   final val BackupSuffix = ".bak"
-
-  /** `seekTime` searches this much earlier than asked and walks forward (broker clock steps). */
-  final val SeekTimeMarginMs = 5000L
-
-  /** `seekTime` walks forward through ranges of this size, doubling each time. */
-  final val SeekFirstWindow = 64L << 10
 
   /** `readAt` reads records closer than this in one request. */
   final val ReadRunGap = 64L << 10

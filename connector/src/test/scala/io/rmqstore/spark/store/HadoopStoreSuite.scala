@@ -43,8 +43,8 @@ class HadoopStoreSuite extends AnyFunSuite {
           remote.scan(a, b, verifyCrc = false, permissive = false)(v => seen += v.physicalOffset)
           seen
         } == got.map(_._1))
-      assert(remote.indexCandidates("TopicTest", "order-1", 0, Long.MaxValue).toSeq ==
-        local.indexCandidates("TopicTest", "order-1", 0, Long.MaxValue).toSeq)
+      assert(remote.indexCandidates("TopicTest", "order-1").toSeq ==
+        local.indexCandidates("TopicTest", "order-1").toSeq)
       assert(remote.consumerOffsets == local.consumerOffsets)
       assert(remote.topics == local.topics)
       val (lo, hi) = remote.queueRange("TopicTest", 0)

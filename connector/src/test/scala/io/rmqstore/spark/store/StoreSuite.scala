@@ -10,6 +10,7 @@ import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.rmqstore.spark.format.Encode
+import io.rmqstore.spark.plan.{Compare, Predicate, RangeTask, ScanPlanner}
 import io.rmqstore.spark.format.Encode.{blank, properties, record}
 
 /** Store behaviour on synthetic stores: valid end, damage in FAILFAST/PERMISSIVE, resync and range
@@ -30,10 +31,16 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
 
   /** Writes commit-log segments of `segSize` bytes holding `count` records (BLANK-ended like a broker),
-    * store times 1000 ms apart; returns (store root, record offsets).
+    * store times `storeTs(i)` (by default 1000 ms apart) into `root`; returns (store root, record offsets).
     */
-  private def writeStore(count: Int, segSize: Int, bodySize: Int = 100, pad: Boolean = true): (Path, Seq[Long]) = {
-    val root = tempDir("rmqstore-store-suite")
+  private def writeStore(
+      count: Int,
+      segSize: Int,
+      bodySize: Int = 100,
+      pad: Boolean = true,
+      storeTs: Int => Long = i => 1700000000000L + 1000L * i,
+      root: Path = tempDir("rmqstore-store-suite")
+  ): (Path, Seq[Long]) = {
     val dir = Files.createDirectories(root.resolve("commitlog"))
     val offsets = mutable.ArrayBuffer.empty[Long]
     var segBase = 0L
@@ -48,7 +55,7 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
         phy = phy,
         queueOffset = i,
         props = properties("KEYS" -> s"k$i", "TAGS" -> "t"),
-        storeTs = 1700000000000L + 1000L * i
+        storeTs = storeTs(i)
       )
       if (rec(0).length + 8 > seg.remaining) {
         seg.put(blank(seg.remaining))
@@ -275,6 +282,111 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally store.close()
   }
 
+  /** (offset, store time) of every record, by a scan. */
+  private def timed(store: Store): Seq[(Long, Long)] = {
+    val out = mutable.ArrayBuffer.empty[(Long, Long)]
+    store.scan(Long.MinValue, Long.MaxValue, verifyCrc = false, permissive = false) { v =>
+      out += ((v.physicalOffset, v.storeTimestampMs))
+    }
+    out.toSeq
+  }
+
+  /** The records a scan of `ranges` yields, each range once; the ranges are sorted and disjoint. */
+  private def inRanges(store: Store, ranges: Seq[(Long, Long)]): Seq[Long] = {
+    assert(ranges.zip(ranges.drop(1)).forall { case ((a, b), (c, _)) => a < b && b <= c }, ranges)
+    ranges.flatMap { case (a, b) =>
+      val got = mutable.ArrayBuffer.empty[Long]
+      store.scan(a, b, verifyCrc = false, permissive = false)(v => got += v.physicalOffset)
+      got
+    }
+  }
+
+  /** seekTime at and around every record's time, and timeRanges over windows between sampled times, against
+    * brute force; ranges are exact except in unordered runs, which are taken whole.
+    */
+  private def checkTimes(store: Store): Unit = {
+    val records = timed(store)
+    val unordered = store.timeRuns.filter(!_.ordered)
+    val times = records.map(_._2)
+    for (t <- (times.flatMap(t => Seq(t - 1, t, t + 1)) ++ Seq(Long.MinValue, Long.MaxValue)).distinct) {
+      val wanted = records.find(_._2 >= t).fold(store.logEnd)(_._1)
+      assert(store.seekTime(t) == wanted, s"seekTime($t)")
+    }
+    val samples = (times.indices.by(23).map(times) ++ Seq(times.min - 1, times.max + 1)).flatMap(t => Seq(t, t + 1))
+    for (a <- samples; b <- samples if a <= b) {
+      val wanted = records.filter { case (_, t) => a <= t && t <= b }.map(_._1)
+      val got = inRanges(store, store.timeRanges(a, b))
+      val extra = got.diff(wanted)
+      assert(wanted.diff(got).isEmpty && extra.forall(o => unordered.exists(r => r.start <= o && o < r.end)), (a, b))
+    }
+    assert(store.timeRanges(Long.MinValue, Long.MaxValue) == Seq((store.minOffset, store.logEnd)))
+    assert(store.timeRanges(Long.MinValue, times.min - 1).isEmpty)
+    assert(store.timeRanges(times.max + 1, Long.MaxValue).isEmpty)
+  }
+
+  test("seekTime and timeRanges are exact when the clock steps back by hours, in an older and in the last segment") {
+    val base = 1700000000000L
+    val hours = 3600L * 1000
+    def storeTs(i: Int): Long =
+      base + 1000L * (i / 3) - (if (i >= 100 && i < 130) 3 * hours else 0) - (if (i >= 597) 2 * hours else 0)
+    val (root, offsets) = writeStore(600, 8192, storeTs = storeTs)
+    val store = open(root)
+    try {
+      val segs = store.segments.count(_.baseOffset < store.logEnd)
+      assert(segs > 10 && store.timeRuns.forall(_.ordered))
+      assert(store.timeRuns.length == segs + 2) // the older step back breaks two runs, the last one one
+      assert(Segments.find(store.segments, offsets(597)).get == store.segments(segs - 1))
+      // A window on the stepped-back hours: two stretches, neither where the old 5 s margin looked.
+      assert(inRanges(store, store.timeRanges(base - 3 * hours, base - hours)) ==
+        offsets.indices.filter(i => storeTs(i) <= base - hours).map(offsets))
+      assert(store.seekTime(base + 40000) == offsets(130)) // 120 to 129 (times from base + 40 s) stepped back
+      // Planned: a range task set per run, intersected with the offset bounds, split by maxBytesPerPartition.
+      val window = Seq(
+        Compare("storeTimestamp", Predicate.Ge, (base - 3 * hours) * 1000),
+        Compare("storeTimestamp", Predicate.Le, (base - hours) * 1000),
+        Compare("commitLogOffset", Predicate.Le, offsets(597))
+      )
+      val plan = ScanPlanner.plan(IndexedSeq(store), IndexedSeq(window), ScanPlanner.Settings(4096, None))
+      val tasks = plan.tasks.collect { case RangeTask(0, a, b) => (a, b) }
+      assert(plan.access == Seq("range") && tasks.length == plan.tasks.length && tasks.forall(t => t._2 - t._1 <= 4096))
+      assert(inRanges(store, tasks) == ((100 until 130) :+ 597).map(offsets))
+      checkTimes(store)
+    } finally store.close()
+  }
+
+  test("a segment with more than 256 runs (a jittering clock) is one unordered run, walked and taken whole") {
+    val base = 1700000000000L
+    val (root, _) = writeStore(700, 1 << 16, bodySize = 20, storeTs = i => base + (if (i < 400) -1000L * i else 0L))
+    val store = open(root)
+    try {
+      val first = timed(store).filter(r => store.segments.head.contains(r._1)).map(_._2)
+      val head = store.timeRuns.head
+      assert(first.length > 300 && head.start == 0 && !head.ordered)
+      assert(head.firstMs == first.min && head.lastMs == first.max)
+      assert(store.timeRuns.tail.nonEmpty && store.timeRuns.tail.forall(_.ordered))
+      checkTimes(store)
+    } finally store.close()
+  }
+
+  test("time summaries are cached per segment identity: a segment rewritten with other times is walked again") {
+    val (root, _) = writeStore(100, 8192)
+    val first = open(root)
+    val before =
+      try first.timeRuns
+      finally first.close()
+    assert(before.forall(_.ordered))
+    val segments = Files.list(root.resolve("commitlog")).toArray.map(_.asInstanceOf[Path])
+    val modified = segments.map(Files.getLastModifiedTime(_).toMillis)
+    writeStore(100, 8192, storeTs = i => 1700000000000L - 1000L * i, root = root) // same names and sizes
+    for ((segment, ms) <- segments.zip(modified))
+      Files.setLastModifiedTime(segment, java.nio.file.attribute.FileTime.fromMillis(ms + 5000))
+    val second = open(root)
+    try {
+      assert(before.length == 3 && second.timeRuns.length == 100) // every record its own run now
+      checkTimes(second)
+    } finally second.close()
+  }
+
   test("a segment still being written is read in windows; records cut by window edges come out whole") {
     val (root, offsets) = writeStore(10000, 1 << 24, bodySize = 1500, pad = false) // one 16 MB active segment
     val store = open(root)
@@ -318,7 +430,7 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     Files.write(root.resolve("index").resolve("20231114221320000"), new Array[Byte](1000))
     val store = open(root)
     try {
-      val u = intercept[IndexUnavailableException](store.indexCandidates("TopicTest", "k1", 0, Long.MaxValue))
+      val u = intercept[IndexUnavailableException](store.indexCandidates("TopicTest", "k1"))
       assert(u.getMessage.startsWith("index files unusable: ") && u.getMessage.contains("has no entries"))
     } finally store.close()
   }
