@@ -140,9 +140,14 @@ class ConformanceSuite extends AnyFunSuite {
       try {
         for (q <- all(name).get("queues").asScala) {
           val (topic, qid) = (q.get("topic").asText, q.get("queueId").asInt)
-          assert(store.topics.contains(topic), topic)
-          assert(store.queueIds(topic).contains(qid), s"$topic/$qid")
-          assert(store.queueRange(topic, qid) == (q.get("minOffset").asLong, q.get("maxOffset").asLong), s"$topic/$qid")
+          val range = (q.get("minOffset").asLong, q.get("maxOffset").asLong)
+          // RocketMQ answers (0, 0) for a queue it never wrote (a topic of PREPARED / ROLLBACK records
+          // only: no consume-queue file exists); the store has no such queue, which reads the same.
+          if (range != ((0L, 0L)) || store.topics.contains(topic)) {
+            assert(store.topics.contains(topic), topic)
+            assert(store.queueIds(topic).contains(qid), s"$topic/$qid")
+            assert(store.queueRange(topic, qid) == range, s"$topic/$qid")
+          }
         }
         val byOffset = records(name).map(r => r.get("commitLogOffset").asLong -> r).toMap
         for (topic <- store.topics; qid <- store.queueIds(topic)) {
