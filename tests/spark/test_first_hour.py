@@ -105,28 +105,6 @@ def test_driver_environment_credentials_travel_to_executors(s3_store: tuple[str,
     assert _read_all(executor_reader, partitions) == SMALL_STORE_MESSAGES
 
 
-def test_secrets_passed_as_options_are_not_in_plans_or_errors(spark: SparkSession, s3_store: tuple[str, str],
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    uri, endpoint = s3_store
-
-    def read(path: str):
-        return (spark.read.format("rmqstore").option("s3.accessKey", ACCESS_KEY)
-                .option("s3.secretKey", SECRET_KEY).option("s3.endpoint", endpoint)
-                .option("s3.scheme", "http").option("s3.region", "us-east-1").load(path))
-
-    df = read(uri)
-    assert df.count() == SMALL_STORE_MESSAGES
-    df.where("key = 'k1'").explain("extended")
-    df.explain("formatted")
-    plans = capsys.readouterr().out
-    assert "rmqstore" in plans and ACCESS_KEY not in plans and SECRET_KEY not in plans
-    with pytest.raises(AnalysisException) as missing:
-        read("s3://firsthour/nosuch")
-    text = str(missing.value)
-    assert "no RocketMQ store at 's3://firsthour/nosuch'" in text
-    assert ACCESS_KEY not in text and SECRET_KEY not in text
-
-
 # ---- errors at load() ------------------------------------------------------------------------------
 
 
