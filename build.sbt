@@ -8,7 +8,10 @@
 //  - conformanceBroker5: the end-to-end fixture written by an in-process name server + broker + producer
 //    (5.x), with mqadmin's answers through rocketmq-tools; reuses conformanceRmq5's oracle code.
 //  - connector: the JVM DataSource V2 connector (Scala); Spark and its bundled codecs are Provided,
-//    so the jar is thin (spec/spark-dsv2-connector-facts.md section 1).
+//    so the jar is thin (spec/spark-dsv2-connector-facts.md section 1). Published for spark-submit
+//    --packages by .ci/sbt connector/publishLocal connector/publishM2 (README "For JVM users").
+//  - examples: the Scala examples in examples/scala, compiled against the connector so they cannot rot;
+//    not published.
 // Bootstrap on a fresh machine (Maven Central only): .ci/sbt <command>.
 
 ThisBuild / organization := "io.rmqstore"
@@ -30,6 +33,9 @@ lazy val javaOnly = Seq(
   Compile / doc / sources := Seq.empty,
   publish / skip := true
 )
+
+lazy val scalaOptions =
+  scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_")
 
 // Generators run in a forked JVM from the repository root, with a fixed time zone and headless
 // logging so their output does not depend on the machine.
@@ -82,14 +88,14 @@ def rocketmq5Store(version: String) = Seq(
 )
 
 lazy val root = (project in file("."))
-  .aggregate(connector, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
+  .aggregate(connector, examples, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
     conformanceRmq497, conformanceRmq514, conformanceRmq531)
   .settings(publish / skip := true)
 
 lazy val connector = (project in file("connector"))
   .settings(
     name := "rmqstore-connector",
-    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_"),
+    scalaOptions,
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
       "org.scalatest" %% "scalatest" % "3.2.19" % Test
@@ -98,6 +104,16 @@ lazy val connector = (project in file("connector"))
     Test / fork := true,
     Test / baseDirectory := (LocalRootProject / baseDirectory).value,
     Test / javaOptions ++= Seq("-Xmx1g", "-Duser.timezone=UTC")
+  )
+
+lazy val examples = (project in file("examples"))
+  .dependsOn(connector)
+  .settings(
+    name := "rmqstore-examples",
+    scalaOptions,
+    libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+    Compile / scalaSource := baseDirectory.value / "scala",
+    publish / skip := true
   )
 
 lazy val conformanceCommon = (project in file("tests/conformance/generator/common"))
