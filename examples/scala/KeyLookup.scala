@@ -22,7 +22,7 @@ object KeyLookup {
       sys.exit(2)
     }
     val store = args(0)
-    val key = if (args.length > 1) args(1) else "order-23" // a key of the demo store
+    val key = if (args.length > 1) args(1) else "order-32" // an order and its payment in the demo store (rmqstore demo)
     val spark = SparkSession.builder().appName("rmqstore key lookup").getOrCreate()
     try {
       // RmqStoreProvider.ShortName is "rmqstore_jvm" until the JVM engine becomes the default "rmqstore".
