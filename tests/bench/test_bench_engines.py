@@ -72,19 +72,21 @@ class Query:
 @pytest.fixture(scope="module")
 def bench() -> Iterator[tuple[SparkSession, Path]]:
     store = _store()
-    spark = session("local[2]", "rmqstore-bench-engines", engine="jvm", spark__ui__enabled="false")
+    spark = session("local[2]", "rmqstore-bench-engines", engine="jvm", spark__ui__enabled="false",
+                    spark__ui__showConsoleProgress="false")
     assert has_connector(spark), "the JVM connector jar is not on the session's classpath"
     yield spark, store
     spark.stop()
 
 
 def _sample(store: Path) -> tuple[str, datetime]:
-    """An existing key from the middle of the log, and its storeTimestamp (UTC)."""
+    """The key of an order event from the middle of the log (a plain message: no transaction half,
+    no delayed copy), and its storeTimestamp (UTC)."""
     with Store.open(str(store)) as opened:
         middle = (opened.min_offset + opened.max_offset) // 2
-        batch = next(opened.scan(middle, middle + (1 << 20), ["keys", "storeTimestamp"]))
-    row = next(r for r in batch.to_pylist() if r["keys"])
-    return row["keys"][0], row["storeTimestamp"]
+        batch = next(opened.scan(middle, middle + (1 << 20), ["topic", "key", "storeTimestamp"]))
+    row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["key"])
+    return row["key"], row["storeTimestamp"]
 
 
 def _noop(df: DataFrame) -> None:
@@ -107,8 +109,8 @@ def test_engines(bench: tuple[SparkSession, Path]) -> None:
     frames = {name: spark.read.format(fmt).load(str(store)) for name, fmt in ENGINES.items()}
     baseline, _ = _median_s(lambda: spark.range(1).collect(), 5)
     with Store.open(str(store)) as opened:
-        size = sum(s.size for s in opened.segments)
-    print(f"\nstore {store} ({size / 1e9:.2f} GB of commit log); key {key!r}, window from {middle}")
+        log_bytes = opened.max_offset - opened.min_offset
+    print(f"\nstore {store}: {log_bytes / 1e9:.2f} GB of commit log; key {key!r}; window from {middle}")
     print(f"{'query':<40}{'jvm s':>9}{'python s':>10}{'py/jvm':>8}  {'rows':>11}  target")
     for query in queries:
         measured = {name: _median_s(lambda df=df, run=query.run: run(df)) for name, df in frames.items()}
