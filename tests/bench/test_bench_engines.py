@@ -80,12 +80,12 @@ def bench() -> Iterator[tuple[SparkSession, Path]]:
 
 
 def _sample(store: Path) -> tuple[str, datetime]:
-    """The key of an order event from the middle of the log (a plain message: no transaction half,
-    no delayed copy), and its storeTimestamp (UTC)."""
+    """The single key of an order event from the middle of the log (a plain message: no transaction
+    half, no delayed copy, no space-separated key list), and its storeTimestamp (UTC)."""
     with Store.open(str(store)) as opened:
         middle = (opened.min_offset + opened.max_offset) // 2
-        batch = next(opened.scan(middle, middle + (1 << 20), ["topic", "key", "storeTimestamp"]))
-    row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["key"])
+        batch = next(opened.scan(middle, middle + (1 << 20), ["topic", "key", "keys", "storeTimestamp"]))
+    row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["keys"] == [r["key"]])
     return row["key"], row["storeTimestamp"]
 
 
