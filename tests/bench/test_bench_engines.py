@@ -1,0 +1,127 @@
+"""JVM engine against Python engine on one demo store, in one Spark session (issue 8's benchmark).
+
+Run: `python3 -m pytest -m bench -s tests/bench/test_bench_engines.py -p no:cacheprovider`
+(quick: `RMQSTORE_BENCH_SIZE=300MB ...`; default 2GB). The demo store is written once under
+~/.cache/rmqstore/bench-engines/<bytes> (override the directory: RMQSTORE_BENCH_DIR) and only read.
+The session loads the connector jar (`session(engine="jvm")`): the JVM engine is
+`format(PROVIDER_CLASS)`, the Python engine `format("rmqstore_python")`. Each query is timed as the
+median of a few warm runs after one warm-up; the table prints both engines' seconds, the ratio
+python/jvm and the issue's target, and `spark.range(1).collect()` as the baseline of the key lookup.
+Only sanity is asserted (both engines return the same count), never a timing.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rmqstore.cli.options import parse_size
+from rmqstore.spark import session
+from rmqstore.spark.engine import has_connector
+from rmqstore.spark.jar import PROVIDER_CLASS
+from rmqstore.store import Store
+
+pytestmark = pytest.mark.bench
+
+STORE_BYTES = parse_size(os.environ.get("RMQSTORE_BENCH_SIZE", "2GB"))
+BENCH_DIR = Path(os.environ.get("RMQSTORE_BENCH_DIR", Path.home() / ".cache" / "rmqstore" / "bench-engines"))
+ENGINES = {"jvm": PROVIDER_CLASS, "python": "rmqstore_python"}
+TOPIC = "PaymentTopic"  # the demo's ~10% topic (rmqstore.writer.demo._one_event)
+WARM_RUNS = 3
+
+
+def _store() -> Path:
+    directory = BENCH_DIR / str(STORE_BYTES)
+    if not (directory / "store.done").exists():
+        from rmqstore.writer.demo import create_demo_store
+
+        create_demo_store(directory / "store", target_bytes=STORE_BYTES, seed=11, overwrite=True)
+        (directory / "store.done").write_text("ok")
+    return directory / "store"
+
+
+def _median_s(action: Callable[[], object], runs: int = WARM_RUNS) -> tuple[float, object]:
+    """The median seconds of `runs` warm runs after one warm-up, and the warm-up's result."""
+    result = action()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+@dataclass(frozen=True)
+class Query:
+    """One row of the table: what is run on each engine's DataFrame, and the issue's target."""
+
+    name: str
+    run: Callable[[DataFrame], object]
+    target: str
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[tuple[SparkSession, Path]]:
+    store = _store()
+    spark = session("local[2]", "rmqstore-bench-engines", engine="jvm", spark__ui__enabled="false",
+                    spark__ui__showConsoleProgress="false")
+    assert has_connector(spark), "the JVM connector jar is not on the session's classpath"
+    yield spark, store
+    spark.stop()
+
+
+def _sample(store: Path) -> tuple[str, datetime]:
+    """The single key of an order event from the middle of the log (a plain message: no transaction
+    half, no delayed copy, no space-separated key list), and its storeTimestamp (UTC)."""
+    with Store.open(str(store)) as opened:
+        middle = (opened.min_offset + opened.max_offset) // 2
+        batch = next(opened.scan(middle, middle + (1 << 20), ["topic", "key", "keys", "storeTimestamp"]))
+    row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["keys"] == [r["key"]])
+    return row["key"], row["storeTimestamp"]
+
+
+def _noop(df: DataFrame) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def test_engines(bench: tuple[SparkSession, Path]) -> None:
+    spark, store = bench
+    key, middle = _sample(store)
+    ts = F.col("storeTimestamp")
+    window = (ts >= F.lit(middle)) & (ts < F.lit(middle + timedelta(minutes=1)))
+    queries = [
+        Query("full scan, all columns (noop)", _noop, ">= 3x"),
+        Query("count()", lambda df: df.count(), ">= 10x"),
+        Query(f"key = {key!r} collect()", lambda df: len(df.where(F.col("key") == key).collect()),
+              "jvm <= 1.5x baseline"),
+        Query("1-minute storeTimestamp window count", lambda df: df.where(window).count(), ""),
+        Query(f"topic = {TOPIC!r} count", lambda df: df.where(F.col("topic") == TOPIC).count(), ""),
+    ]
+    frames = {name: spark.read.format(fmt).load(str(store)) for name, fmt in ENGINES.items()}
+    baseline, _ = _median_s(lambda: spark.range(1).collect(), 5)
+    with Store.open(str(store)) as opened:
+        log_bytes = opened.max_offset - opened.min_offset
+    print(f"\nstore {store}: {log_bytes / 1e9:.2f} GB of commit log; key {key!r}; window from {middle}")
+    print(f"{'query':<40}{'jvm s':>9}{'python s':>10}{'py/jvm':>8}  {'rows':>11}  target")
+    for query in queries:
+        measured = {name: _median_s(lambda df=df, run=query.run: run(df)) for name, df in frames.items()}
+        (jvm, jvm_rows), (python, python_rows) = measured["jvm"], measured["python"]
+        assert jvm_rows == python_rows, f"{query.name}: jvm {jvm_rows} rows, python {python_rows}"
+        if query.run is not _noop:
+            assert jvm_rows, f"{query.name}: no rows"
+        extra = f" (jvm/baseline {jvm / baseline:.2f}x)" if query.target.endswith("baseline") else ""
+        rows = "" if jvm_rows is None else f"{jvm_rows:,}"
+        print(f"{query.name:<40}{jvm:>9.3f}{python:>10.3f}{python / jvm:>7.1f}x  {rows:>11}  "
+              f"{query.target}{extra}")
+    print(f"{'baseline spark.range(1).collect()':<40}{baseline:>9.3f}")
+    print("streaming catch-up: not measured; the JVM engine has no MicroBatchStream yet, so "
+          "readStream cannot use it (only the Python engine streams)")
