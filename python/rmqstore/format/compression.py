@@ -64,8 +64,8 @@ _ZSTD_MIN_STEP = 64
 DEFAULT_MAX_DECOMPRESS_THREADS = 4
 """Upper bound of the default thread count (`default_decompress_threads`)."""
 PARALLEL_MIN_BYTES = 256 << 10
-"""Compressed bytes a batch must hold before its bodies go to threads; below it, handing work to
-threads costs more than it saves (tests/bench/test_bench_inflate.py)."""
+"""Compressed bytes a batch must hold before its bodies go to threads: about 1.3 ms of inflating
+(zlib level 5 JSON, ISA-L), against some 70 µs to hand a batch's runs to the pool and collect them."""
 _RUNS_PER_THREAD = 4
 """Contiguous runs per thread, so one slow run does not leave the other threads idle."""
 
