@@ -108,8 +108,8 @@ def _bounded(out: bytes, dobj: Any, limit: int, what: str) -> bytes:
 
 
 def _deflater_header(body: Any) -> bool:
-    """The zlib header `java.util.zip.Deflater` writes (RFC 1950 §2.2): deflate with a 32 KiB window
-    (CMF 0x78), no preset dictionary (FLG bit 5), a valid FCHECK."""
+    """The zlib header `java.util.zip.Deflater` writes (RFC 1950, section 2.2): deflate with a
+    32 KiB window (CMF 0x78), no preset dictionary (FLG bit 5), a valid FCHECK."""
     return len(body) >= 2 and body[0] == 0x78 and not body[1] & 0x20 and (0x7800 | body[1]) % 31 == 0
 
 
