@@ -4,7 +4,7 @@ inflate, on the calling thread against the decompression pool (`format.compressi
 Run: python3 -m pytest tests/bench/test_bench_inflate.py -m bench -s -p no:cacheprovider
 RMQSTORE_BENCH_INFLATE_RECORDS sets the record count (default 20000; bodies of 4-32 KiB, JSON-like,
 compressed like a producer does, zlib level 5), RMQSTORE_BENCH_THREADS the pool size (default
-`default_decompress_threads()`). Each configuration is the best wall time of three full scans of
+`decompress_thread_count(None)`). Each configuration is the best wall time of three full scans of
 `commitLogOffset` and `body`; CPU time is shown beside it. The pool can only use cores that other
 work leaves idle: the load average is printed with the results.
 """
@@ -29,7 +29,7 @@ from rmqstore.writer.store_writer import StoreWriter
 pytestmark = pytest.mark.bench
 
 RECORDS = int(os.environ.get("RMQSTORE_BENCH_INFLATE_RECORDS", "20000"))
-THREADS = int(os.environ.get("RMQSTORE_BENCH_THREADS", "0")) or compression.default_decompress_threads()
+THREADS = int(os.environ.get("RMQSTORE_BENCH_THREADS", "0")) or compression.decompress_thread_count(None)
 COLUMNS = ["commitLogOffset", "body"]
 
 

@@ -136,14 +136,14 @@ def test_first_failing_record_in_record_order_wins(threads: int, bad: dict[int, 
 
 
 def test_thread_count_is_checked() -> None:
-    with pytest.raises(ValueError, match="at least 1, got 0"):
+    with pytest.raises(ValueError, match="decompress_threads must be at least 1, got 0"):
         decompress_bodies([b""], [0], threads=0)
 
 
 def test_default_threads_follow_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     for cores, want in ((1, 1), (2, 2), (64, compression.DEFAULT_MAX_DECOMPRESS_THREADS), (None, 1)):
         monkeypatch.setattr(compression.os, "cpu_count", lambda cores=cores: cores)
-        assert compression.default_decompress_threads() == want
+        assert compression.decompress_thread_count(None) == want
 
 
 def _child(queue: Any, stored: list[bytes], flags: list[int]) -> None:

@@ -62,7 +62,7 @@ header, 1 RLE byte) and at most 128 KiB of output."""
 _ZSTD_MIN_STEP = 64
 
 DEFAULT_MAX_DECOMPRESS_THREADS = 4
-"""Upper bound of the default thread count (`default_decompress_threads`)."""
+"""Upper bound of the default thread count (`decompress_thread_count`)."""
 PARALLEL_MIN_BYTES = 256 << 10
 """Compressed bytes a batch must hold before its bodies go to threads: about 1.3 ms of inflating
 (zlib level 5 JSON, ISA-L), against some 70 µs to hand a batch's runs to the pool and collect them."""
@@ -174,25 +174,26 @@ def decompress_body(body: bytes, sys_flag: int, *, max_size: int = MAX_MESSAGE_S
     raise BodyDecompressionError(f"cannot decompress body (compression type {kind}): {cause}")
 
 
-def default_decompress_threads() -> int:
-    """Threads for decompressing a batch's bodies: the machine's cores, at most
-    DEFAULT_MAX_DECOMPRESS_THREADS."""
-    return min(DEFAULT_MAX_DECOMPRESS_THREADS, os.cpu_count() or 1)
+def decompress_thread_count(threads: int | None) -> int:
+    """Threads for decompressing a batch's bodies: `threads`, or for None the machine's cores, at
+    most DEFAULT_MAX_DECOMPRESS_THREADS. ValueError below 1."""
+    if threads is None:
+        return min(DEFAULT_MAX_DECOMPRESS_THREADS, os.cpu_count() or 1)
+    if threads < 1:
+        raise ValueError(f"decompress_threads must be at least 1, got {threads}")
+    return threads
 
 
 def decompress_bodies(bodies: Sequence[Any], sys_flags: Sequence[int], *, max_size: int = MAX_MESSAGE_SIZE,
                       threads: int | None = None) -> list[bytes]:
     """`decompress_body` of each body with its sysFlag, in order.
 
-    With `threads` > 1 (None: `default_decompress_threads`) and at least PARALLEL_MIN_BYTES of
+    With `threads` > 1 (`decompress_thread_count`: None is the default) and PARALLEL_MIN_BYTES of
     stored bodies, contiguous runs of bodies are decompressed on that many threads. Either way the
     first body in order that cannot be decompressed raises its BodyDecompressionError with `row` set
     to its index, and no work is left running when this returns or raises.
     """
-    if threads is None:
-        threads = default_decompress_threads()
-    if threads < 1:
-        raise ValueError(f"decompress threads must be at least 1, got {threads}")
+    threads = decompress_thread_count(threads)
     ends = list(accumulate(len(body) for body in bodies))
     if threads == 1 or len(bodies) < 2 or ends[-1] < PARALLEL_MIN_BYTES:
         return _decompress_run(bodies, sys_flags, 0, len(bodies), max_size)

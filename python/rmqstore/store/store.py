@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
-from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError
+from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import check_record
@@ -88,8 +88,7 @@ class Store:
         }
         if max_message_size <= 0:
             raise ValueError(f"max_message_size must be positive, got {max_message_size}")
-        if decompress_threads is not None and decompress_threads < 1:
-            raise ValueError(f"decompress_threads must be at least 1, got {decompress_threads}")
+        decompress_thread_count(decompress_threads)  # fails at open; None stays: each process uses its cores
         self.max_message_size = max_message_size
         self.decompress_threads = decompress_threads
         self.location = location
