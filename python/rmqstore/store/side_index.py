@@ -148,9 +148,11 @@ def open_side_index(store: Store, ranges: Sequence[Range]) -> SideIndex:
                 f"records past the index's end or of lost index files) from a scan of only those{where}")
         log.info("%s: %s: %d key entries from %d commit-log range(s), %d bytes", store.location, note,
                  built_entries, len(built_ranges), sum(b - a for a, b in built_ranges))
-        if cache:
-            cache.save(store, entries)
-            _remove_unreferenced(cache, {entry[2] for _, entry in entries})
+    referenced = {entry[2] for _, entry in entries}
+    if cache and (built_ranges or _unreferenced(cache, referenced)):
+        cache.save(store, entries)
+        for name in _unreferenced(cache, referenced):
+            _remove(cache, name)
     return SideIndex(tuple(p for p in parts if p.shape[1]), tuple(sorted(topics)), note)
 
 
@@ -221,16 +223,18 @@ def _save_array(cache: SegmentCache | None, seg: Segment, part: np.ndarray) -> s
     return name
 
 
-def _remove_unreferenced(cache: SegmentCache, referenced: set[str]) -> None:
-    """Delete the arrays of segments rebuilt or gone (a reader that still maps one keeps its pages)."""
-    directory = _array_dir(cache)
+def _unreferenced(cache: SegmentCache, referenced: set[str]) -> list[str]:
+    """The arrays of segments rebuilt or gone (retention), by name."""
     try:
-        names = os.listdir(directory)
+        names = os.listdir(_array_dir(cache))
+    except OSError:
+        return []
+    return [name for name in names if name.endswith(ARRAY_SUFFIX) and name not in referenced]
+
+
+def _remove(cache: SegmentCache, name: str) -> None:
+    """Delete one array (a reader that still maps it keeps its pages)."""
+    try:
+        os.unlink(os.path.join(_array_dir(cache), name))
     except OSError:
         return
-    for name in names:
-        if name.endswith(ARRAY_SUFFIX) and name not in referenced:
-            try:
-                os.unlink(os.path.join(directory, name))
-            except OSError:
-                continue
