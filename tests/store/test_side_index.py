@@ -5,11 +5,13 @@ key query reads index slots and the matching records only (< 1% of the log)."""
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 from pathlib import Path
 
 import pytest
 from side_index_stores import (
+    TOPICS,
     Rows,
     bytes_read_per_file,
     copy_store,
@@ -206,3 +208,24 @@ def test_the_store_is_not_written(rollback_heavy: Path, tmp_path: Path, private_
     assert sorted((p.relative_to(store_path), p.stat().st_size, p.stat().st_mtime_ns)
                   for p in store_path.rglob("*")) == listing
     assert list(private_cache.rglob("*.npy"))
+
+
+def test_a_remote_stores_side_index_travels_with_the_pickled_store(s3_server, tmp_path: Path,
+                                                                   private_cache: Path) -> None:
+    """Remote stores are not cached on disk: the side index is kept per Store and shipped with it
+    (Spark tasks probe it on executors without scanning again)."""
+    _, s3, upload = s3_server
+    local = tmp_path / "store"
+    write_keyed_store(local, 600, segment_size=64 << 10)
+    upload(str(local), "side/store")
+    rows = scanned_rows(local)
+    remote = Store.open("side/store", filesystem=s3)
+    side = remote.side_index()
+    assert side.note and "kept per Store" in side.note and not list(private_cache.rglob("*.npy"))
+    shipped = pickle.loads(pickle.dumps(remote))
+    assert shipped.max_offset == remote.max_offset
+    shipped.stats.reset()
+    found = shipped.find_by_key("k37", topics=TOPICS)  # a ROLLBACK record; topics as the planner sends
+    assert found == expected_offsets(rows, "keys", "k37") != [] and shipped.side_index().note is None
+    assert shipped.stats.segments_touched == {found[0] // (64 << 10) * (64 << 10)}  # no scan: one read
+    assert shipped.find_by_uniq_key("u7", topics=TOPICS) == expected_offsets(rows, "uniqKey", "u7")

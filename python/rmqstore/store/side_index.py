@@ -178,8 +178,14 @@ def _clip(ranges: Sequence[Range], lo: int, hi: int) -> list[Range]:
 
 
 def _inside(wanted: Sequence[Range], covered: Sequence[Sequence[int]]) -> bool:
-    """Every range of `wanted` lies inside one of `covered` (both sorted)."""
-    return all(any(a <= start and end <= b for a, b in covered) for start, end in wanted)
+    """Every range of `wanted` lies inside one of `covered` (both sorted and disjoint)."""
+    i = 0
+    for start, end in wanted:
+        while i < len(covered) and covered[i][1] <= start:
+            i += 1
+        if i == len(covered) or not covered[i][0] <= start < end <= covered[i][1]:
+            return False
+    return True
 
 
 def _union(*lists: Sequence[Range]) -> list[Range]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
@@ -23,6 +24,7 @@ from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import check_record
 from rmqstore.format.table import arrow_schema
+from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
@@ -143,10 +145,14 @@ class Store:
         """Pickles as its open arguments (Spark ships stores to executors); reopened on load.
 
         A valid end already found travels along: every task then reads the same snapshot of a
-        live log, and none walks the active segment again to find it.
+        live log, and none walks the active segment again to find it. So does the side index of a
+        remote store (a local one's is in the cache directory): no task builds it again.
         """
         known_end = self.log.__dict__.get("end")
-        return (_reopen, (self.location, self._open_args, known_end))
+        side = None
+        if self._side_index is not None and not isinstance(self.fs, LocalFileSystem):
+            side = replace(self._side_index, note=None)
+        return (_reopen, (self.location, self._open_args, known_end, side))
 
     def __repr__(self) -> str:
         return f"Store({self.location!r}, segments={len(self.segments)})"
@@ -660,8 +666,10 @@ def _empty(columns: list[str]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
 
 
-def _reopen(location: str, options: dict[str, Any], known_end: LogEnd | None = None) -> Store:
+def _reopen(location: str, options: dict[str, Any], known_end: LogEnd | None = None,
+            side_index: SideIndex | None = None) -> Store:
     store = Store(location, **options)
     if known_end is not None:
         store.log.end = known_end  # fills the cached_property: the end found where it was pickled
+    store._side_index = side_index
     return store
