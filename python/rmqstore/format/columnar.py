@@ -165,7 +165,7 @@ def decode_records(
     decompress: bool = True,
     max_body_size: int = MAX_MESSAGE_SIZE,
 ) -> pa.RecordBatch:
-    """The requested table columns (all when None) of the valid records at `starts` (§2, table.py).
+    """The requested table columns (all when None) of the valid records at `starts` (design §2, table.py).
 
     `starts` are buffer positions of records already checked (`walk_records`, `check_record`), in
     any order, repeats allowed; a position holding no structurally valid record raises ValueError.
