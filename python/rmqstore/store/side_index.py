@@ -158,18 +158,20 @@ def open_side_index(store: Store, ranges: Sequence[Range]) -> SideIndex:
 
 def _build(store: Store, ranges: Sequence[Range]) -> tuple[np.ndarray, set[str]]:
     """Entries (hashes ascending, offsets) of the records in `ranges`, and their topics."""
-    hashes: list[int] = []
-    offsets: list[int] = []
+    chunks: list[np.ndarray] = [np.empty((2, 0), dtype=np.int64)]
     topics: set[str] = set()
     for batch in store.scan_ranges(ranges, _BUILD_COLUMNS, mode=PERMISSIVE, decompress=False):
         rows = batch.to_pydict()
+        hashes: list[int] = []
+        offsets: list[int] = []
         for offset, topic, keys, uniq_key in zip(rows["commitLogOffset"], rows["topic"], rows["keys"],
                                                  rows["uniqKey"], strict=True):
             topics.add(topic)
             for key in ([] if uniq_key is None else [uniq_key]) + (keys or []):
                 hashes.append(index_key_hash(index_key(topic, key)))
                 offsets.append(offset)
-    part = np.array([hashes, offsets], dtype=np.int64).reshape(2, -1)
+        chunks.append(np.array([hashes, offsets], dtype=np.int64).reshape(2, -1))
+    part = np.concatenate(chunks, axis=1)
     return np.ascontiguousarray(part[:, np.argsort(part[0], kind="stable")]), topics
 
 
