@@ -169,6 +169,19 @@ def test_queue_windows_select_queue_units_only(store_path: Path, rows: list[dict
     assert not plan.notes
 
 
+def test_a_key_query_inside_queue_windows_returns_queue_units_only(store_path: Path, rows: list[dict]) -> None:
+    """PREPARED / ROLLBACK records carry queueOffset 0 and come through the index, not the queues: the
+    window must still exclude them (they are in no queue, §4.1)."""
+    windows = QueueWindows(tuple(QueueWindow(t, q, 0, 1_000) for t in "AB" for q in (0, 1)))
+    predicates: list[Predicate] = [KeysContainAny(("t",)), windows]
+    got, _ = _run(store_path, predicates)
+    transactional = {r["commitLogOffset"] for r in rows if r["sysFlag"] & 0xC in (4, 12) and r["keys"] == ["t"]}
+    assert transactional, "the store must hold PREPARED / ROLLBACK records keyed 't'"
+    assert got == sorted(r["commitLogOffset"] for r in rows
+                         if r["keys"] and "t" in r["keys"] and r["sysFlag"] & 0xC in (0, 8))
+    assert not transactional & set(got)
+
+
 def test_a_covered_store_plans_no_extra_scan(tmp_path: Path) -> None:
     path = tmp_path / "store"
     with StoreWriter(path, segment_size=SEGMENT, cq_segment_size=20 * 16, index_hash_slots=16,
