@@ -35,7 +35,8 @@ def store_of_50(tmp_path_factory):
 
 def test_max_offsets_per_trigger(spark, engine_format, store_of_50, tmp_path):
     store, written = store_of_50
-    rows, sizes, progress = run_available_now(spark, engine_format, store, tmp_path / "ck", maxOffsetsPerTrigger="12")
+    rows, sizes, progress = run_available_now(spark, engine_format, store, tmp_path / "ck",
+                                              maxOffsetsPerTrigger="12")
     assert sizes == [12, 12, 12, 12, 2]
     assert sorted(r["commitLogOffset"] for r in rows) == [w["commitLogOffset"] for w in written]
     first = json.loads(progress[0]["sources"][0]["latestOffset"])[str(store)]
@@ -54,7 +55,8 @@ def test_max_bytes_per_trigger(spark, engine_format, store_of_50, tmp_path):
             current, used = 0, 0
         current, used = current + 1, used + entry["storeSize"]
     expected.append(current)
-    rows, sizes, _ = run_available_now(spark, engine_format, store, tmp_path / "ck", maxBytesPerTrigger=str(limit))
+    rows, sizes, _ = run_available_now(spark, engine_format, store, tmp_path / "ck",
+                                       maxBytesPerTrigger=str(limit))
     assert len(expected) > 5
     assert sizes == expected
     assert len(rows) == 50
@@ -65,8 +67,8 @@ def test_queue_mode_limit_and_group_start(spark, engine_format, store_of_50, tmp
     committed = {0: 0, 1: 3, 2: 1, 3: 5}
     (store / "config" / "consumerOffset.json").write_text(
         encode_fastjson({"offsetTable": {"TopicA@billing": committed}}))
-    rows, sizes, _ = run_available_now(spark, engine_format, store, tmp_path / "ck", startingOffsets="group:billing",
-                                       maxOffsetsPerTrigger="4")
+    rows, sizes, _ = run_available_now(spark, engine_format, store, tmp_path / "ck",
+                                       startingOffsets="group:billing", maxOffsetsPerTrigger="4")
     want = sorted((w["queueId"], w["queueOffset"]) for w in written
                   if w["topic"] == "TopicA" and w["queueOffset"] >= committed[w["queueId"]])
     assert sorted((r["queueId"], r["queueOffset"]) for r in rows) == want
