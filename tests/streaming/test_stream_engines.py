@@ -87,3 +87,16 @@ def test_checkpoint_resumes_on_the_other_engine(spark, tmp_path, first, second, 
     assert got == want  # every message exactly once across the engine switch
     after = [r for r in sink_rows(sink) if r not in before]
     assert after and min(r["commitLogOffset"] for r in after) > max(r["commitLogOffset"] for r in before)
+
+
+def test_jvm_start_is_fixed_at_first_run(spark, tmp_path):
+    """Like Spark's Kafka source, the JVM engine keeps the first run's start under the checkpoint: a
+    `latest` query that stopped before its first batch resumes where it started, not at a new end."""
+    store, sink, checkpoint = tmp_path / "store", tmp_path / "sink", tmp_path / "ck"
+    write_messages(store, 20)
+    run(spark, "jvm", store, sink, checkpoint, startingOffsets="latest")
+    assert sink_rows(sink) == []
+    assert (checkpoint / "sources" / "0" / "0").read_text().startswith('v1\n{"')
+    grow(store, 50, tmp_path / "scratch")
+    run(spark, "jvm", store, sink, checkpoint, startingOffsets="latest")
+    assert len(sink_rows(sink)) == 30

@@ -113,3 +113,17 @@ def test_user_schema_and_several_stores(spark, engine_format, store_of_50, tmp_p
     assert list(end) == [str(store_a), str(store_b)]
     # 20 per trigger over two stores: at most 10 from each.
     assert all(p["numInputRows"] <= 20 for p in query.recentProgress)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"endingOffsets": "latest"}, "rmqstore option 'endingOffsets': is for batch reads only"),
+    ({"startingOffsets": "0", "topics": "TopicA"},
+     "rmqstore option 'startingOffsets': a physical commit-log offset cannot start a stream"),
+    ({"startingOffsets": "group:nobody"}, "rmqstore option 'startingOffsets': consumer group 'nobody'"),
+    ({"startingOffsets": "100"}, "rmqstore option 'startingOffsets': 100 is not the start of a record"),
+], ids=["ending", "physical-queues", "unknown-group", "mid-record"])
+def test_stream_option_errors(spark, engine_format, store_of_50, tmp_path, options, message):
+    store, _ = store_of_50
+    with pytest.raises(Exception) as failure:  # at start() or from the query thread, by engine
+        run_available_now(spark, engine_format, store, tmp_path / "ck", **options)
+    assert message in str(failure.value)
