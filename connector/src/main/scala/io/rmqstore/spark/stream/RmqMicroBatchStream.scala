@@ -275,20 +275,21 @@ final class RmqMicroBatchStream(
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val starts = RmqSourceOffset.from(start, brokers)
     val ends = RmqSourceOffset.from(end, brokers)
-    brokers.zipWithIndex.flatMap { case (broker, index) =>
+    val parts = brokers.zipWithIndex.flatMap { case (broker, index) =>
       val (first, last) = (starts(broker), ends(broker))
       (first.position, last.position) match {
         case (Some(from), Some(until)) =>
           if (until <= from) Nil else withStore(broker)(logPartitions(broker, index, _, from, until))
         case _ => withStore(broker)(queuePartitions(broker, index, _, first, last))
       }
-    }.toArray
+    }
+    parts.zipWithIndex.map { case (p, i) => p.copy(read = p.read.copy(index = i)) }.toArray[InputPartition]
   }
 
   /** One or more partitions per segment touched (records never span segments, §2.1), at most
     * `maxBytesPerPartition` each; a partition owns the records starting in it.
     */
-  private def logPartitions(broker: String, index: Int, store: Store, from: Long, until: Long): Seq[InputPartition] = {
+  private def logPartitions(broker: String, index: Int, store: Store, from: Long, until: Long): Seq[StreamPartition] = {
     val size = if (store.segmentSize > 0) store.segmentSize else until - from
     Iterator.iterate(from)(p => p - p % size + size).takeWhile(_ < until).toSeq.flatMap { position =>
       val boundary = math.min(until, position - position % size + size)
@@ -305,7 +306,7 @@ final class RmqMicroBatchStream(
     * earliest offset (like a new Kafka partition).
     */
   private def queuePartitions(broker: String, index: Int, store: Store, first: StoreOffset, last: StoreOffset)
-      : Seq[InputPartition] = {
+      : Seq[StreamPartition] = {
     val groups = mutable.ArrayBuffer(mutable.ArrayBuffer.empty[(QueueSlice, Seq[Long])])
     var groupBytes = 0L
     for ((queue, stop) <- last.queues.toSeq.sortBy(_._1)(StoreOffset.QueueOrder)) {
