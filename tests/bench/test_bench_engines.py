@@ -7,6 +7,8 @@ The session loads the connector jar (`session(engine="jvm")`): the JVM engine is
 `format(PROVIDER_CLASS)`, the Python engine `format("rmqstore_python")`. Each query is timed as the
 median of a few warm runs after one warm-up; the table prints both engines' seconds, the ratio
 python/jvm and the issue's target, and `spark.range(1).collect()` as the baseline of the key lookup.
+`test_streaming_catch_up` times a stream from earliest to the end of the store on each engine
+(Trigger.AvailableNow, noop sink; `RMQSTORE_BENCH_MAX_OFFSETS=<n>` for batches of n messages).
 Only sanity is asserted (both engines return the same count), never a timing.
 """
 
@@ -123,5 +125,39 @@ def test_engines(bench: tuple[SparkSession, Path]) -> None:
         print(f"{query.name:<40}{jvm:>9.3f}{python:>10.3f}{python / jvm:>7.1f}x  {rows:>11}  "
               f"{query.target}{extra}")
     print(f"{'baseline spark.range(1).collect()':<40}{baseline:>9.3f}")
-    print("streaming catch-up: not measured; the JVM engine has no MicroBatchStream yet, so "
-          "readStream cannot use it (only the Python engine streams)")
+
+
+def _catch_up_s(spark: SparkSession, fmt: str, store: Path, checkpoint: Path,
+                options: dict[str, str]) -> tuple[float, int, int]:
+    """Seconds of one stream from earliest to the end of the store (Trigger.AvailableNow into the noop
+    sink, a new checkpoint), its micro-batches and rows."""
+    started = time.perf_counter()
+    query = (spark.readStream.format(fmt).options(**options).load(str(store)).writeStream.format("noop")
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    seconds = time.perf_counter() - started
+    batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    return seconds, len(batches), sum(batches)
+
+
+def test_streaming_catch_up(bench: tuple[SparkSession, Path], tmp_path: Path) -> None:
+    """Catch-up rate of each engine's stream over the whole store: the median of WARM_RUNS runs after a
+    warm-up, each on a new checkpoint; with RMQSTORE_BENCH_MAX_OFFSETS, in batches of that many."""
+    spark, store = bench
+    limit = os.environ.get("RMQSTORE_BENCH_MAX_OFFSETS")
+    options = {"maxOffsetsPerTrigger": limit} if limit else {}
+    with Store.open(str(store)) as opened:
+        log_bytes = opened.max_offset - opened.min_offset
+    print(f"\nstreaming catch-up over {log_bytes / 1e6:.0f} MB of commit log "
+          f"(maxOffsetsPerTrigger={limit or 'none'})")
+    print(f"{'engine':<8}{'s':>8}{'batches':>9}{'rows':>12}{'msg/s':>12}{'MB/s':>8}")
+    rows_seen = set()
+    for name, fmt in ENGINES.items():
+        runs = [_catch_up_s(spark, fmt, store, tmp_path / f"{name}-{run}", options)
+                for run in range(WARM_RUNS + 1)]
+        seconds = statistics.median(r[0] for r in runs[1:])
+        _, batches, rows = runs[-1]
+        rows_seen.add(rows)
+        print(f"{name:<8}{seconds:>8.2f}{batches:>9}{rows:>12,}{rows / seconds:>12,.0f}"
+              f"{log_bytes / 1e6 / seconds:>8.1f}")
+    assert len(rows_seen) == 1 and rows_seen.pop() > 0, "both engines must stream every message"

@@ -25,7 +25,8 @@ class Appender:
                 "--segment-size", str(segment_size), "--sleep", str(sleep)]
         if torn_tail:
             args.append("--torn-tail")
-        self.process = subprocess.Popen(args, env={**os.environ, "PYTHONPATH": str(HERE)})
+        path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+        self.process = subprocess.Popen(args, env={**os.environ, "PYTHONPATH": path})
 
     def written(self) -> list[dict]:
         if not self.manifest.exists():

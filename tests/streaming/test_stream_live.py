@@ -15,26 +15,26 @@ SEGMENT_SIZE = 4096
 """About ten records per segment: the run rolls over dozens of segments."""
 
 
-def start_query(spark, store, sink, checkpoint):
-    return (spark.readStream.format("rmqstore").load(str(store))
+def start_query(spark, fmt, store, sink, checkpoint):
+    return (spark.readStream.format(fmt).load(str(store))
             .writeStream.format("parquet").option("path", str(sink))
             .option("checkpointLocation", str(checkpoint))
             .trigger(processingTime="300 milliseconds").start())
 
 
-def test_tail_live_store_across_restart_exactly_once(spark, tmp_path, appender):
+def test_tail_live_store_across_restart_exactly_once(spark, engine_format, tmp_path, appender):
     store, sink, checkpoint = tmp_path / "store", tmp_path / "sink", tmp_path / "checkpoint"
     writer = appender(store, tmp_path / "manifest.jsonl", messages=400, segment_size=SEGMENT_SIZE,
                       sleep=0.015, torn_tail=True)
     wait_for(lambda: len(writer.written()) >= 5, 30, "the appender's first messages")
 
-    query = start_query(spark, store, sink, checkpoint)
+    query = start_query(spark, engine_format, store, sink, checkpoint)
     wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 40, 90, "the first rows")
     query.stop()  # mid-way: the appender keeps writing while no query runs
     rows_before_restart = len(sink_rows(sink))
     time.sleep(1)
 
-    query = start_query(spark, store, sink, checkpoint)
+    query = start_query(spark, engine_format, store, sink, checkpoint)
     writer.wait()
     expected = writer.written()
     wait_for(lambda: len(sink_rows(sink)) >= len(expected), 90, "every message")

@@ -10,8 +10,8 @@ from stream_helpers import sink_rows, write_store
 SEGMENT_SIZE = 2048
 
 
-def run(spark, store, sink, checkpoint, **options):
-    reader = spark.readStream.format("rmqstore")
+def run(spark, fmt, store, sink, checkpoint, **options):
+    reader = spark.readStream.format(fmt)
     for key, value in options.items():
         reader = reader.option(key, value)
     query = (reader.load(str(store)).writeStream.format("parquet").option("path", str(sink))
@@ -20,13 +20,13 @@ def run(spark, store, sink, checkpoint, **options):
 
 
 @pytest.mark.parametrize("topics", [None, "TopicA,TopicB"], ids=["log-mode", "queue-mode"])
-def test_deleted_segments_fail_or_skip(spark, tmp_path, topics):
+def test_deleted_segments_fail_or_skip(spark, engine_format, tmp_path, topics):
     store = tmp_path / "store"
     broker = LiveBroker(store, SEGMENT_SIZE, piece_sleep=0)
     first = write_store(store, 20, broker=broker, close=False)
     extra = {"topics": topics} if topics else {}
     for name in ("fail", "skip"):
-        run(spark, store, tmp_path / name, tmp_path / f"ck-{name}", **extra)
+        run(spark, engine_format, store, tmp_path / name, tmp_path / f"ck-{name}", **extra)
         assert len(sink_rows(tmp_path / name)) == 20
 
     later = write_store(store, 40, first=20, broker=broker)
@@ -38,7 +38,7 @@ def test_deleted_segments_fail_or_skip(spark, tmp_path, topics):
     assert lost, "the deleted segments must hold messages the queries have not read"
 
     with pytest.raises(StreamingQueryException) as failure:
-        run(spark, store, tmp_path / "fail", tmp_path / "ck-fail", **extra)
+        run(spark, engine_format, store, tmp_path / "fail", tmp_path / "ck-fail", **extra)
     message = str(failure.value)
     assert "data loss" in message and "failOnDataLoss=false" in message
     if topics is None:
@@ -50,6 +50,6 @@ def test_deleted_segments_fail_or_skip(spark, tmp_path, topics):
         assert any(text in message for text in first_lost)
     assert len(sink_rows(tmp_path / "fail")) == 20, "nothing more may be written after the failure"
 
-    run(spark, store, tmp_path / "skip", tmp_path / "ck-skip", failOnDataLoss="false", **extra)
+    run(spark, engine_format, store, tmp_path / "skip", tmp_path / "ck-skip", failOnDataLoss="false", **extra)
     got = sorted(r["commitLogOffset"] for r in sink_rows(tmp_path / "skip"))
     assert got == sorted(e["commitLogOffset"] for e in first + later if e not in lost)

@@ -37,7 +37,7 @@ final case class S3Settings(hadoop: Map[String, String]) {
 /** All options of one read, validated: the same names, defaults and errors as the Python engine's
   * `parse_options` (python/rmqstore/spark/options.py is the one table; keep both in step). Paths and
   * broker names are parallel; local paths are absolute (made so where the options were parsed: the
-  * driver), URIs as given.
+  * driver), URIs as given. `named`: the options the user gave (canonical names).
   */
 final case class RmqOptions(
     paths: IndexedSeq[String],
@@ -62,7 +62,8 @@ final case class RmqOptions(
     maxOffsetsPerTrigger: Option[Long] = None,
     maxBytesPerTrigger: Option[Long] = None,
     maxMessageSize: Int = Compression.MaxMessageSize,
-    s3: S3Settings = S3Settings(Map.empty)
+    s3: S3Settings = S3Settings(Map.empty),
+    named: Set[String] = Set.empty
 ) {
   def permissive: Boolean = mode == "PERMISSIVE"
 }
@@ -201,7 +202,8 @@ object RmqOptions {
       // a JVM array holds at most Int.MaxValue bytes, so a larger cap is the same as Int.MaxValue
       maxMessageSize =
         optionalSize(raw, MaxMessageSize).fold(Compression.MaxMessageSize)(v => math.min(v, Int.MaxValue.toLong).toInt),
-      s3 = s3Settings(raw, paths)
+      s3 = s3Settings(raw, paths),
+      named = raw.keySet
     )
   }
 

@@ -8,11 +8,13 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.filter.{Predicate => V2Predicate}
 import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read._
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.internal.connector.SupportsMetadata
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 import store.{Store, UnknownNameException}
+import stream.RmqMicroBatchStream
 import plan.{OffsetsTask, OptionPredicates, Predicate, RangeTask, ReadPlan, ScanPlanner}
 
 /** One planned batch read: the plan is made once per scan (stores opened on the driver, closed after
@@ -25,11 +27,16 @@ class RmqScan(
     consumed: IndexedSeq[Predicate],
     pushed: Array[V2Predicate]
 ) extends Scan with Batch with SupportsReportStatistics with SupportsMetadata with Logging {
-  RmqScan.checkBatchOffsets(options)
-
   override def readSchema(): StructType = readSchema
 
-  override def toBatch: Batch = this
+  override def toBatch: Batch = {
+    RmqScan.checkBatchOffsets(options)
+    this
+  }
+
+  /** A stream of the stores (no pushdown in streams: `consumed` is empty, the schema prunes columns). */
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream =
+    new RmqMicroBatchStream(readSchema, options, checkpointLocation, hadoopConf)
 
   override def description(): String = s"rmqstore [${options.paths.mkString(", ")}] PushedFilters: $pushedText"
 
@@ -49,6 +56,7 @@ class RmqScan(
   }
 
   private lazy val planned: (ReadPlan, IndexedSeq[(Long, Seq[Predicate])]) = {
+    RmqScan.checkBatchOffsets(options)
     val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf.value.value))
     try {
       RmqScan.checkGroupKnown(stores, options.startingOffsets, RmqOptions.StartingOffsets)

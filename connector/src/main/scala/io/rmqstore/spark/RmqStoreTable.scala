@@ -8,15 +8,15 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 /** One read of one or more stores: immutable, no per-query state (Spark builds a scan builder per
-  * planned query). Batch reads only: streaming (MICRO_BATCH_READ) is the Python engine's for now, so
-  * `readStream` on this engine fails with Spark's "does not support streamed reading".
+  * planned query). Batch reads and streams (`stream.RmqMicroBatchStream`).
   */
 class RmqStoreTable(schema: StructType, options: RmqOptions) extends SupportsRead {
   override def name(): String = s"rmqstore ${options.paths.mkString(", ")}"
 
   override def schema(): StructType = schema
 
-  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ)
+  override def capabilities(): util.Set[TableCapability] =
+    util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ)
 
   override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder =
     new RmqScanBuilder(schema, options)

@@ -23,14 +23,20 @@ object RmqStores {
     else options.s3.hadoop + ("fs.s3.impl" -> S3AFileSystemClass)
 
   /** `Store.open` of one of the read's paths with its options; StoreLayoutException naming the path. */
-  def open(options: RmqOptions, path: String, conf: Configuration, knownEnd: Option[Long] = None): Store = {
+  def open(
+      options: RmqOptions,
+      path: String,
+      conf: Configuration,
+      knownEnd: Option[Long] = None,
+      checkCrcAtEnd: Boolean = true
+  ): Store = {
     if (StoreFileSystem.isS3Uri(path) && !hasS3A)
       throw new StoreLayoutException(
         s"rmqstore: cannot read the store at '$path': the JVM engine reads s3:// through Hadoop's S3A file " +
           "system, which is not on the classpath: add org.apache.hadoop:hadoop-aws (the version of Spark's " +
           "Hadoop) to spark.jars.packages"
       )
-    try Store.open(StoreLocation(path), conf, options.indexGeometry, knownEnd, maxMessageSize = options.maxMessageSize)
+    try Store.open(StoreLocation(path), conf, options.indexGeometry, knownEnd, checkCrcAtEnd, options.maxMessageSize)
     catch {
       case e: StoreLayoutException =>
         val reason = e.getMessage.stripPrefix(s"$path: ")

@@ -7,7 +7,7 @@ import scala.collection.mutable
 import org.apache.hadoop.conf.Configuration
 
 import io.rmqstore.spark.format.{BrokerConfig, Compression, RecordCheck, RecordView}
-import io.rmqstore.spark.io.StoreFileSystem
+import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** Where a store lives: a local path or a Hadoop URI (serializable, cheap to ship to executors). */
 final case class StoreLocation(path: String)
@@ -51,6 +51,15 @@ final class Store private (
   def logEnd: Long = log.end
 
   def logEndReason: String = log.endExplanation
+
+  /** The size most commit-log segments have (`mapedFileSizeCommitLog`), 0 without segments. */
+  def segmentSize: Long = Segments.commonSize(segments)
+
+  /** True when `abort` exists: a broker is running, or did not shut down cleanly (§6.2). */
+  def abortPresent: Boolean = fs.info(fs.join(root, AbortFile)).isDefined
+
+  /** A commit-log segment opened for positioned reads (`mapped`: memory-mapped, for files no longer written). */
+  private[store] def openSegment(seg: Segment, mapped: Boolean): RandomAccess = fs.open(seg.path, mapped)
 
   /** Everything odd found so far: layout, bad topic names, unusable index files. */
   def problems: Seq[String] = layoutProblems ++ otherProblems ++ index.problems
@@ -353,6 +362,7 @@ object Store {
   final val ConsumerOffsetFile = "consumerOffset.json"
   final val TopicsFile = "topics.json"
   final val BackupSuffix = ".bak"
+  final val AbortFile = "abort"
 
   /** `readAt` reads records closer than this in one request. */
   final val ReadRunGap = 64L << 10

@@ -1,0 +1,291 @@
+package io.rmqstore.spark.store
+
+import java.io.IOException
+import java.nio.ByteBuffer
+
+import scala.collection.mutable
+
+import io.rmqstore.spark.format.{Layout, RecordCheck, RecordView}
+import io.rmqstore.spark.io.RandomAccess
+
+/** Admission limits of one trigger: at most `records` messages and `bytes` record bytes
+  * (python/rmqstore/spark/offsets.py `Limits`). A batch always admits at least one record, so a record
+  * bigger than `bytes` cannot stall a query.
+  */
+final case class Limits(records: Option[Long] = None, bytes: Option[Long] = None) {
+  def admits(admitted: Long, admittedBytes: Long, nextSize: Long): Boolean =
+    admitted == 0 || (records.forall(admitted + 1 <= _) && bytes.forall(admittedBytes + nextSize <= _))
+}
+
+object Limits {
+  val NoLimits: Limits = Limits()
+}
+
+/** Result of a walk: the end position and the records / record bytes between start and end. */
+final class Advance(var end: Long) {
+  var records = 0L
+  var bytes = 0L
+}
+
+/** What a driver remembers between triggers about one store's commit log: every record before
+  * `sealedUntil` was checked and sealed (it only moves forward); `segmentCounts` holds the records of
+  * sealed segments walked from start to BLANK (for the lag figure).
+  */
+final class LogWalkCache {
+  var sealedUntil = 0L
+  val segmentCounts: mutable.HashMap[Long, Long] = mutable.HashMap.empty
+}
+
+/** The commit log of one store as a stream sees it: record boundaries and the sealed end; the JVM twin
+  * of python/rmqstore/spark/offsets.py `CommitLogTail`, whose module docstring states the torn-record
+  * rule (design §4). A record at p counts as complete only when (1) it validates as recovery would
+  * (§2.12: magic, TOTALSIZE, BODYCRC, PHYSICALOFFSET == p, room for a BLANK after it, §2.6), and (2) it is
+  * sealed: (a) a later segment has started, or (b) the 8 bytes after it start the next write (a BLANK,
+  * or TOTALSIZE > 0 with a record magic), or (c) its consume-queue unit exists and points at it (§4.1),
+  * or (d) no broker is writing (no `abort` file, §6.2). A record that validates but is not sealed waits.
+  *
+  * `store` is opened per trigger (a fresh listing); sealed segments are memory-mapped and only hopped
+  * over (TOTALSIZE by TOTALSIZE), the others are read by positioned reads in windows, and their records
+  * beyond `cache.sealedUntil` get the full check and the seal test.
+  */
+final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends AutoCloseable {
+  import Tail._
+  import Layout._
+
+  val segments: IndexedSeq[Segment] = store.segments
+  private val windows = mutable.HashMap.empty[Int, Window]
+
+  /** Places a PERMISSIVE walk stepped over in sealed segments (the read steps over them too). */
+  val skipped: mutable.ArrayBuffer[String] = mutable.ArrayBuffer.empty
+
+  private val started: IndexedSeq[Boolean] = segments.map { seg =>
+    val file = store.openSegment(seg, mapped = false)
+    try writeStarted(file.read(0, HeaderBytes), 0, seg.size)
+    finally file.close()
+  }
+  private val lastStarted: Int = started.lastIndexWhere(identity)
+
+  def minOffset: Long = if (segments.isEmpty) 0L else segments.head.baseOffset
+
+  /** A later segment has started: the broker wrote this one's BLANK before it (rule a). */
+  private def isSealedSegment(i: Int): Boolean = i < lastStarted
+
+  private def window(i: Int): Window =
+    windows.getOrElseUpdate(i, new Window(store.openSegment(segments(i), mapped = isSealedSegment(i))))
+
+  private def segmentIndex(position: Long): Option[Int] =
+    segments.indices.find(i => segments(i).contains(position))
+
+  /** The position itself, or the next segment's start when `position` holds a BLANK. */
+  def canonical(position: Long): Long = segmentIndex(position) match {
+    case None => position
+    case Some(i) =>
+      val seg = segments(i)
+      val w = window(i)
+      val at = w.at(position - seg.baseOffset, HeaderBytes)
+      if (w.available(at) >= HeaderBytes && w.buffer.getInt(at + OffMagic) == BlankMagic) seg.endOffset
+      else position
+  }
+
+  /** True for a segment start, the log end, or the position of a valid record (BODYCRC unchecked). */
+  def isRecordStart(position: Long): Boolean = segmentIndex(position) match {
+    case None => true
+    case Some(i) if position == segments(i).baseOffset => true
+    case Some(i) =>
+      val w = window(i)
+      val at = w.record(position - segments(i).baseOffset)
+      RecordCheck.check(w.buffer, at, w.buffer.limit(), verifyCrc = false, position) >= 0
+  }
+
+  /** From record boundary `start`, admit sealed records within `limits`, never past `stop`. */
+  def walk(start: Long, limits: Limits = Limits.NoLimits, stop: Option[Long] = None): Advance = {
+    val advance = new Advance(start)
+    var index = segmentIndex(start)
+    while (index.isDefined) {
+      val i = index.get
+      val seg = segments(i)
+      val segSealed = isSealedSegment(i)
+      val fast = segSealed && limits == Limits.NoLimits && advance.end == seg.baseOffset &&
+        stop.forall(_ >= seg.endOffset)
+      val done =
+        if (fast) { advance.end = seg.endOffset; false }
+        else walkSegment(i, segSealed, advance, limits, stop)
+      if (done || i + 1 >= segments.length || !started(i + 1) || advance.end != seg.endOffset) return advance
+      index = Some(i + 1)
+    }
+    advance
+  }
+
+  /** Walk one segment from `advance.end`; true when the walk must stop inside it. */
+  private def walkSegment(i: Int, segSealed: Boolean, advance: Advance, limits: Limits, stop: Option[Long]): Boolean = {
+    val seg = segments(i)
+    val w = window(i)
+    val (base, size) = (seg.baseOffset, seg.size)
+    var rel = advance.end - base
+    val fromStart = rel == 0
+    var counted = 0L
+    while (true) {
+      if (stop.exists(base + rel >= _)) {
+        advance.end = base + rel
+        return true
+      }
+      if (rel + HeaderBytes > size)
+        return invalid(i, rel, segSealed, advance, s"${size - rel} bytes left, no room for a header")
+      val at = w.at(rel, HeaderBytes)
+      val total = w.buffer.getInt(at)
+      val magic = w.buffer.getInt(at + OffMagic)
+      if (magic == BlankMagic && total == size - rel) {
+        advance.end = base + size
+        if (fromStart && segSealed) cache.segmentCounts(base) = counted
+        return false
+      }
+      if (
+        (magic != MagicV1 && magic != MagicV2) || total < MinRecordSize || rel + total + EndFileMinBlankLength > size
+      ) {
+        if (segSealed)
+          return invalid(i, rel, segSealed, advance, f"TOTALSIZE $total, magic 0x$magic%08x: not a record or BLANK")
+        advance.end = base + rel
+        return true
+      }
+      val position = base + rel
+      if (!segSealed && position >= cache.sealedUntil) {
+        if (!recordComplete(w, rel, position, total, size)) {
+          advance.end = position
+          return true
+        }
+        cache.sealedUntil = position + total
+      }
+      if (!limits.admits(advance.records, advance.bytes, total)) {
+        advance.end = position
+        return true
+      }
+      advance.records += 1
+      advance.bytes += total
+      counted += 1
+      rel += total
+      advance.end = base + rel
+    }
+    false
+  }
+
+  private def recordComplete(w: Window, rel: Long, position: Long, total: Int, size: Long): Boolean = {
+    val at = w.at(rel, total + HeaderBytes)
+    val buf = w.buffer
+    if (RecordCheck.check(buf, at, buf.limit(), verifyCrc = true, position) != total) return false
+    if (rel + total + HeaderBytes <= size && writeStarted(buf, at + total, size - rel - total)) return true
+    unitConfirms(buf, at, position, total) || !store.abortPresent
+  }
+
+  /** Rule (c): the record's consume-queue unit exists and points at exactly this record. */
+  private def unitConfirms(buf: ByteBuffer, at: Int, position: Long, total: Int): Boolean =
+    try {
+      val record = new RecordView().reset(buf, at, position)
+      val transaction = record.sysFlag & SysFlagTransactionMask
+      if (transaction != TransactionNotType && transaction != TransactionCommit) false // never get a unit (§4.1)
+      else {
+        val (low, high) = store.queueRange(record.topic, record.queueId)
+        val qo = record.queueOffset
+        qo >= low && qo < high && (store.queueUnits(record.topic, record.queueId, qo, qo + 1).toSeq match {
+          case Seq((_, phy, unitSize, _)) => phy == position && unitSize == total
+          case _ => false
+        })
+      }
+    } catch { case _: IOException | _: StoreException | _: IllegalArgumentException => false }
+
+  /** Bad bytes inside a sealed segment: an error (FAILFAST), or (PERMISSIVE) this walk moves on to the
+    * next segment while the read of that range steps over the damaged bytes (`Store.scan`).
+    */
+  private def invalid(i: Int, rel: Long, segSealed: Boolean, advance: Advance, cause: String): Boolean = {
+    val seg = segments(i)
+    if (!segSealed) {
+      advance.end = seg.baseOffset + rel
+      return true
+    }
+    if (!permissive)
+      throw new StoreCorruptionException(
+        seg.path,
+        seg.baseOffset + rel,
+        s"corrupt commit log: $cause. A later segment exists, so this is not a torn tail. Use mode=PERMISSIVE " +
+          "to step over the damaged bytes."
+      )
+    skipped += s"${seg.path} at physical offset ${seg.baseOffset + rel}: $cause; the read steps over the damaged bytes"
+    advance.end = seg.endOffset
+    false
+  }
+
+  /** Records in [start, end) (both record boundaries), using cached counts of whole sealed segments. */
+  def countRecords(start: Long, end: Long): Long = {
+    var records = 0L
+    var position = start
+    while (position < end) {
+      val index = segmentIndex(position)
+      if (index.isEmpty) return records
+      val seg = segments(index.get)
+      val cached = cache.segmentCounts.get(seg.baseOffset)
+      if (cached.isDefined && position == seg.baseOffset && end >= seg.endOffset) records += cached.get
+      else {
+        val advance = new Advance(position)
+        walkSegment(index.get, isSealedSegment(index.get), advance, Limits.NoLimits, Some(end))
+        records += advance.records
+        if (advance.end < seg.endOffset) return records
+      }
+      position = seg.endOffset
+    }
+    records
+  }
+
+  def close(): Unit = {
+    windows.values.foreach(_.close())
+    windows.clear()
+  }
+}
+
+object Tail {
+  private final val HeaderBytes = 8
+
+  /** Transaction types that get a consume-queue unit (§4.1): not a transaction, or COMMIT. */
+  private final val TransactionNotType = 0x000
+  private final val TransactionCommit = 0x008
+
+  /** Bytes per positioned read of a segment that is not memory-mapped. */
+  private final val WindowBytes = 4 << 20
+
+  /** True when the 8 bytes at `at` are the beginning of a write: a BLANK or a record header (§2.2, §2.6);
+    * `left` is the bytes from `at` to the segment end.
+    */
+  private def writeStarted(buf: ByteBuffer, at: Int, left: Long): Boolean = {
+    if (at + HeaderBytes > buf.limit() || left < HeaderBytes) return false
+    val total = buf.getInt(at)
+    val magic = buf.getInt(at + Layout.OffMagic)
+    if (magic == Layout.BlankMagic) total == left
+    else (magic == Layout.MagicV1 || magic == Layout.MagicV2) && total > 0
+  }
+
+  /** The bytes of one segment: the whole mapping, or a window of positioned reads moved forward as needed. */
+  private final class Window(file: RandomAccess) extends AutoCloseable {
+    private var start = 0L
+    var buffer: ByteBuffer = if (file.zeroCopy) file.read(0, math.min(file.length, Int.MaxValue).toInt) else null
+
+    /** Index in `buffer` of segment byte `rel`, with [rel, rel + n) in `buffer` as far as the file has them. */
+    def at(rel: Long, n: Int): Int = {
+      val inside = buffer != null && rel >= start && rel + n <= start + buffer.limit()
+      if (!inside && !(buffer != null && file.zeroCopy)) {
+        buffer = file.read(rel, math.max(n, WindowBytes))
+        start = rel
+      }
+      (rel - start).toInt
+    }
+
+    /** Index of the record at `rel` with its TOTALSIZE bytes in `buffer` (as far as the file has them). */
+    def record(rel: Long): Int = {
+      val at0 = at(rel, HeaderBytes)
+      if (available(at0) < 4) return at0
+      val total = buffer.getInt(at0)
+      if (total > HeaderBytes && total <= file.length - rel) at(rel, total) else at0
+    }
+
+    def available(at: Int): Int = buffer.limit() - at
+
+    def close(): Unit = file.close()
+  }
+}
