@@ -376,3 +376,22 @@ def test_an_unknown_consumer_group_is_an_error_naming_it(spark: SparkSession, en
         return spark.read.format(fmt).option(option, f"group:{known[0]}").load(str(contract_store)).count()
 
     assert known_group_rows(engine_format) == known_group_rows("rmqstore_python")
+
+
+def test_queue_windows_never_select_transaction_records(spark: SparkSession, engine_format: str,
+                                                        tmp_path: Path) -> None:
+    """PREPARED / ROLLBACK records (queueOffset 0, in no queue, §4.1) reach a key query through the
+    index: `startingOffsets` must still leave them out, as it selects queue positions."""
+    from rmqstore.format.layout import TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
+    from rmqstore.writer import MessageSpec, StoreWriter
+
+    path = tmp_path / "store"
+    transactions = [0, TRANSACTION_PREPARED, 0, TRANSACTION_ROLLBACK]
+    with StoreWriter(path, seed=3) as writer:
+        writer.declare_topic("T", 1)
+        for i in range(40):
+            writer.append(MessageSpec(topic="T", body=b"x", keys="k", transaction=transactions[i % 4]))
+    df = (spark.read.format(engine_format).option("keys", "k")
+          .option("startingOffsets", json.dumps({"T": {"0": 0}})).load(str(path)))
+    got = sorted((r.sysFlag & 0xC, r.queueOffset) for r in df.select("sysFlag", "queueOffset").collect())
+    assert got == [(0, q) for q in range(20)]

@@ -22,6 +22,14 @@ object Layout {
   final val SysFlagCompressed = 0x001
   final val SysFlagTransactionMask = 0x00c
   final val TransactionRollback = 0x00c
+
+  /** Whether a record of this sysFlag gets a consume-queue unit (§4.1): not a transaction, or COMMIT;
+    * PREPARED and ROLLBACK records keep queueOffset 0 and are in no queue.
+    */
+  def isQueued(sysFlag: Int): Boolean = {
+    val transaction = sysFlag & SysFlagTransactionMask
+    transaction == 0x000 || transaction == 0x008
+  }
   final val SysFlagBornHostV6 = 0x010
   final val SysFlagStoreHostV6 = 0x020
   final val SysFlagCompressionTypeMask = 0x700

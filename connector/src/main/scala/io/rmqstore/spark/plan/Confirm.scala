@@ -1,6 +1,6 @@
 package io.rmqstore.spark.plan
 
-import io.rmqstore.spark.format.RecordView
+import io.rmqstore.spark.format.{Layout, RecordView}
 
 /** Exact evaluation of predicates on one decoded record (the confirmation step, design §3), as
   * python/rmqstore/plan/confirm.py does on batches. Index hashes collide and index times are whole
@@ -40,6 +40,7 @@ object Confirm {
       keys != null && keys.exists(values.contains)
     case QueueWindows(windows) =>
       val (topic, queueId, offset) = (record.topic, record.queueId, record.queueOffset)
+      Layout.isQueued(record.sysFlag) &&
       windows.exists(w => w.topic == topic && w.queueId == queueId && offset >= w.start && offset < w.end)
     case AnyOf(branches) => branches.exists(b => matches(record, b))
   }

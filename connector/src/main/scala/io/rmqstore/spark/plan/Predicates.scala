@@ -35,7 +35,7 @@ object Predicate {
     case i: InSet => Seq(i.column)
     case n: NotNull => Seq(n.column)
     case _: KeysContainAny => Seq("keys")
-    case _: QueueWindows => Seq("topic", "queueId", "queueOffset")
+    case _: QueueWindows => Seq("topic", "queueId", "queueOffset", "sysFlag")
     case a: AnyOf => columns(a.branches.flatten).toSeq
   }.toSet
 
@@ -72,7 +72,9 @@ final case class KeysContainAny(values: IndexedSeq[String]) extends Predicate
 /** Queue offsets [start, end) of one consume queue. */
 final case class QueueWindow(topic: String, queueId: Int, start: Long, end: Long)
 
-/** Rows whose (topic, queueId, queueOffset) falls in one of the windows (resolved offsets). */
+/** Queue units (not PREPARED / ROLLBACK records, §4.1) whose (topic, queueId, queueOffset) falls in one of
+  * the windows (resolved offsets).
+  */
 final case class QueueWindows(windows: IndexedSeq[QueueWindow]) extends Predicate
 
 /** OR of AND-branches, each branch made of pushable predicates. */

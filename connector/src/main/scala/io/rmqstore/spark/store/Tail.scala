@@ -180,8 +180,7 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
   private def unitConfirms(buf: ByteBuffer, at: Int, position: Long, total: Int): Boolean =
     try {
       val record = new RecordView().reset(buf, at, position)
-      val transaction = record.sysFlag & SysFlagTransactionMask
-      if (transaction != TransactionNotType && transaction != TransactionCommit) false // never get a unit (§4.1)
+      if (!Layout.isQueued(record.sysFlag)) false // never gets a unit (§4.1)
       else {
         val (low, high) = store.queueRange(record.topic, record.queueId)
         val qo = record.queueOffset
@@ -242,10 +241,6 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
 
 object Tail {
   private final val HeaderBytes = 8
-
-  /** Transaction types that get a consume-queue unit (§4.1): not a transaction, or COMMIT. */
-  private final val TransactionNotType = 0x000
-  private final val TransactionCommit = 0x008
 
   /** Bytes per positioned read of a segment that is not memory-mapped. */
   private final val WindowBytes = 4 << 20
