@@ -169,13 +169,15 @@ def test_queue_windows_select_queue_units_only(store_path: Path, rows: list[dict
     assert not plan.notes
 
 
-def test_a_key_query_inside_queue_windows_returns_queue_units_only(store_path: Path, rows: list[dict]) -> None:
+def test_a_key_query_inside_queue_windows_returns_queue_units_only(store_path: Path,
+                                                                  rows: list[dict]) -> None:
     """PREPARED / ROLLBACK records carry queueOffset 0 and come through the index, not the queues: the
     window must still exclude them (they are in no queue, §4.1)."""
     windows = QueueWindows(tuple(QueueWindow(t, q, 0, 1_000) for t in "AB" for q in (0, 1)))
     predicates: list[Predicate] = [KeysContainAny(("t",)), windows]
     got, _ = _run(store_path, predicates)
-    transactional = {r["commitLogOffset"] for r in rows if r["sysFlag"] & 0xC in (4, 12) and r["keys"] == ["t"]}
+    transactional = {r["commitLogOffset"] for r in rows
+                     if r["sysFlag"] & 0xC in (4, 12) and r["keys"] == ["t"]}
     assert transactional, "the store must hold PREPARED / ROLLBACK records keyed 't'"
     assert got == sorted(r["commitLogOffset"] for r in rows
                          if r["keys"] and "t" in r["keys"] and r["sysFlag"] & 0xC in (0, 8))
