@@ -1,4 +1,5 @@
-"""Compressed bodies through Spark: empty stored bodies, the `maxMessageSize` cap, PERMISSIVE counts."""
+"""Compressed bodies through Spark on both engines: empty stored bodies, the `maxMessageSize` cap,
+PERMISSIVE counts."""
 
 from __future__ import annotations
 
@@ -26,16 +27,17 @@ def store(tmp_path_factory: pytest.TempPathFactory, write_raw_log) -> tuple[Path
     return root, write_raw_log(root, specs)
 
 
-def _bodies(spark, root: Path, **options: str) -> dict[int, bytes]:
-    df = spark.read.format("rmqstore").options(**options).load(str(root))
+def _bodies(spark, fmt: str, root: Path, **options: str) -> dict[int, bytes]:
+    df = spark.read.format(fmt).options(**options).load(str(root))
     return {r.commitLogOffset: bytes(r.body) for r in df.select("commitLogOffset", "body").collect()}
 
 
-def test_body_column(spark, store, stats_dir: Path) -> None:
+def test_body_column(spark, engine_format: str, store, stats_dir: Path) -> None:
     root, offsets = store
     bodies = [b"plain", b"", b"", b"", b"", BIG, b"last"]
-    assert _bodies(spark, root) == dict(zip(offsets, bodies, strict=True))
-    got = _bodies(spark, root, maxMessageSize="99999", mode="PERMISSIVE", statsDir=str(stats_dir))
+    assert _bodies(spark, engine_format, root) == dict(zip(offsets, bodies, strict=True))
+    got = _bodies(spark, engine_format, root, maxMessageSize="99999", mode="PERMISSIVE",
+                  statsDir=str(stats_dir))
     del bodies[5]
     assert got == dict(zip(offsets[:5] + offsets[6:], bodies, strict=True))
     reads = [r for r in read_stats(stats_dir) if r["event"] == "read"]
@@ -43,4 +45,4 @@ def test_body_column(spark, store, stats_dir: Path) -> None:
     assert sum(r["bytes_skipped"] for r in reads) == offsets[6] - offsets[5]
     named = f"{0:020d}: at physical offset {offsets[5]}: .*inflates past 99999 bytes"
     with pytest.raises(Exception, match=named):
-        _bodies(spark, root, maxMessageSize="99999")
+        _bodies(spark, engine_format, root, maxMessageSize="99999")
