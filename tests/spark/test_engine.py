@@ -88,6 +88,8 @@ def test_auto_falls_back_to_python_saying_why_once_and_jvm_fails(monkeypatch: py
     assert engine.engine_jar("auto") is None
     assert capsys.readouterr().err.splitlines() == [
         f"rmqstore: {engine.FALLBACK_NOTE}: this installation ships no connector jar"]
+    with pytest.raises(jar.ConnectorJarError, match="ships no connector jar; use engine='python'"):
+        engine.engine_jar("jvm")
 
 
 def test_a_failed_build_names_sbts_first_error(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ Engine = Literal["auto", "jvm", "python"]
 ENGINES: tuple[str, ...] = ("auto", "jvm", "python")
 SPARK_JARS = "spark.jars"
 FALLBACK_NOTE = "using the Python engine (the JVM connector is unavailable)"
+NO_JAR = "this installation ships no connector jar"
 PYTHON_SCAN = "(Python)"
 """How Spark describes a Python data source's scan in a plan (`PythonScan.description`)."""
 
@@ -47,15 +48,16 @@ def engine_jar(engine: str) -> Path | None:
         raise ValueError(f"rmqstore: engine {engine!r} is not one of {', '.join(ENGINES)}")
     if engine == "python":
         return None
-    if engine == "jvm":
-        return connector_jar()
     try:
         jar = connector_jar()
+        if jar is None:
+            raise ConnectorJarError(f"rmqstore: {NO_JAR}; use engine='python' or install a build with "
+                                    "the jar", NO_JAR)
     except ConnectorJarError as exc:
+        if engine == "jvm":
+            raise
         note_once(f"{FALLBACK_NOTE}: {exc.reason}")
         return None
-    if jar is None:
-        note_once(f"{FALLBACK_NOTE}: this installation ships no connector jar")
     return jar
 
 
