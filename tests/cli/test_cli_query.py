@@ -5,9 +5,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from cli_helpers import GEOMETRY_ARG, T0, KnownStore, jsonl
+
+from rmqstore.cachedir import CACHE_DIR_ENV
+from rmqstore.format.layout import TRANSACTION_ROLLBACK
+from rmqstore.writer import MessageSpec, StoreWriter
 
 
 def offsets(out: str) -> list[int]:
@@ -102,3 +107,18 @@ def test_query_without_a_usable_index_finds_the_same(
     assert status == 0
     assert offsets(out) == known_store.with_key("hot")
     assert ("scanning the commit log" in err) == (damage == "truncate")
+
+
+def test_query_key_finds_rollback_records_and_says_once_that_it_built_the_side_index(
+        tmp_path: Path, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    with StoreWriter(tmp_path / "store", segment_size=4096, seed=3) as writer:
+        writer.declare_topic("T", 1)
+        written = [writer.append(MessageSpec(topic="T", body=b"x" * 50, keys=f"k{i} shared",
+                                             transaction=TRANSACTION_ROLLBACK if i % 4 == 1 else 0))
+                   for i in range(40)]
+    status, out, err = run_cli("query", tmp_path / "store", "--key", "k5")
+    assert status == 0 and offsets(out) == [written[5].physical_offset]  # only a ROLLBACK record has k5
+    assert err.count("built a side index") == 1
+    _, out, err = run_cli("query", tmp_path / "store", "--key", "shared")
+    assert offsets(out) == [w.physical_offset for w in written] and "side index" not in err

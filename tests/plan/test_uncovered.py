@@ -1,5 +1,5 @@
-"""Queue plans also scan the bytes no consume queue covers, index plans the bytes the index lacks
-(ROLLBACK records), so pushdown == scan."""
+"""Queue plans also scan the bytes no consume queue covers, index plans probe the side index of what
+the broker's index lacks (ROLLBACK records), so pushdown == scan."""
 
 from __future__ import annotations
 
@@ -131,13 +131,14 @@ def test_index_plans_return_what_a_scan_returns(store_path: Path, rows: list[dic
     assert any(r["sysFlag"] & 0xC == TRANSACTION_ROLLBACK for r in rows if r["commitLogOffset"] in expected)
     assert got == expected
     assert plan.access == ["key-index"]
-    unindexed = _unindexed(rows)
-    assert [r for t in plan.tasks if isinstance(t, RangesTask) for r in t.ranges] == unindexed
+    assert not any(isinstance(t, RangeTask | RangesTask) for t in plan.tasks)  # nothing is scanned
     index_hits = [o for t in plan.tasks if isinstance(t, OffsetsTask) for o in t.offsets]
-    assert index_hits and not any(a <= o < b for o in index_hits for a, b in unindexed)
+    rolled_back = {r["commitLogOffset"] for r in rows if r["sysFlag"] & 0xC == TRANSACTION_ROLLBACK}
+    assert rolled_back & set(expected) <= set(index_hits)  # found through the side index
     prepared = {r["commitLogOffset"] for r in rows if r["sysFlag"] & 0xC == TRANSACTION_PREPARED}
     assert prepared & set(expected) <= set(index_hits)  # found through the index, not scanned
-    assert any("not in the index" in n for n in plan.notes)
+    assert sum("built a side index" in n for n in plan.notes) == 1
+    assert _run(store_path, predicates)[1].notes == []  # built once: the next plan reads it from the cache
 
 
 def test_prepared_rows_come_back_through_the_index(store_path: Path, rows: list[dict]) -> None:
@@ -148,12 +149,14 @@ def test_prepared_rows_come_back_through_the_index(store_path: Path, rows: list[
     assert prepared and set(prepared) <= index_hits & set(got)
 
 
-def test_executor_probes_leave_the_scanned_bytes_out(store_path: Path, rows: list[dict]) -> None:
+def test_executor_probes_find_rollback_records_in_the_side_index(store_path: Path, rows: list[dict]) -> None:
     predicates: list[Predicate] = [InSet("uniqKey", tuple(f"U{i}" for i in range(9)))]
     got, plan = _run(store_path, predicates, key_probe_partition_threshold=2)
     assert got == _scanned(rows, predicates)
+    assert set(_unindexed(rows)) <= {(o, o + r["storeSize"]) for r in rows for o in got
+                                     if o == r["commitLogOffset"]}
     probes = [t for t in plan.tasks if isinstance(t, KeyProbeTask)]
-    assert len(probes) > 1 and all(list(t.exclude) == _unindexed(rows) for t in probes)
+    assert len(probes) > 1 and len(probes) == len(plan.tasks)
 
 
 def test_queue_windows_select_queue_units_only(store_path: Path, rows: list[dict]) -> None:
@@ -164,6 +167,19 @@ def test_queue_windows_select_queue_units_only(store_path: Path, rows: list[dict
     assert got == sorted(units)
     assert not any(isinstance(t, RangeTask | RangesTask) for t in plan.tasks)
     assert not plan.notes
+
+
+def test_a_key_query_inside_queue_windows_returns_queue_units_only(store_path: Path, rows: list[dict]) -> None:
+    """PREPARED / ROLLBACK records carry queueOffset 0 and come through the index, not the queues: the
+    window must still exclude them (they are in no queue, §4.1)."""
+    windows = QueueWindows(tuple(QueueWindow(t, q, 0, 1_000) for t in "AB" for q in (0, 1)))
+    predicates: list[Predicate] = [KeysContainAny(("t",)), windows]
+    got, _ = _run(store_path, predicates)
+    transactional = {r["commitLogOffset"] for r in rows if r["sysFlag"] & 0xC in (4, 12) and r["keys"] == ["t"]}
+    assert transactional, "the store must hold PREPARED / ROLLBACK records keyed 't'"
+    assert got == sorted(r["commitLogOffset"] for r in rows
+                         if r["keys"] and "t" in r["keys"] and r["sysFlag"] & 0xC in (0, 8))
+    assert not transactional & set(got)
 
 
 def test_a_covered_store_plans_no_extra_scan(tmp_path: Path) -> None:

@@ -76,7 +76,10 @@ def _by_index(store: Store, args: argparse.Namespace, value: str, column: str) -
     topics = [args.topic] if args.topic else None
     lookup = store.find_by_key if column == "keys" else store.find_by_uniq_key
     try:
-        return lookup(value, topics, args.begin, args.end)
+        found = lookup(value, topics, args.begin, args.end)
+        if store.side_index().note:
+            print(f"rmqstore: {store.side_index().note}", file=sys.stderr)
+        return found
     except IndexUnavailableError as exc:
         print(f"index unusable ({exc}); scanning the commit log", file=sys.stderr)
 

@@ -23,6 +23,9 @@ TRANSACTION_NOT_TYPE = 0x000
 TRANSACTION_PREPARED = 0x004
 TRANSACTION_COMMIT = 0x008
 TRANSACTION_ROLLBACK = 0x00C
+QUEUED_TRANSACTION_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT)
+"""Only these transaction types get a consume-queue unit (§4.1): PREPARED and ROLLBACK records keep
+queueOffset 0 and are in no queue, so a queue position never selects them."""
 SYSFLAG_BORNHOST_V6 = 0x010
 SYSFLAG_STOREHOST_V6 = 0x020
 SYSFLAG_NEED_UNWRAP = 0x040

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqstore.format.layout import QUEUED_TRANSACTION_TYPES, SYSFLAG_TRANSACTION_MASK
 from rmqstore.plan.predicates import Compare, InSet, KeysContainAny, NotNull, Predicate, QueueWindows
 
 _COMPARE = {"=": pc.equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}
@@ -47,10 +48,12 @@ def _in_windows(batch: pa.RecordBatch, predicate: QueueWindows) -> pa.Array:
     topics = batch.column("topic").to_numpy(zero_copy_only=False)
     queue_ids = np.asarray(pc.fill_null(batch.column("queueId"), -1))
     offsets = np.asarray(pc.fill_null(batch.column("queueOffset"), -1))
+    transaction = np.asarray(pc.fill_null(batch.column("sysFlag"), 0)) & SYSFLAG_TRANSACTION_MASK
+    queued = np.isin(transaction, QUEUED_TRANSACTION_TYPES)
     mask = np.zeros(batch.num_rows, dtype=bool)
     for w in predicate.windows:
         mask |= (topics == w.topic) & (queue_ids == w.queue_id) & (offsets >= w.start) & (offsets < w.end)
-    return pa.array(mask)
+    return pa.array(mask & queued)
 
 
 def confirm(batch: pa.RecordBatch, predicates: Sequence[Predicate]) -> pa.RecordBatch:

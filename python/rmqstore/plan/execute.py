@@ -63,7 +63,7 @@ def _probe(task: KeyProbeTask, store: Store, columns: Sequence[str],
            settings: ReadSettings) -> Iterator[pa.RecordBatch]:
     """Probe on the executor; keep only the rows this task owns (see KeyProbeTask)."""
     found = probe_offsets(store, task.kind, task.values, task.topics, task.begin_ms, task.end_ms)
-    offsets = within(found, task.lo, task.hi, task.exclude)
+    offsets = within(found, task.lo, task.hi)
     token_column = "uniqKey" if task.kind == "uniqKey" else "keys"
     decode = list(columns) if token_column in columns else [*columns, token_column]
     probes = set(task.all_values)

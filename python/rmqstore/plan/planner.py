@@ -6,15 +6,15 @@ Access paths, most selective first; the first one that applies is used and the o
    are probed here and the hits grouped by segment; many values are probed on the executors,
    partitioned by a stable hash (mmh3) of the value. `key = v` probes v's first KEYS token (a
    record whose whole KEYS string is v is indexed under each token) and is confirmed on the whole
-   string. A missing or damaged index falls back to the next path and says so in `notes`.
+   string. A missing or damaged index falls back to the next path and says so in `notes`. What the
+   broker's index lacks (ROLLBACK records, §5.4; the log past its end; lost index files) is probed in
+   the store's side index (`Store.side_index`), built here once when needed (a note says so).
 3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices.
-Paths 2 and 3 also scan the records their index or queues cannot find, so they return the rows a
-scan returns: path 3 the bytes consume queues do not cover (`Store.uncovered_ranges`: transaction
+Path 3 also scans the bytes consume queues do not cover (`Store.uncovered_ranges`: transaction
 PREPARED / ROLLBACK records, which are in no queue (§4.1); queues lagging behind the log; topics
-without queue files), path 2 only the part of those the index has not (`Store.unindexed_ranges`:
-ROLLBACK records, §5.4). The index and queue tasks leave the scanned bytes out (`exclude`) and a
-note says they are scanned. Queue windows (startingOffsets / endingOffsets) are positions in
-the queues: they select queue units only.
+without queue files), so it returns the rows a scan returns: the queue tasks leave the scanned bytes
+out (`exclude`) and a note says they are scanned. Queue windows (startingOffsets / endingOffsets)
+are positions in the queues: they select queue units only.
 4. `commitLogOffset` ranges and `storeTimestamp` ranges (seek by time): commit-log byte ranges.
 5. Otherwise the whole log, split by `Store.split_ranges`.
 Whatever path is used, every task's rows are confirmed against all predicates by the reader.
@@ -209,10 +209,9 @@ def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
             notes.append(f"store {store.path}: {kind} values {list(values)[:3]} cannot be looked up in the "
                          "index (empty or space-only); scanning instead")
         else:
-            unindexed = () if b.windows is not None else _within(store.unindexed_ranges(), lo, hi)
-            tasks = _probe_tasks(index, store, kind, probe, b, (lo, hi), unindexed, settings, notes)
+            tasks = _probe_tasks(index, store, kind, probe, b, (lo, hi), settings, notes)
             if tasks is not None:
-                return "key-index", tasks + _scan_tasks(index, store, unindexed, settings, notes, UNINDEXED)
+                return "key-index", tasks
     if b.windows is not None:
         return "queues", _queue_tasks(index, store, b, (lo, hi), (), settings)
     if b.topics is not None:
@@ -255,7 +254,6 @@ def _within(ranges: Sequence[tuple[int, int]], lo: int, hi: int) -> tuple[tuple[
 
 UNCOVERED = ("not covered by consume queues (transaction PREPARED/ROLLBACK records, queues behind the log, "
              "topics without queue files)")
-UNINDEXED = "not in the index (transaction ROLLBACK records)"
 
 
 def _scan_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings,
@@ -286,31 +284,30 @@ def _scan_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], set
 
 
 def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ...], b: _Bounds,
-                 bounds: tuple[int, int], exclude: tuple[tuple[int, int], ...], settings: PlanSettings,
-                 notes: list[str]) -> list[ReadTask] | None:
-    # without a topic predicate, every topic that can have indexed records (resolved once, here)
-    topics = tuple(store.indexed_topics()) if b.topics is None else tuple(sorted(b.topics))
+                 bounds: tuple[int, int], settings: PlanSettings, notes: list[str]) -> list[ReadTask] | None:
+    try:
+        side = store.side_index()  # built here, once, before executors probe it
+        # without a topic predicate, every topic that can have indexed records (resolved once, here)
+        topics = tuple(store.key_topics()) if b.topics is None else tuple(sorted(b.topics))
+    except IndexUnavailableError as exc:
+        notes.append(f"store {store.path}: index cannot answer the {kind} lookup ({exc}); scanning instead")
+        return None
+    if side.note:
+        notes.append(f"store {store.path}: {side.note}")
     lo, hi = bounds
     if len(probe) > settings.key_probe_partition_threshold:
-        if store.index_files and not _index_usable(store):
-            notes.append(f"store {store.path}: index unusable for {kind} lookup; scanning instead")
-            return None
         buckets = max(settings.min_partitions or 1, -(-len(probe) // settings.key_probe_partition_threshold))
         grouped: list[list[str]] = [[] for _ in range(buckets)]
         for value in probe:
             grouped[probe_bucket(value, buckets)].append(value)
-        return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, b.begin_ms, b.end_ms, lo, hi,
-                             exclude) for i, g in enumerate(grouped) if g]
+        return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, b.begin_ms, b.end_ms, lo, hi)
+                for i, g in enumerate(grouped) if g]
     try:
         found = probe_offsets(store, kind, probe, topics, b.begin_ms, b.end_ms)
     except IndexUnavailableError as exc:
         notes.append(f"store {store.path}: index cannot answer the {kind} lookup ({exc}); scanning instead")
         return None
-    return _offset_tasks(index, within(found, lo, hi, exclude).tolist(), settings, user_points=False)
-
-
-def _index_usable(store: Store) -> bool:
-    return not any(info.problem for info in store.index_files)
+    return _offset_tasks(index, within(found, lo, hi).tolist(), settings, user_points=False)
 
 
 def probe_offsets(store: Store, kind: ProbeKind, values: Sequence[str], topics: Sequence[str] | None,

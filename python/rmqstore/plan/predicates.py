@@ -64,7 +64,8 @@ class QueueWindow:
 
 @dataclass(frozen=True)
 class QueueWindows:
-    """Rows whose (topic, queueId, queueOffset) falls in one of the windows (resolved offsets)."""
+    """Queue units (not PREPARED / ROLLBACK records, §4.1) whose (topic, queueId, queueOffset) falls in
+    one of the windows (resolved offsets)."""
 
     windows: tuple[QueueWindow, ...]
 
@@ -88,7 +89,7 @@ def predicate_columns(predicates: list[Predicate] | tuple[Predicate, ...]) -> tu
         if isinstance(p, KeysContainAny):
             needed.add("keys")
         elif isinstance(p, QueueWindows):
-            needed.update(("topic", "queueId", "queueOffset"))
+            needed.update(("topic", "queueId", "queueOffset", "sysFlag"))
         else:
             needed.add(p.column)
     return tuple(name for name in COLUMNS if name in needed)

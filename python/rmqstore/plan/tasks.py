@@ -1,10 +1,9 @@
 """Read tasks: the picklable units of work a plan is made of (one per Spark partition).
 
 `lo`/`hi` bound the commit-log offsets every task may return ([lo, hi)); `None` means unbounded.
-`exclude` lists commit-log byte ranges [start, end) a queue or index task leaves out because the
-plan scans them in `RangesTask`s (bytes consume queues do not cover, `Store.uncovered_ranges`, or for
-an index task the part of those the index lacks, `Store.unindexed_ranges`): each record is read by
-one task only.
+`exclude` lists commit-log byte ranges [start, end) a queue task leaves out because the plan scans
+them in `RangesTask`s (bytes consume queues do not cover, `Store.uncovered_ranges`): each record is
+read by one task only.
 """
 
 from __future__ import annotations
@@ -67,7 +66,6 @@ class KeyProbeTask:
     end_ms: int | None
     lo: int | None
     hi: int | None
-    exclude: tuple[tuple[int, int], ...] = ()
 
 
 def probe_bucket(value: str, buckets: int) -> int:

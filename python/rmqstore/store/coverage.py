@@ -17,7 +17,7 @@ Index lookups need less: the index has every record of a gap but ROLLBACK-typed 
 broker dispatches each record to the consume queues and the index in log order, so a gap record
 before the index's end that is in no queue is still indexed unless it is a ROLLBACK). A verdict also
 keeps these `unindexed` parts of its gaps - ROLLBACK records and bytes that hold no valid record -
-which are all a key plan must scan (records after the index's end are the lookup's own tail scan),
+which are part of what the lookups' side index holds (`rmqstore.store.side_index`),
 and the topics of the gaps' indexed records: a topic whose records are all in gaps (e.g. only
 PREPARED records) has no queue, yet its records are in the index (`Store.indexed_topics`).
 

@@ -99,14 +99,6 @@ class IndexFiles:
     def problems(self) -> list[str]:
         return [f"{info.path}: {info.problem}" for info in self.infos if info.problem]
 
-    @property
-    def indexed_end(self) -> int:
-        """endPhyOffset of the newest file: records after it are not indexed yet (§5.5, §5.7)."""
-        for info in reversed(self.infos):
-            if info.header is not None and info.header.entry_count > 0:
-                return info.header.end_phy_offset
-        return 0
-
     def candidates(self, topic: str, key: str) -> list[int]:
         """Hash-matching physical offsets for `topic#key` in every file, newest file first, no cap.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
@@ -18,11 +19,12 @@ import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
-from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError
+from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import check_record
 from rmqstore.format.table import arrow_schema
+from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
@@ -42,6 +44,7 @@ from rmqstore.store.errors import (
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
+from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
 from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs
 
@@ -53,8 +56,9 @@ MULTI_PATH_SPLITTER = ","
 """`storePathCommitLog` lists several directories separated by `,` (§1.1, `MixAll.MULTI_PATH_SPLITTER`)."""
 
 DEFAULT_BATCH_ROWS = 16_384
-INDEX_TAIL_SCAN_LIMIT = 64 << 20
-"""Lookups scan at most this many not-yet-indexed bytes at the end of the log themselves."""
+INDEX_TAIL_SCAN_LIMIT = 1 << 30
+"""Lookups index at most this many bytes of log the broker's index lacks (besides ROLLBACK records:
+past its end, lost index files) in the side index themselves; with more they refuse (scan instead)."""
 READ_RUN_GAP = 64 << 10
 """`read_offsets` reads records closer than this in one request."""
 GATHER_RANGE_BYTES = 1 << 20
@@ -78,15 +82,19 @@ class Store:
                  filesystem: pafs.FileSystem | None = None, check_crc_at_end: bool = True,
                  index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT,
                  max_message_size: int = MAX_MESSAGE_SIZE,
-                 storage_options: Mapping[str, str] | None = None) -> None:
+                 storage_options: Mapping[str, str] | None = None,
+                 decompress_threads: int | None = None) -> None:
         self._open_args: dict[str, Any] = {
             "index_geometry": index_geometry, "commitlog_dirs": commitlog_dirs, "filesystem": filesystem,
             "check_crc_at_end": check_crc_at_end, "index_tail_scan_limit": index_tail_scan_limit,
             "max_message_size": max_message_size, "storage_options": storage_options,
+            "decompress_threads": decompress_threads,
         }
         if max_message_size <= 0:
             raise ValueError(f"max_message_size must be positive, got {max_message_size}")
+        decompress_thread_count(decompress_threads)  # fails at open; None stays: each process uses its cores
         self.max_message_size = max_message_size
+        self.decompress_threads = decompress_threads
         self.location = location
         self.stats = StoreStats()
         self.fs, self.path = resolve_location(location, filesystem=filesystem, stats=self.stats,
@@ -104,13 +112,15 @@ class Store:
         self._index_tail_scan_limit = index_tail_scan_limit
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._scan_problems: list[str] = []
+        self._side_index: SideIndex | None = None
 
     @classmethod
     def open(cls, path_or_uri: str | os.PathLike[str], *, index_geometry: tuple[int, int] | None = None,
              commitlog_dirs: str | Sequence[str] | None = None, filesystem: pafs.FileSystem | None = None,
              check_crc_at_end: bool = True, index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT,
              max_message_size: int = MAX_MESSAGE_SIZE,
-             storage_options: Mapping[str, str] | None = None) -> Store:
+             storage_options: Mapping[str, str] | None = None,
+             decompress_threads: int | None = None) -> Store:
         """Open a store read-only.
 
         `path_or_uri`: the store root (`storePathRootDir`): a local path, or a URI that
@@ -123,27 +133,33 @@ class Store:
         sort by segment name.
         `index_geometry`: (maxHashSlotNum, maxIndexNum) from broker.conf; detected per file if None.
         `check_crc_at_end`: check BODYCRC while finding the valid end, like `checkCRCOnRecover`.
-        `index_tail_scan_limit`: see `find_by_key`.
+        `index_tail_scan_limit`: see `side_index`.
         `max_message_size`: the largest decompressed body accepted; one inflating past it is corrupt
         (the producer refuses bodies over its `maxMessageSize` before compressing them; see
         `format.compression`).
         `storage_options`: `pyarrow.fs.S3FileSystem` arguments for an s3:// store (`access_key`,
         `secret_key`, `session_token`, `region`, `endpoint_override`, `scheme`); they travel with a
         pickled Store, so credentials given here reach every process that reads it.
+        `decompress_threads`: threads that decompress a batch's compressed bodies (None: the machine's
+        cores, at most 4; 1: the calling thread only; see `format.compression.decompress_bodies`).
         """
         return cls(os.fspath(path_or_uri), index_geometry=index_geometry, commitlog_dirs=commitlog_dirs,
                    filesystem=filesystem, check_crc_at_end=check_crc_at_end,
                    index_tail_scan_limit=index_tail_scan_limit, max_message_size=max_message_size,
-                   storage_options=storage_options)
+                   storage_options=storage_options, decompress_threads=decompress_threads)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its open arguments (Spark ships stores to executors); reopened on load.
 
         A valid end already found travels along: every task then reads the same snapshot of a
-        live log, and none walks the active segment again to find it.
+        live log, and none walks the active segment again to find it. So does the side index of a
+        remote store (a local one's is in the cache directory): no task builds it again.
         """
         known_end = self.log.__dict__.get("end")
-        return (_reopen, (self.location, self._open_args, known_end))
+        side = None
+        if self._side_index is not None and not isinstance(self.fs, LocalFileSystem):
+            side = replace(self._side_index, note=None)
+        return (_reopen, (self.location, self._open_args, known_end, side))
 
     def __repr__(self) -> str:
         return f"Store({self.location!r}, segments={len(self.segments)})"
@@ -319,7 +335,8 @@ class Store:
         while True:
             try:
                 batch = decode_records(buf, starts, offsets, columns, decompress=decompress,
-                                       max_body_size=self.max_message_size)
+                                       max_body_size=self.max_message_size,
+                                       decompress_threads=self.decompress_threads)
             except BodyDecompressionError as exc:
                 offset = int(offsets[exc.row])
                 if mode == FAILFAST:
@@ -385,15 +402,14 @@ class Store:
                     end_ms: int | None = None) -> list[int]:
         """Physical offsets, ascending, of every record whose KEYS tokens include `key` (no cap).
 
-        Like `queryMsgByKey` but exact: index candidates of `topic#key` for each topic (when None,
-        every topic that can have indexed records: `indexed_topics`, and records of any topic match),
-        newest index file first, each confirmed against the record's topic and KEYS tokens; candidates
-        outside the valid log or not pointing at a valid record are ignored. `begin_ms`/`end_ms` bound
-        the record's storeTimestamp (inclusive). What the index cannot hold is scanned, so the answer
-        is the rows a table scan returns: ROLLBACK records (`unindexed_ranges`, never indexed by the
-        broker, §5.4) and the records after the index's end (not indexed yet).
-        Raises IndexUnavailableError when the index cannot answer completely (a damaged file, or a tail
-        longer than `index_tail_scan_limit`, e.g. no index at all): scan instead.
+        Like `queryMsgByKey` but exact: candidates of `topic#key` for each topic (when None, every
+        topic that can have indexed records, `key_topics`, and records of any topic match) from every
+        index file and from the side index of what the broker's index lacks (`side_index`: ROLLBACK
+        records, records past the index's end, lost index files), each confirmed against the record's
+        topic and KEYS tokens; candidates outside the valid log or not pointing at a valid record are
+        ignored. `begin_ms`/`end_ms` bound the record's storeTimestamp (inclusive). So the answer is
+        the rows a table scan returns, and a lookup reads index slots and the matching records only.
+        Raises IndexUnavailableError when the index cannot answer completely (see `side_index`).
         """
         return self._lookup(key, topics, begin_ms, end_ms, lambda t, k: k in (t or ()), "keys")
 
@@ -402,39 +418,54 @@ class Store:
         """Like `find_by_key` for the UNIQ_KEY property (the client message id), no cap."""
         return self._lookup(uniq_key, topics, begin_ms, end_ms, lambda u, k: u == k, "uniqKey")
 
+    def side_index(self) -> SideIndex:
+        """The side index of the records the broker's index lacks (`rmqstore.store.side_index`), built
+        from a scan of only those ranges the first time and cached outside the store; once per Store.
+        Its `note` says what was built (None when it came from the cache).
+
+        Raises IndexUnavailableError when an index file is damaged, or when the index lacks more than
+        `index_tail_scan_limit` bytes besides ROLLBACK records (e.g. no index at all): scan instead.
+        """
+        if self._side_index is None:
+            problems = self._index.problems
+            if problems:
+                raise IndexUnavailableError("index files unusable: " + "; ".join(problems))
+            holes = index_holes(self)
+            lacking = sum(end - start for start, end in holes)
+            if lacking > self._index_tail_scan_limit:
+                raise IndexUnavailableError(
+                    f"the index lacks {lacking} bytes of the log in {len(holes)} range(s) from physical "
+                    f"offset {holes[0][0]} (records past its end or of lost index files; limit "
+                    f"{self._index_tail_scan_limit}): scan instead"
+                )
+            self._side_index = open_side_index(self, lacking_ranges(self))
+        return self._side_index
+
+    def key_topics(self) -> list[str]:
+        """The topics a key or uniqKey lookup without topics probes, sorted: `indexed_topics` and the
+        topics of the side index's records."""
+        return sorted(set(self.indexed_topics()).union(self.side_index().topics))
+
     def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
                 matches: Any, column: str) -> list[int]:
-        problems = self._index.problems
-        if problems:
-            raise IndexUnavailableError("index files unusable: " + "; ".join(problems))
-        tail_start = max(self._index.indexed_end, self.min_offset)
-        if self.max_offset - tail_start > self._index_tail_scan_limit:
-            raise IndexUnavailableError(
-                f"the index ends at physical offset {tail_start}, {self.max_offset - tail_start} bytes "
-                f"before the end of the log (limit {self._index_tail_scan_limit}): scan instead"
-            )
-        probed_topics = sorted(self.indexed_topics() if topics is None else set(topics))
+        side = self.side_index()
+        probed_topics = self.key_topics() if topics is None else sorted(set(topics))
         candidates: set[int] = set()
         for topic in probed_topics:
             self.stats.index_files_probed += len(self._index.infos)
             candidates.update(self._index.candidates(topic, key))
-        parts = [self.read_offsets(sorted(candidates), _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)]
-        # What the index never holds (ROLLBACK records, §5.4) before its end, then the unindexed tail.
-        unindexed = [(start, min(end, tail_start))
-                     for start, end in self.unindexed_ranges() if start < tail_start]
-        parts.extend(self.scan_ranges(unindexed, _LOOKUP_COLUMNS, mode=PERMISSIVE))
-        parts.extend(self.scan(tail_start, self.max_offset, _LOOKUP_COLUMNS, mode=PERMISSIVE))
+            candidates.update(side.candidates(topic, key))
+        batch = self.read_offsets(sorted(candidates), _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)
         wanted_topics = None if topics is None else set(topics)
         found: set[int] = set()
-        for batch in parts:
-            rows = batch.to_pydict()
-            times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_pylist()
-            for offset, topic, value, t_us in zip(rows["commitLogOffset"], rows["topic"], rows[column],
-                                                   times, strict=True):
-                t_ms = t_us // 1000
-                if ((wanted_topics is None or topic in wanted_topics) and matches(value, key)
-                        and (begin_ms is None or t_ms >= begin_ms) and (end_ms is None or t_ms <= end_ms)):
-                    found.add(offset)
+        rows = batch.to_pydict()
+        times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_pylist()
+        for offset, topic, value, t_us in zip(rows["commitLogOffset"], rows["topic"], rows[column], times,
+                                               strict=True):
+            t_ms = t_us // 1000
+            if ((wanted_topics is None or topic in wanted_topics) and matches(value, key)
+                    and (begin_ms is None or t_ms >= begin_ms) and (end_ms is None or t_ms <= end_ms)):
+                found.add(offset)
         return sorted(found)
 
     def find_by_msg_id(self, msg_id: str) -> list[int]:
@@ -549,7 +580,7 @@ class Store:
         """The parts of `uncovered_ranges` that key and uniqKey lookups cannot find through the index.
 
         ROLLBACK records (the only transaction type the broker does not index, §5.4) and bytes holding
-        no valid record; records after the index's end are found by the lookups themselves.
+        no valid record; the lookups find them, and the records past the index's end, in `side_index`.
         """
         return list(self._unindexed)
 
@@ -643,8 +674,10 @@ def _empty(columns: list[str]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
 
 
-def _reopen(location: str, options: dict[str, Any], known_end: LogEnd | None = None) -> Store:
+def _reopen(location: str, options: dict[str, Any], known_end: LogEnd | None = None,
+            side_index: SideIndex | None = None) -> Store:
     store = Store(location, **options)
     if known_end is not None:
         store.log.end = known_end  # fills the cached_property: the end found where it was pickled
+    store._side_index = side_index
     return store

@@ -1,0 +1,248 @@
+"""A side index of the records the broker's index lacks (design §3; spec §5.3, §5.4, §5.7).
+
+The broker's index has every record of the log but (`lacking_ranges`):
+- ROLLBACK-typed records (§5.4; `Store.unindexed_ranges`, found from the consume queues' coverage),
+- the records after the newest index file's endPhyOffset (dispatch lagging, or a file not flushed
+  before a crash), and
+- the records of index files lost in recovery (an abnormal restart destroys the files written after
+  the checkpoint's indexMsgTimestamp, §5.7, apache/rocketmq#8007): the log before the oldest file's
+  beginPhyOffset and between one file's endPhyOffset and the next one's beginPhyOffset. A file
+  indexes the records from the one at its beginPhyOffset to the one at its endPhyOffset (§5.5 steps
+  6-7); such a hole may also hold records without keys, which only cost a scan at build time.
+  Where a file's last record ends is read from its header (8 bytes per index file).
+
+The side index holds, for every record in those ranges whatever its type, the entries the broker
+writes (§5.4): UNIQ_KEY, then each KEYS token, as the hash of `topic#key` (§5.3) with the record's
+physical offset, sorted by hash, per segment. Lookups probe it beside the broker's index, for the
+same topics, and confirm every candidate against the record like an index candidate.
+
+Built once per segment from a scan of only those ranges, and cached outside the store
+(`segment_cache` kind `side-index`: per segment the ranges indexed and the topics seen, the entries
+in a `.npy` file next to the cache's JSON). A segment's entries are reused while its cache key holds
+and the ranges they index include every range the segment lacks now: the index catching up only
+shrinks those; a segment rewritten, appended to, or an index file lost rebuilds them. A segment
+deleted by retention drops out with its file. A remote store keeps its side index per Store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rmqstore.format.indexfile import index_key
+from rmqstore.format.javahash import index_key_hash
+from rmqstore.format.layout import MAGIC_V1, MAGIC_V2
+from rmqstore.store.errors import PERMISSIVE
+from rmqstore.store.segment_cache import SegmentCache
+from rmqstore.store.segments import Segment
+
+if TYPE_CHECKING:
+    from rmqstore.store.store import Store
+
+log = logging.getLogger("rmqstore.store")
+
+CACHE_KIND = "side-index"
+CACHE_VERSION = 1
+ARRAY_SUFFIX = ".npy"
+_BUILD_COLUMNS = ["commitLogOffset", "topic", "keys", "uniqKey"]
+_HEAD = struct.Struct(">iI")
+"""TOTALSIZE and MAGICCODE, the first 8 bytes of a record (§2.2)."""
+
+Range = tuple[int, int]
+"""Commit-log byte range [start, end)."""
+
+
+@dataclass(frozen=True)
+class SideIndex:
+    """Entries for the records the broker's index lacks.
+
+    `parts`: per segment an int64 array of shape (2, n): key hashes (ascending), physical offsets.
+    `note`: what was built while opening it, for the user (None when everything came from the cache);
+    the same text each time, so a note printed once per application says it once.
+    """
+
+    parts: tuple[np.ndarray, ...]
+    topics: tuple[str, ...]
+    note: str | None
+
+    def candidates(self, topic: str, key: str) -> list[int]:
+        """Physical offsets of entries whose hash is that of `topic#key` (to be confirmed)."""
+        key_hash = index_key_hash(index_key(topic, key))
+        found: list[int] = []
+        for part in self.parts:
+            lo, hi = np.searchsorted(part[0], [key_hash, key_hash + 1])
+            found.extend(part[1, lo:hi].tolist())
+        return found
+
+
+def lacking_ranges(store: Store) -> list[Range]:
+    """The commit-log ranges whose records may be missing from the broker's index (module
+    docstring), sorted and disjoint, inside [min_offset, max_offset)."""
+    return _union(store.unindexed_ranges(), index_holes(store))
+
+
+def index_holes(store: Store) -> list[Range]:
+    """The parts of [min_offset, max_offset) outside every usable index file's span: records past
+    the newest file's end or of lost files (module docstring), sorted and disjoint."""
+    spans = sorted((info.header.begin_phy_offset, info.header.end_phy_offset) for info in store.index_files
+                   if info.problem is None and info.header is not None and info.header.entry_count > 0)
+    holes: list[Range] = []
+    position, end = store.min_offset, store.max_offset
+    for begin, last in spans:
+        if begin > position:
+            holes.append((position, min(begin, end)))
+        position = max(position, _after_record(store, last))
+    if position < end:
+        holes.append((position, end))
+    return [(a, b) for a, b in holes if a < b]
+
+
+def _after_record(store: Store, offset: int) -> int:
+    """The end of the record at `offset` (a file's endPhyOffset, indexed) from its TOTALSIZE and
+    MAGICCODE (§2.2); `offset` itself when no message starts there (the hole then starts with it)."""
+    seg = store.log.segment_at(offset)
+    if seg is None or offset >= store.max_offset:
+        return offset
+    total, magic = _HEAD.unpack(store.log.read(seg, offset - seg.base_offset, _HEAD.size).tobytes().ljust(8))
+    fits = 0 < total <= min(seg.end_offset, store.max_offset) - offset
+    return offset + total if fits and magic in (MAGIC_V1, MAGIC_V2) else offset
+
+
+def open_side_index(store: Store, ranges: Sequence[Range]) -> SideIndex:
+    """The side index of `ranges` (`lacking_ranges`), from the cache where it still holds."""
+    live = [s for s in store.segments if s.base_offset < store.max_offset]
+    needed = {seg.base_offset: _clip(ranges, seg.base_offset, seg.end_offset) for seg in live}
+    needed = {base: parts for base, parts in needed.items() if parts}
+    cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION)
+    known = cache.load(store, live) if cache else {}
+    entries: list[tuple[Segment, list]] = []
+    parts: list[np.ndarray] = []
+    topics: set[str] = set()
+    built_ranges: list[Range] = []
+    built_entries = 0
+    for seg in live:
+        wanted = needed.get(seg.base_offset)
+        if not wanted:
+            continue
+        entry = known.get(seg.base_offset)
+        part = _load(cache, entry) if entry and _inside(wanted, entry[0]) else None
+        if part is None or entry is None:
+            part, seg_topics = _build(store, wanted)
+            built_ranges += wanted
+            built_entries += part.shape[1]
+            entry = [wanted, sorted(seg_topics), _save_array(cache, seg, part)]
+        parts.append(part)
+        topics.update(entry[1])
+        entries.append((seg, entry))
+    note = None
+    if built_ranges:
+        where = f", cached in {_array_dir(cache)}" if cache else " (remote store: kept per Store)"
+        note = ("built a side index of the records the broker's index lacks (transaction ROLLBACK records, "
+                f"records past the index's end or of lost index files) from a scan of only those{where}")
+        log.info("%s: %s: %d key entries from %d commit-log range(s), %d bytes", store.location, note,
+                 built_entries, len(built_ranges), sum(b - a for a, b in built_ranges))
+    referenced = {entry[2] for _, entry in entries}
+    if cache and (built_ranges or _unreferenced(cache, referenced)):
+        cache.save(store, entries)
+        for name in _unreferenced(cache, referenced):
+            _remove(cache, name)
+    return SideIndex(tuple(p for p in parts if p.shape[1]), tuple(sorted(topics)), note)
+
+
+def _build(store: Store, ranges: Sequence[Range]) -> tuple[np.ndarray, set[str]]:
+    """Entries (hashes ascending, offsets) of the records in `ranges`, and their topics."""
+    chunks: list[np.ndarray] = [np.empty((2, 0), dtype=np.int64)]
+    topics: set[str] = set()
+    for batch in store.scan_ranges(ranges, _BUILD_COLUMNS, mode=PERMISSIVE, decompress=False):
+        rows = batch.to_pydict()
+        hashes: list[int] = []
+        offsets: list[int] = []
+        for offset, topic, keys, uniq_key in zip(rows["commitLogOffset"], rows["topic"], rows["keys"],
+                                                 rows["uniqKey"], strict=True):
+            topics.add(topic)
+            for key in ([] if uniq_key is None else [uniq_key]) + (keys or []):
+                hashes.append(index_key_hash(index_key(topic, key)))
+                offsets.append(offset)
+        chunks.append(np.array([hashes, offsets], dtype=np.int64).reshape(2, -1))
+    part = np.concatenate(chunks, axis=1)
+    return np.ascontiguousarray(part[:, np.argsort(part[0], kind="stable")]), topics
+
+
+def _clip(ranges: Sequence[Range], lo: int, hi: int) -> list[Range]:
+    return [(max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) < min(b, hi)]
+
+
+def _inside(wanted: Sequence[Range], covered: Sequence[Sequence[int]]) -> bool:
+    """Every range of `wanted` lies inside one of `covered` (both sorted and disjoint)."""
+    i = 0
+    for start, end in wanted:
+        while i < len(covered) and covered[i][1] <= start:
+            i += 1
+        if i == len(covered) or not covered[i][0] <= start < end <= covered[i][1]:
+            return False
+    return True
+
+
+def _union(*lists: Sequence[Range]) -> list[Range]:
+    merged: list[Range] = []
+    for start, end in sorted(r for ranges in lists for r in ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _array_dir(cache: SegmentCache | None) -> str:
+    return os.path.splitext(cache.path)[0] if cache else ""
+
+
+def _load(cache: SegmentCache | None, entry: list) -> np.ndarray | None:
+    """A cached segment's entries (memory-mapped), None when its file is gone or unreadable."""
+    try:
+        part = np.load(os.path.join(_array_dir(cache), entry[2]), mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, TypeError):
+        return None
+    ok = part.dtype == np.int64 and part.ndim == 2 and part.shape[0] == 2
+    return part if ok else None
+
+
+def _save_array(cache: SegmentCache | None, seg: Segment, part: np.ndarray) -> str:
+    """Write a segment's entries next to the cache (failures only logged); the file's name."""
+    name = f"{os.path.basename(seg.path)}-{secrets.token_hex(8)}{ARRAY_SUFFIX}"
+    if cache is None:
+        return name
+    directory = _array_dir(cache)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{name}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, part, allow_pickle=False)
+        os.replace(tmp, os.path.join(directory, name))
+    except OSError as exc:
+        log.debug("side index %s not written: %s", name, exc)
+    return name
+
+
+def _unreferenced(cache: SegmentCache, referenced: set[str]) -> list[str]:
+    """The arrays of segments rebuilt or gone (retention), by name."""
+    try:
+        names = os.listdir(_array_dir(cache))
+    except OSError:
+        return []
+    return [name for name in names if name.endswith(ARRAY_SUFFIX) and name not in referenced]
+
+
+def _remove(cache: SegmentCache, name: str) -> None:
+    """Delete one array (a reader that still maps it keeps its pages)."""
+    try:
+        os.unlink(os.path.join(_array_dir(cache), name))
+    except OSError:
+        return
