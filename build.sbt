@@ -20,7 +20,34 @@ ThisBuild / scalaVersion := "2.13.16"
 
 val rocketmq49Version = "4.9.8"
 val rocketmq5Version = "5.5.0" // newest 5.x whose modules (client, namesrv, ...) are all on Maven Central
-val sparkVersion = sys.props.getOrElse("spark.version", "4.0.1") // oldest supported Spark 4 line
+// The Spark the connector and examples are compiled and tested against (spec/spark-dsv2-connector-facts.md
+// section 1): -Drmqstore.spark=<v> (in SBT_JAVA_OPTS) or RMQSTORE_SPARK=<v>. Default 4.0.1, the oldest
+// supported Spark 4 line, which the published jar is built against; 4.1.1 and 4.2.0 also come from
+// Maven Central. "pyspark" takes the installed pyspark's own jars/ (Spark 4.3.0, not on Maven Central)
+// as unmanaged jars, found with `$PYTHON -c 'import pyspark'` (default python3).
+val sparkChoice = sys.props.get("rmqstore.spark").orElse(sys.env.get("RMQSTORE_SPARK")).getOrElse("4.0.1")
+val sparkFromPyspark = sparkChoice == "pyspark"
+
+def pysparkJars: Seq[File] = {
+  import scala.sys.process._
+  val python = sys.env.getOrElse("PYTHON", "python3")
+  val home = Seq(python, "-c", "import os, pyspark; print(os.path.dirname(pyspark.__file__))").!!.trim
+  val jars = (file(home) / "jars" * "*.jar").get
+  if (jars.isEmpty) sys.error(s"rmqstore.spark=pyspark: no jars under $home/jars")
+  jars
+}
+
+// Spark on the compile and test classpaths, never in the jar or the published pom's runtime scope.
+lazy val sparkProvided: Seq[Setting[_]] =
+  if (sparkFromPyspark)
+    Seq(
+      Compile / unmanagedJars ++= pysparkJars.map(Attributed.blank),
+      // Keeps the default build's classes and jar (the ones the Python tests load) untouched.
+      target := baseDirectory.value / "target" / "spark-pyspark"
+    )
+  else
+    Seq(libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkChoice % Provided) ++
+      (if (sparkChoice == "4.0.1") Nil else Seq(target := baseDirectory.value / "target" / s"spark-$sparkChoice"))
 // Older releases of the matrix (rocketmq-store/-broker/-client on Maven Central; 4.9.6's store is not).
 val rocketmq49MatrixVersion = "4.9.7"
 val rocketmq51MatrixVersion = "5.1.4" // magic v2 records, no enabledAppendPropCRC yet (5.2.0)
@@ -96,10 +123,8 @@ lazy val connector = (project in file("connector"))
   .settings(
     name := "rmqstore-connector",
     scalaOptions,
-    libraryDependencies ++= Seq(
-      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test
-    ),
+    sparkProvided,
+    libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
     // Tests read the conformance fixtures by paths relative to the repository root.
     Test / fork := true,
     Test / baseDirectory := (LocalRootProject / baseDirectory).value,
@@ -111,7 +136,7 @@ lazy val examples = (project in file("examples"))
   .settings(
     name := "rmqstore-examples",
     scalaOptions,
-    libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+    sparkProvided,
     Compile / scalaSource := baseDirectory.value / "scala",
     publish / skip := true
   )

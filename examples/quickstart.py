@@ -11,12 +11,14 @@ from datetime import timedelta
 from _common import store_from_argv
 from pyspark.sql import functions as F
 
-from rmqstore.spark import session
+from rmqstore.spark import served_by, session
 
 
 def main() -> None:
     store = store_from_argv()
-    spark = session()  # pushdown on, UTC, PYSPARK_PYTHON set; "rmqstore" is auto-registered
+    # The JVM engine when its jar is shipped or can be built here, else the Python engine (a note
+    # on stderr says why); pushdown on, UTC, PYSPARK_PYTHON set.
+    spark = session()
 
     # Key lookup. One DataFrame per query: Spark 4.1-4.3 reuse a filtered reader on reuse.
     lookup = (spark.read.format("rmqstore").load(store)
@@ -36,6 +38,8 @@ def main() -> None:
               .where(F.col("storeTimestamp").between(begin, begin + timedelta(minutes=1)))
               .groupBy("topic").count().orderBy("topic"))
     window.show()
+    # "quickstart served by the JVM engine (rmqstore-connector_2.13-<version>.jar)" or "... the Python engine"
+    print("quickstart " + served_by(window))
     spark.stop()
 
 

@@ -108,7 +108,8 @@ class CeilingSource(DataSource):
 def bench() -> Iterator[tuple[SparkSession, Path, list[str]]]:
     store = _store()
     files = _ceiling_files(store)
-    spark = session("local[2]", "rmqstore-bench", spark__ui__enabled="false")
+    # The Python engine, measured against a Python source (JVM against Python: test_bench_engines.py).
+    spark = session("local[2]", "rmqstore-bench", engine="python", spark__ui__enabled="false")
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
     spark.dataSource.register(CeilingSource)
     yield spark, store, files

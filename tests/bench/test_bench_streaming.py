@@ -33,8 +33,9 @@ LIVE_BROKER = Path(__file__).parent.parent / "streaming" / "live_broker.py"
 def spark():
     from rmqstore.spark import RmqStoreDataSource, session
 
-    spark_session = session("local[2]", "rmqstore-streaming-bench", spark__ui__enabled="false",
-                            spark__sql__shuffle__partitions="2",
+    # The Python engine's stream (no connector jar): "rmqstore" is the Python source here.
+    spark_session = session("local[2]", "rmqstore-streaming-bench", engine="python",
+                            spark__ui__enabled="false", spark__sql__shuffle__partitions="2",
                             spark__sql__streaming__numRecentProgressUpdates="100000")
     spark_session.dataSource.register(RmqStoreDataSource)
     yield spark_session

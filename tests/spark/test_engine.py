@@ -1,4 +1,5 @@
-"""Engine choice and jar delivery (rmqstore.spark.engine / jar), without starting Spark."""
+"""Engine choice and jar delivery (rmqstore.spark.engine / jar), without starting Spark (with Spark:
+test_delivery.py)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,40 @@ def test_existing_session_without_the_jar_warns_once(monkeypatch: pytest.MonkeyP
         warnings.simplefilter("error")
         engine.attach_engines(Session(), Path("/x/c.jar"), created=False)
     assert registered == ["rmqstore_python", "rmqstore_python"]
+
+
+def test_auto_falls_back_to_python_saying_why_once_and_jvm_fails(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    def unbuildable(*, build: bool = True) -> Path:
+        raise jar.ConnectorJarError("long sbt output", "`.ci/sbt connector/package` failed (exit 1): boom")
+
+    monkeypatch.setattr(engine, "connector_jar", unbuildable)
+    monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
+    assert engine.engine_jar("auto") is None
+    assert engine.engine_jar("auto") is None
+    assert capsys.readouterr().err.splitlines() == [
+        f"rmqstore: {engine.FALLBACK_NOTE}: `.ci/sbt connector/package` failed (exit 1): boom"]
+    with pytest.raises(jar.ConnectorJarError, match="long sbt output"):
+        engine.engine_jar("jvm")
+    monkeypatch.setattr(engine, "connector_jar", lambda *, build=True: None)  # an install without the jar
+    assert engine.engine_jar("auto") is None
+    assert capsys.readouterr().err.splitlines() == [
+        f"rmqstore: {engine.FALLBACK_NOTE}: this installation ships no connector jar"]
+    with pytest.raises(jar.ConnectorJarError, match="ships no connector jar; use engine='python'"):
+        engine.engine_jar("jvm")
+
+
+def test_a_failed_build_names_sbts_first_error(tmp_path: Path) -> None:
+    launcher = tmp_path / ".ci" / "sbt"
+    launcher.parent.mkdir()
+    launcher.write_text("#!/bin/sh\necho '[info] loading'\necho '[error] not found: java' >&2\n"
+                        "echo '[error] x'\nexit 3\n")
+    launcher.chmod(0o755)
+    with pytest.raises(jar.ConnectorJarError) as failed:
+        jar._build(tmp_path)
+    assert failed.value.reason == "`.ci/sbt connector/package` failed (exit 3): [error] not found: java"
+    assert "[info] loading" in str(failed.value)
+    launcher.unlink()
+    with pytest.raises(jar.ConnectorJarError) as missing:
+        jar._build(tmp_path)
+    assert missing.value.reason.startswith("`.ci/sbt connector/package` could not run: [Errno 2]")

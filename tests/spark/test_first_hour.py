@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, IllegalArgumentException
 from pyspark.sql import SparkSession
 from spark_stores import SMALL_STORE_MESSAGES
 
@@ -106,23 +106,28 @@ def test_driver_environment_credentials_travel_to_executors(s3_store: tuple[str,
 
 
 # ---- errors at load() ------------------------------------------------------------------------------
+# PySpark shows both engines' load errors by their message: the Python engine's as an AnalysisException
+# (PYTHON_DATA_SOURCE_ERROR), the JVM engine's as an IllegalArgumentException.
+LOAD_ERRORS = (AnalysisException, IllegalArgumentException)
 
 
-def test_a_missing_store_fails_at_load_with_the_cause_first(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_missing_store_fails_at_load_with_the_cause_first(spark: SparkSession, engine_format: str,
+                                                            tmp_path: Path) -> None:
     missing = tmp_path / "no-store-here"
-    with pytest.raises(AnalysisException) as error:
-        spark.read.format("rmqstore").load(str(missing))  # no action: load() itself fails
+    with pytest.raises(LOAD_ERRORS) as error:
+        spark.read.format(engine_format).load(str(missing))  # no action: load() itself fails
     first_line = str(error.value).splitlines()[0]
     assert f"rmqstore: no RocketMQ store at '{missing}': no such store directory" in first_line
     assert "commitlog/" in first_line and "Traceback" not in str(error.value)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(AnalysisException, match=r"no RocketMQ store at '.*empty'.*commitlog"):
-        spark.read.format("rmqstore").load(str(tmp_path / "empty"))
+    with pytest.raises(LOAD_ERRORS, match=r"no RocketMQ store at '.*empty'.*commitlog"):
+        spark.read.format(engine_format).load(str(tmp_path / "empty"))
 
 
-def test_a_bad_option_fails_at_load_with_the_option_first(spark: SparkSession, small_store: Path) -> None:
-    with pytest.raises(AnalysisException) as error:
-        spark.read.format("rmqstore").option("mode", "LENIENT").load(str(small_store))
+def test_a_bad_option_fails_at_load_with_the_option_first(spark: SparkSession, engine_format: str,
+                                                          small_store: Path) -> None:
+    with pytest.raises(LOAD_ERRORS) as error:
+        spark.read.format(engine_format).option("mode", "LENIENT").load(str(small_store))
     assert "rmqstore option 'mode': 'LENIENT' is not one of" in str(error.value).splitlines()[0]
 
 
@@ -152,26 +157,28 @@ def test_a_note_prints_once_per_application_and_once_per_process_outside_spark(
 
 
 # ---- a user's own session, end to end --------------------------------------------------------------
+# The pushdown-off note is the Python engine's (Spark's conf for Python sources): the script asks for
+# that engine and names it.
 
 USER_SCRIPT = textwrap.dedent("""
     import json, sys
     from rmqstore.spark import session
-    spark = session()  # under PYSPARK_SUBMIT_ARGS="--master local[1] pyspark-shell"
+    spark = session(engine="python")  # under PYSPARK_SUBMIT_ARGS="--master local[1] pyspark-shell"
     spark.sparkContext.setLogLevel("ERROR")
     result = {"master": spark.sparkContext.master,
               "progress": spark.sparkContext.getConf().get("spark.ui.showConsoleProgress", "unset")}
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")  # as in a plain session
     key = sys.argv[1]
-    result["counts"] = [spark.read.format("rmqstore").load("store").where(f"key = '{key}'").count(),
-                        spark.read.format("rmqstore").load("store").where(f"key = '{key}'").count(),
-                        spark.read.format("rmqstore").load("store").count()]
+    result["counts"] = [spark.read.format("rmqstore_python").load("store").where(f"key = '{key}'").count(),
+                        spark.read.format("rmqstore_python").load("store").where(f"key = '{key}'").count(),
+                        spark.read.format("rmqstore_python").load("store").count()]
     print("RESULT " + json.dumps(result))
 """)
 
 
 def test_a_users_session_keeps_its_master_and_says_once_that_pushdown_is_off(
         spark: SparkSession, small_store: Path, tmp_path: Path) -> None:
-    key_rows = spark.read.format("rmqstore").load(str(small_store)).where("key = 'k1'").count()
+    key_rows = spark.read.format("rmqstore_python").load(str(small_store)).where("key = 'k1'").count()
     script = tmp_path / "user.py"
     script.write_text(USER_SCRIPT)
     env = {**os.environ, "PYSPARK_SUBMIT_ARGS": "--master local[1] pyspark-shell",

@@ -1,4 +1,8 @@
-"""Pushdown proven by what was read (statsDir JSON lines), explain(), and the disabled-conf path."""
+"""Pushdown proven by what was read (statsDir JSON lines), explain(), and the disabled-conf path.
+
+The access-path proofs read the Python engine (`rmqstore_python`): they name its plan's access
+paths and task kinds. explain() is the contract's, on both engines; Spark's conf for Python sources'
+pushdown applies to the Python engine only."""
 
 from __future__ import annotations
 
@@ -14,8 +18,8 @@ def _decoded(stats_dir: Path) -> int:
     return sum(r["records_decoded"] for r in read_stats(stats_dir) if r["event"] == "read")
 
 
-def _read(spark: SparkSession, store: Path, stats_dir: Path, **options: str):
-    reader = spark.read.format("rmqstore").option("statsDir", str(stats_dir))
+def _read(spark: SparkSession, store: Path, stats_dir: Path, fmt: str = "rmqstore_python", **options: str):
+    reader = spark.read.format(fmt).option("statsDir", str(stats_dir))
     for name, value in options.items():
         reader = reader.option(name, value)
     return reader.load(str(store))
@@ -53,8 +57,8 @@ def test_topic_reads_only_its_consume_queues(spark: SparkSession, small_store: P
     assert [r for r in read_stats(tmp_path) if r["event"] == "plan"][-1]["access"] == ["queues"]
 
 
-def test_explain_shows_pushed_filters(spark: SparkSession, small_store: Path) -> None:
-    df = spark.read.format("rmqstore").load(str(small_store)).where(F.col("key") == "k1")
+def test_explain_shows_pushed_filters(spark: SparkSession, engine_format: str, small_store: Path) -> None:
+    df = spark.read.format(engine_format).load(str(small_store)).where(F.col("key") == "k1")
     assert "PushedFilters: [IsNotNull(key), EqualTo(key,k1)]" in explain_text(df)
 
 

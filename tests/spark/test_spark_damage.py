@@ -1,4 +1,5 @@
-"""Compressed bodies through Spark: empty stored bodies, the `maxMessageSize` cap, PERMISSIVE counts."""
+"""Compressed bodies through Spark on both engines: empty stored bodies, the `maxMessageSize` cap,
+PERMISSIVE counts."""
 
 from __future__ import annotations
 
@@ -29,16 +30,17 @@ def store(tmp_path_factory: pytest.TempPathFactory, write_raw_log) -> tuple[Path
     return root, write_raw_log(root, specs)
 
 
-def _bodies(spark, root: Path, source: str = "rmqstore", **options: str) -> dict[int, bytes]:
+def _bodies(spark, root: Path, source: str, **options: str) -> dict[int, bytes]:
     df = spark.read.format(source).options(**options).load(str(root))
     return {r.commitLogOffset: bytes(r.body) for r in df.select("commitLogOffset", "body").collect()}
 
 
-def test_body_column(spark, store, stats_dir: Path) -> None:
+def test_body_column(spark, engine_format: str, store, stats_dir: Path) -> None:
     root, offsets = store
     bodies = [b"plain", b"", b"", b"", b"", BIG, b"last"]
-    assert _bodies(spark, root) == dict(zip(offsets, bodies, strict=True))
-    got = _bodies(spark, root, maxMessageSize="99999", mode="PERMISSIVE", statsDir=str(stats_dir))
+    assert _bodies(spark, root, engine_format) == dict(zip(offsets, bodies, strict=True))
+    got = _bodies(spark, root, engine_format, maxMessageSize="99999", mode="PERMISSIVE",
+                  statsDir=str(stats_dir))
     del bodies[5]
     assert got == dict(zip(offsets[:5] + offsets[6:], bodies, strict=True))
     reads = [r for r in read_stats(stats_dir) if r["event"] == "read"]
@@ -46,7 +48,7 @@ def test_body_column(spark, store, stats_dir: Path) -> None:
     assert sum(r["bytes_skipped"] for r in reads) == offsets[6] - offsets[5]
     named = f"{0:020d}: at physical offset {offsets[5]}: .*inflates past 99999 bytes"
     with pytest.raises(Exception, match=named):
-        _bodies(spark, root, maxMessageSize="99999")
+        _bodies(spark, root, engine_format, maxMessageSize="99999")
 
 
 def test_bodies_decompressed_on_threads_in_a_worker(spark, tmp_path: Path) -> None:
@@ -67,4 +69,4 @@ def test_bodies_decompressed_on_threads_in_a_worker(spark, tmp_path: Path) -> No
         stored = sum(len(b) for batch in store.scan(columns=["body"], decompress=False)
                      for b in batch.column("body").to_pylist())
     assert len(want) == 150 and stored > PARALLEL_MIN_BYTES
-    assert _bodies(spark, root, source="rmqstore_python") == want
+    assert _bodies(spark, root, "rmqstore_python") == want  # the Python engine's decompression pool

@@ -5,7 +5,8 @@
     df = spark.read.format("rmqstore").load("/path/to/store")
 """
 
+from rmqstore.spark.engine import served_by
 from rmqstore.spark.session import session
 from rmqstore.spark.source import RmqStoreDataSource
 
-__all__ = ["RmqStoreDataSource", "session"]
+__all__ = ["RmqStoreDataSource", "served_by", "session"]

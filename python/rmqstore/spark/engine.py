@@ -15,18 +15,25 @@ Python engine even with the jar loaded; renaming it "rmqstore" is the one-line s
 
 from __future__ import annotations
 
+import contextlib
+import io
 import warnings
 from pathlib import Path
 from typing import Literal
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from rmqstore.spark.jar import PROVIDER_CLASS, connector_jar
+from rmqstore.spark.jar import PROVIDER_CLASS, ConnectorJarError, connector_jar
+from rmqstore.spark.notes import note_once
 from rmqstore.spark.source import RmqStorePythonDataSource
 
 Engine = Literal["auto", "jvm", "python"]
 ENGINES: tuple[str, ...] = ("auto", "jvm", "python")
 SPARK_JARS = "spark.jars"
+FALLBACK_NOTE = "using the Python engine (the JVM connector is unavailable)"
+NO_JAR = "this installation ships no connector jar"
+PYTHON_SCAN = "(Python)"
+"""How Spark describes a Python data source's scan in a plan (`PythonScan.description`)."""
 
 _warned: set[str] = set()
 
@@ -34,13 +41,24 @@ _warned: set[str] = set()
 def engine_jar(engine: str) -> Path | None:
     """The jar to put on a new session's classpath for `engine` (None: Python engine only).
 
-    `jvm` needs the jar (built from a checkout if need be); `auto` takes it when it is shipped or
-    already built and up to date."""
+    `jvm` and `auto` take the shipped jar, or build it from a checkout when missing or stale;
+    `jvm` raises ConnectorJarError when that fails, `auto` says why in one line on stderr and
+    falls back to the Python engine."""
     if engine not in ENGINES:
         raise ValueError(f"rmqstore: engine {engine!r} is not one of {', '.join(ENGINES)}")
     if engine == "python":
         return None
-    return connector_jar(build=engine == "jvm")
+    try:
+        jar = connector_jar()
+        if jar is None:
+            raise ConnectorJarError(f"rmqstore: {NO_JAR}; use engine='python' or install a build with "
+                                    "the jar", NO_JAR)
+    except ConnectorJarError as exc:
+        if engine == "jvm":
+            raise
+        note_once(f"{FALLBACK_NOTE}: {exc.reason}")
+        return None
+    return jar
 
 
 def with_jar(current: str | None, jar: Path) -> str:
@@ -69,14 +87,53 @@ def attach_engines(spark: SparkSession, jar: Path | None, created: bool) -> None
 
 def has_connector(spark: SparkSession) -> bool:
     """True when the session's driver can load the JVM connector."""
+    return connector_location(spark) is not None
+
+
+def connector_location(spark: SparkSession) -> str | None:
+    """Where the driver loads the JVM connector from (its jar's URL), None when it cannot load it
+    (or cannot tell: Spark Connect, whose artifacts live in the server's session class loader)."""
     if _is_connect(spark):
-        return False
+        return None
+    jvm = spark._jvm
     try:
-        spark._jvm.java.lang.Class.forName(PROVIDER_CLASS, False,
-                                           spark._jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
+        provider = jvm.java.lang.Class.forName(PROVIDER_CLASS, False,
+                                               jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
     except Exception:
-        return False
-    return True
+        return None
+    return str(provider.getProtectionDomain().getCodeSource().getLocation().toString())
+
+
+def scan_engines(df: DataFrame) -> list[str]:
+    """The engine ("jvm" or "python") of every rmqstore scan in `df`'s physical plan, in plan order.
+
+    Read from the plan `df.explain()` prints (the same on Spark Connect): Spark describes a Python
+    data source's BatchScan as "(Python)"; any other BatchScan of a table the connector names
+    "rmqstore <paths>" is the JVM engine."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        df.explain()
+    engines = []
+    for line in text.getvalue().splitlines():
+        scan = line.partition("BatchScan ")[2]
+        if f"] {PYTHON_SCAN}" in scan:  # after the scan's output columns
+            engines.append("python")
+        elif scan.startswith("rmqstore "):
+            engines.append("jvm")
+    return engines
+
+
+def served_by(df: DataFrame) -> str:
+    """"served by the JVM engine (<jar>)" / "served by the Python engine": which engine reads `df`."""
+    engines = scan_engines(df)
+    if not engines:
+        raise ValueError("rmqstore: the DataFrame reads no rmqstore table")
+    names = []
+    for engine in dict.fromkeys(engines):
+        location = connector_location(df.sparkSession) if engine == "jvm" else None
+        jar = f" ({location.rsplit('/', 1)[-1]})" if location else ""
+        names.append(f"the JVM engine{jar}" if engine == "jvm" else "the Python engine")
+    return "served by " + " and ".join(names)
 
 
 def _is_connect(spark: SparkSession) -> bool:

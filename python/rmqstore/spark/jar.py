@@ -19,7 +19,11 @@ names are registered."""
 
 
 class ConnectorJarError(RuntimeError):
-    """The connector jar is neither shipped nor buildable here."""
+    """The connector jar is neither shipped nor buildable here; `reason` says why in one line."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def _package_jars_dir() -> Path:
@@ -74,12 +78,21 @@ def _target_jar(root: Path) -> Path | None:
 
 def _build(root: Path) -> Path:
     command = [str(root / ".ci" / "sbt"), "connector/package"]
-    result = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+    shown = f"`.ci/sbt {command[1]}`"
+    try:
+        result = subprocess.run(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, check=False)
+    except OSError as exc:  # no launcher script, or no shell to run it
+        raise ConnectorJarError(f"rmqstore: building the JVM connector with {shown} failed: {exc}",
+                                f"{shown} could not run: {exc}") from exc
     built = _target_jar(root)
     if result.returncode != 0 or built is None:
-        tail = "\n".join((result.stdout + result.stderr).splitlines()[-20:])
-        raise ConnectorJarError(f"rmqstore: building the JVM connector with `{' '.join(command)}` failed "
-                                f"(exit {result.returncode}):\n{tail}")
+        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+        errors = [line for line in lines if line.startswith("[error]")]
+        cause = errors[0] if errors else lines[-1] if lines else "no output"  # sbt's first error
+        raise ConnectorJarError(f"rmqstore: building the JVM connector with {shown} failed "
+                                f"(exit {result.returncode}):\n" + "\n".join(lines[-20:]),
+                                f"{shown} failed (exit {result.returncode}): {cause}")
     return _install(built)
 
 

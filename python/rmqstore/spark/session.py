@@ -20,7 +20,7 @@ DEFAULT_MASTER = "local[*]"
 
 
 def session(master: str | None = None, app_name: str = "rmqstore", engine: Engine = "auto",
-            **conf: str) -> SparkSession:
+            remote: str | None = None, **conf: str) -> SparkSession:
     """`getOrCreate()` a session with `SESSION_CONF` (plus `conf`, dots written as `__`).
 
     `master`: when None, the master already chosen wins (spark-submit's `--master`, the pyspark
@@ -32,15 +32,21 @@ def session(master: str | None = None, app_name: str = "rmqstore", engine: Engin
     PYSPARK_PYTHON (or `spark.pyspark.python`) to the executors' Python: see the README.
     On an existing session the SQL settings are applied with `spark.conf.set`.
     `engine` picks the JVM connector or the Python source (`rmqstore.spark.engine`).
+    `remote`: a Spark Connect session instead (`sc://host:15002`, or `local[2]` for a server in
+    this process): the jar goes to the server with `addArtifacts`, for this session only.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**SESSION_CONF, **{k.replace("__", "."): v for k, v in conf.items()}}
     jar = engine_jar(engine)
-    if jar is not None:
-        settings[SPARK_JARS] = with_jar(settings.get(SPARK_JARS), jar)
-    created = SparkContext._active_spark_context is None
-    master = master or settings.get("spark.master") or _chosen_master(settings) or DEFAULT_MASTER
-    builder = SparkSession.builder.appName(app_name).master(master)
+    created = remote is not None or SparkContext._active_spark_context is None
+    if remote is not None:
+        builder = SparkSession.builder.remote(remote)
+    else:
+        if jar is not None:
+            settings[SPARK_JARS] = with_jar(settings.get(SPARK_JARS), jar)
+        master = master or settings.get("spark.master") or _chosen_master(settings) or DEFAULT_MASTER
+        builder = SparkSession.builder.master(master)
+    builder = builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

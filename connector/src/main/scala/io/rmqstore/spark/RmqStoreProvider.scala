@@ -9,6 +9,8 @@ import org.apache.spark.sql.sources.DataSourceRegister
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
+import store.StoreException
+
 /** The JVM engine of the rmqstore source: `spark.read.format(RmqStoreProvider.ShortName)`, or the class
   * name, which always selects this engine. Options and store paths are validated when the table is
   * created, so errors surface at load(); a schema given with `.schema(...)` is validated like the Python engine does.
@@ -30,7 +32,12 @@ class RmqStoreProvider extends TableProvider with DataSourceRegister {
   ): Table = {
     val options = RmqOptions.parse(properties)
     val spark = SparkSession.active
-    RmqStores.check(options, spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options)))
+    try RmqStores.check(options, spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options)))
+    catch {
+      // PySpark shows an IllegalArgumentException by its message, so the cause is the error's first line
+      // (as for option errors); another JVM exception arrives as a Py4JJavaError led by "An error occurred".
+      case e: StoreException => throw new IllegalArgumentException(e.getMessage, e)
+    }
     new RmqStoreTable(RmqSchema.validate(schema), options)
   }
 }
