@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 import store.{Store, UnknownNameException}
-import plan.{OffsetsTask, OptionPredicates, Predicate, RangeTask, ReadPlan, ScanPlanner}
+import plan._
 
 /** One planned batch read: the plan is made once per scan (stores opened on the driver, closed after
   * planning); explain("formatted") shows PushedFilters through `SupportsMetadata`, like the Python
@@ -57,7 +57,7 @@ class RmqScan(
       val plan = ScanPlanner.plan(
         stores,
         perStore.map(_._2),
-        ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions)
+        ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions, options.keyProbePartitionThreshold)
       )
       report(plan)
       (plan, perStore)
@@ -66,9 +66,13 @@ class RmqScan(
 
   /** One log line and one statsDir "plan" line per planned scan. */
   private def report(plan: ReadPlan): Unit = {
-    val rangeBytes = plan.tasks.collect { case RangeTask(_, s, e) => e - s }.sum
+    val rangeBytes = plan.tasks.collect {
+      case RangeTask(_, s, e) => e - s
+      case RangesTask(_, ranges) => ranges.map { case (s, e) => e - s }.sum
+    }.sum
     logInfo(s"rmqstore plan: access=${plan.access.mkString(",")} tasks=${plan.tasks.size} pushed filters: " +
       consumed.map(Predicate.describe).mkString("; "))
+    plan.notes.foreach(note => logInfo(s"rmqstore plan: $note"))
     StatsLog.write(
       options.statsDir,
       Map(
@@ -104,7 +108,10 @@ class RmqScan(
     val (plan, _) = planned
     val bytes = plan.tasks.map {
       case RangeTask(_, s, e) => e - s
-      case OffsetsTask(_, offsets, _) => offsets.length.toLong * RmqScan.PointReadBytes
+      case RangesTask(_, ranges) => ranges.map { case (s, e) => e - s }.sum
+      case OffsetsTask(_, offsets) => offsets.length.toLong * RmqScan.PointReadBytes
+      case t: KeyProbeTask => t.values.size.toLong * RmqScan.PointReadBytes
+      case t: QueueSliceTask => t.slices.map(s => s.end - s.start).sum * RmqScan.PointReadBytes
     }.sum
     new Statistics {
       override def sizeInBytes(): OptionalLong = OptionalLong.of(bytes)

@@ -346,7 +346,7 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
         Compare("storeTimestamp", Predicate.Le, (base - hours) * 1000),
         Compare("commitLogOffset", Predicate.Le, offsets(597))
       )
-      val plan = ScanPlanner.plan(IndexedSeq(store), IndexedSeq(window), ScanPlanner.Settings(4096, None))
+      val plan = ScanPlanner.plan(IndexedSeq(store), IndexedSeq(window), ScanPlanner.Settings(4096, None, 64))
       val tasks = plan.tasks.collect { case RangeTask(0, a, b) => (a, b) }
       assert(plan.access == Seq("range") && tasks.length == plan.tasks.length && tasks.forall(t => t._2 - t._1 <= 4096))
       assert(inRanges(store, tasks) == ((100 until 130) :+ 597).map(offsets))
