@@ -17,7 +17,8 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   * Paths 2 and 3 also scan the records their index or queues cannot find, so they return the rows a scan
   * returns: path 3 the bytes no consume queue covers (`Store.uncoveredRanges`: transaction PREPARED /
   * ROLLBACK records, queues behind the log, topics without queue files), path 2 the part of those the index
-  * lacks (`Store.unindexedRanges`: ROLLBACK records, §5.4) and the log past the index's end. The index and
+  * lacks (`Store.unindexedRanges`: ROLLBACK records, §5.4; the log past the index's end is scanned by the
+  * probe itself, `Store.indexLookup`). The index and
   * queue tasks leave the scanned bytes out (`exclude`) and a note says they are scanned. Queue windows
   * (startingOffsets / endingOffsets) are positions in the queues: they select queue units only.
   * 4. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`).
@@ -35,7 +36,7 @@ object ScanPlanner {
   final val Uncovered =
     "not covered by consume queues (transaction PREPARED/ROLLBACK records, queues behind the log, " +
       "topics without queue files)"
-  final val Unindexed = "not in the index (transaction ROLLBACK records, the log past the index's end)"
+  final val Unindexed = "not in the index (transaction ROLLBACK records)"
 
   /** What a conjunction of predicates says about each plannable column. `probes`: (kind, values) in the
     * order met; `anyOf`: the branches of an OR whose every branch has points or probes.
@@ -249,8 +250,7 @@ object ScanPlanner {
     // without a topic predicate, every topic that can have indexed records
     val topics = b.topics.fold(store.indexedTopics.toIndexedSeq)(_.toIndexedSeq.sorted)
     // queue windows select queue units: never a ROLLBACK record (in no queue)
-    val unindexed = if (b.windows.isDefined) IndexedSeq.empty else Ranges.within(store.unindexedRanges, lo, hi)
-    val scanned = Ranges.union(unindexed, Ranges.within(Seq((store.indexTailStart, store.logEnd)), lo, hi))
+    val scanned = if (b.windows.isDefined) IndexedSeq.empty else Ranges.within(store.unindexedRanges, lo, hi)
     val probeTasks = probes match {
       case Seq((kind, values)) if values.size > settings.keyProbePartitionThreshold && points.isEmpty =>
         val buckets =

@@ -28,15 +28,6 @@ object Ranges {
     ranges.iterator.map { case (a, b) => (math.max(a, lo), math.min(b, hi)) }.filter { case (a, b) => a < b }
       .toIndexedSeq
 
-  /** The union of two sorted range lists, sorted, overlapping and touching ranges merged. */
-  def union(a: Seq[(Long, Long)], b: Seq[(Long, Long)]): IndexedSeq[(Long, Long)] = {
-    val out = mutable.ArrayBuffer.empty[(Long, Long)]
-    for ((s, e) <- (a ++ b).sortBy(_._1) if s < e)
-      if (out.nonEmpty && s <= out.last._2) out(out.length - 1) = (out.last._1, math.max(out.last._2, e))
-      else out += ((s, e))
-    out.toIndexedSeq
-  }
-
   /** Sorted offsets in [lo, hi) and outside every `exclude` range (sorted, disjoint). */
   def keep(offsets: Array[Long], lo: Long, hi: Long, exclude: IndexedSeq[(Long, Long)]): Array[Long] =
     offsets.filter { o =>

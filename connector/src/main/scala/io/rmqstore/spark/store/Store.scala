@@ -227,14 +227,22 @@ final class Store private (
       )
   }
 
-  /** Hash candidates of `topic#key` for every topic and key (§5.6), sorted and distinct, unconfirmed; the
-    * records after `indexTailStart` and the `unindexedRanges` are the caller's to scan. Raises
-    * IndexUnavailableException as `checkIndexAnswers`.
+  /** Offsets of the records that may have one of `keys` as a KEYS token or UNIQ_KEY in one of `topics`,
+    * sorted and distinct, unconfirmed: the index's hash candidates of `topic#key` (§5.6) and the records
+    * past its end (`indexTailStart`, scanned PERMISSIVE) whose topic and a token or UNIQ_KEY match. Not the
+    * `unindexedRanges` (ROLLBACK records), which are the caller's to scan. Raises IndexUnavailableException
+    * as `checkIndexAnswers`.
     */
   def indexLookup(topics: Seq[String], keys: Seq[String]): Array[Long] = {
     checkIndexAnswers()
-    val found = for (topic <- topics.iterator; key <- keys.iterator; o <- index.candidates(topic, key)) yield o
-    found.toArray.distinct.sorted
+    val found = mutable.ArrayBuilder.make[Long]
+    for (topic <- topics; key <- keys) found ++= index.candidates(topic, key)
+    val (topicSet, wanted) = (topics.toSet, keys.toSet)
+    scan(indexTailStart, logEnd, verifyCrc = false, permissive = true) { v =>
+      if (topicSet(v.topic) && (wanted(v.uniqKey) || Option(v.keys).exists(_.exists(wanted))))
+        found += v.physicalOffset
+    }
+    found.result().distinct.sorted
   }
 
   // ---- consume queues -------------------------------------------------------------------------
