@@ -59,8 +59,8 @@ final class RmqColumnarReader(
     case RangesTask(_, ranges) => scanChunks(ranges)
     case OffsetsTask(_, offsets) => readChunks(offsets, keep)
     case t: KeyProbeTask =>
-      val found = store.indexLookup(t.topics, t.values)
-      readChunks(Ranges.keep(found, t.lo, t.hi, t.exclude), keepOwned(t))
+      val found = store.indexLookup(t.topics, t.values, t.unindexed)
+      readChunks(found.filter(o => o >= t.lo && o < t.hi), keepOwned(t))
     case t: QueueSliceTask =>
       val phys = t.slices.iterator.flatMap(s => store.queueOffsets(s.topic, s.queueId, s.start, s.end, t.tags))
       readChunks(Ranges.keep(phys.toArray.distinct.sorted, t.lo, t.hi, t.exclude), keep)

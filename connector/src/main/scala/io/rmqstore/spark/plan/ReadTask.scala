@@ -4,9 +4,9 @@ import java.nio.charset.StandardCharsets.UTF_8
 
 /** The serializable units of work of a plan (one per Spark partition), as python/rmqstore/plan/tasks.py.
   * `store` indexes the read's store paths. `lo`/`hi` bound the commit-log offsets a task may return
-  * ([lo, hi)); `exclude` lists byte ranges [start, end) (sorted, disjoint) a queue or index task leaves
-  * out because the plan scans them in a `RangesTask` (bytes consume queues do not cover, or for an index
-  * task those the index lacks): each record is read by one task only.
+  * ([lo, hi)); `exclude` lists byte ranges [start, end) (sorted, disjoint) a queue task leaves out
+  * because the plan scans them in a `RangesTask` (bytes consume queues do not cover): each record is
+  * read by one task only.
   */
 sealed trait ReadTask extends Serializable { def store: Int }
 
@@ -25,7 +25,7 @@ final case class OffsetsTask(store: Int, offsets: Array[Long]) extends ReadTask
   * spread over `buckets` tasks by `ProbeBucket`; a record matching values of several buckets is returned
   * only by its owner, the bucket of its smallest matching token among `allValues`, so no row is read
   * twice. `kind`: "key", "uniqKey" or "keysContain" (the token a record is owned by: a KEYS token, or
-  * its UNIQ_KEY).
+  * its UNIQ_KEY). `unindexed`: the byte ranges the lookup scans for records the index lacks.
   */
 final case class KeyProbeTask(
     store: Int,
@@ -37,7 +37,7 @@ final case class KeyProbeTask(
     topics: IndexedSeq[String],
     lo: Long,
     hi: Long,
-    exclude: IndexedSeq[(Long, Long)]
+    unindexed: IndexedSeq[(Long, Long)]
 ) extends ReadTask
 
 /** Units [start, end) of one consume queue. */

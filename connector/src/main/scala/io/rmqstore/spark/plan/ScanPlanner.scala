@@ -16,10 +16,10 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   * 3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices.
   * Paths 2 and 3 also scan the records their index or queues cannot find, so they return the rows a scan
   * returns: path 3 the bytes no consume queue covers (`Store.uncoveredRanges`: transaction PREPARED /
-  * ROLLBACK records, queues behind the log, topics without queue files), path 2 the part of those the index
-  * lacks (`Store.unindexedRanges`: ROLLBACK records, §5.4; the log past the index's end is scanned by the
-  * probe itself, `Store.indexLookup`). The index and
-  * queue tasks leave the scanned bytes out (`exclude`) and a note says they are scanned. Queue windows
+  * ROLLBACK records, queues behind the log, topics without queue files) in range tasks, which the queue
+  * tasks leave out (`exclude`); path 2 the part of those the index lacks (`Store.unindexedRanges`:
+  * ROLLBACK records, §5.4) and the log past the index's end, inside the lookup (`Store.indexLookup`, as
+  * Python's `Store._lookup`), so a key lookup is one small task. A note says what is scanned. Queue windows
   * (startingOffsets / endingOffsets) are positions in the queues: they select queue units only.
   * 4. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`).
   * 5. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).
@@ -249,22 +249,28 @@ object ScanPlanner {
     }
     // without a topic predicate, every topic that can have indexed records
     val topics = b.topics.fold(store.indexedTopics.toIndexedSeq)(_.toIndexedSeq.sorted)
-    // queue windows select queue units: never a ROLLBACK record (in no queue)
-    val scanned = if (b.windows.isDefined) IndexedSeq.empty else Ranges.within(store.unindexedRanges, lo, hi)
+    // the index lacks ROLLBACK records, which the lookup scans for; queue windows never select one (in no queue)
+    val unindexed = if (b.windows.isDefined) IndexedSeq.empty else Ranges.within(store.unindexedRanges, lo, hi)
+    if (unindexed.nonEmpty) notes += scanNote(store, unindexed, Unindexed, "by the index lookup")
     val probeTasks = probes match {
       case Seq((kind, values)) if values.size > settings.keyProbePartitionThreshold && points.isEmpty =>
         val buckets =
           math.max(settings.minPartitions.getOrElse(1), ceilDiv(values.size, settings.keyProbePartitionThreshold).toInt)
         val grouped = values.groupBy(v => ProbeBucket(v, buckets))
         (0 until buckets).filter(grouped.contains).map { i =>
-          KeyProbeTask(index, kind, grouped(i), i, buckets, values.toSet, topics, lo, hi, scanned)
+          KeyProbeTask(index, kind, grouped(i), i, buckets, values.toSet, topics, lo, hi, unindexed)
         }
       case _ =>
-        val found = store.indexLookup(topics, probes.flatMap(_._2).distinct) ++ points
-        offsetTasks(index, Ranges.keep(found.distinct.sorted, lo, hi, scanned), settings)
+        val found = store.indexLookup(topics, probes.flatMap(_._2).distinct, unindexed) ++ points
+        offsetTasks(index, found.distinct.sorted.filter(o => o >= lo && o < hi), settings)
     }
-    Some(probeTasks ++ scanTasks(index, store, scanned, settings, notes, Unindexed))
+    Some(probeTasks)
   }
+
+  /** A note that `ranges` (the bytes `what` describes) are read `how`. */
+  private def scanNote(store: Store, ranges: Seq[(Long, Long)], what: String, how: String): String =
+    s"store ${store.root}: ${ranges.size} commit-log range(s), ${ranges.map(r => r._2 - r._1).sum} bytes, $what, " +
+      s"are scanned $how too: ${ranges.take(3).mkString("[", ", ", "]")}"
 
   /** `RangesTask`s over `ranges` (the bytes `what` describes): about `maxBytesPerPartition` bytes and at
     * most `RangesPerTask` ranges each.
@@ -278,8 +284,7 @@ object ScanPlanner {
       what: String
   ): Seq[ReadTask] = {
     if (ranges.isEmpty) return Seq.empty
-    notes += s"store ${store.root}: ${ranges.size} commit-log range(s), ${ranges.map(r => r._2 - r._1).sum} bytes, " +
-      s"$what, are scanned too: ${ranges.take(3).mkString("[", ", ", "]")}"
+    notes += scanNote(store, ranges, what, "by range tasks")
     val limit = settings.maxBytesPerPartition
     val tasks = Vector.newBuilder[ReadTask]
     var group = Vector.empty[(Long, Long)]

@@ -228,20 +228,24 @@ final class Store private (
   }
 
   /** Offsets of the records that may have one of `keys` as a KEYS token or UNIQ_KEY in one of `topics`,
-    * sorted and distinct, unconfirmed: the index's hash candidates of `topic#key` (§5.6) and the records
-    * past its end (`indexTailStart`, scanned PERMISSIVE) whose topic and a token or UNIQ_KEY match. Not the
-    * `unindexedRanges` (ROLLBACK records), which are the caller's to scan. Raises IndexUnavailableException
-    * as `checkIndexAnswers`.
+    * sorted and distinct, unconfirmed: the index's hash candidates of `topic#key` (§5.6), and the records
+    * the index lacks whose topic and a token or UNIQ_KEY match, found by scanning (PERMISSIVE) the
+    * `unindexed` ranges before the index's end (ROLLBACK records, §5.4: the caller's part of
+    * `unindexedRanges`) and the log past it (`indexTailStart`). Raises IndexUnavailableException as
+    * `checkIndexAnswers`.
     */
-  def indexLookup(topics: Seq[String], keys: Seq[String]): Array[Long] = {
+  def indexLookup(topics: Seq[String], keys: Seq[String], unindexed: Seq[(Long, Long)]): Array[Long] = {
     checkIndexAnswers()
     val found = mutable.ArrayBuilder.make[Long]
     for (topic <- topics; key <- keys) found ++= index.candidates(topic, key)
     val (topicSet, wanted) = (topics.toSet, keys.toSet)
-    scan(indexTailStart, logEnd, verifyCrc = false, permissive = true) { v =>
-      if (topicSet(v.topic) && (wanted(v.uniqKey) || Option(v.keys).exists(_.exists(wanted))))
-        found += v.physicalOffset
-    }
+    val tailStart = indexTailStart
+    val before = unindexed.iterator.filter(_._1 < tailStart).map { case (s, e) => (s, math.min(e, tailStart)) }
+    for ((start, end) <- before ++ Iterator((tailStart, logEnd)))
+      scan(start, end, verifyCrc = false, permissive = true) { v =>
+        if (topicSet(v.topic) && (wanted(v.uniqKey) || Option(v.keys).exists(_.exists(wanted))))
+          found += v.physicalOffset
+      }
     found.result().distinct.sorted
   }
 
