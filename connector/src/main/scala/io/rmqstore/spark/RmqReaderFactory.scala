@@ -14,17 +14,26 @@ import store.{Ranges, ScanStats}
 
 /** Columnar readers: each task's records are decoded in chunks, confirmed against every consumed
   * predicate (decoding their columns internally when Spark pruned them) and written to column vectors
-  * of the requested columns only.
+  * of the requested columns only. `hadoopConf`: the read's Hadoop configuration, None when every store
+  * is local (none needed).
   */
-class RmqReaderFactory(schema: StructType, options: RmqOptions, hadoopConf: Broadcast[SerializableConfiguration])
-    extends PartitionReaderFactory {
+class RmqReaderFactory(
+    schema: StructType,
+    options: RmqOptions,
+    hadoopConf: Option[Broadcast[SerializableConfiguration]]
+) extends PartitionReaderFactory {
   override def supportColumnarReads(partition: InputPartition): Boolean = true
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     throw new UnsupportedOperationException("rmqstore: the JVM engine reads columnar batches only")
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] =
-    new RmqColumnarReader(partition.asInstanceOf[RmqInputPartition], schema, options, hadoopConf.value.value)
+    new RmqColumnarReader(
+      partition.asInstanceOf[RmqInputPartition],
+      schema,
+      options,
+      hadoopConf.map(_.value.value).orNull
+    )
 }
 
 /** Reads one task chunk by chunk: commit-log ranges in `ScanChunkBytes` pieces (a piece owns the records

@@ -2,6 +2,7 @@ package io.rmqstore.spark
 
 import java.util.OptionalLong
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -12,6 +13,7 @@ import org.apache.spark.sql.internal.connector.SupportsMetadata
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
+import _root_.io.rmqstore.spark.io.StoreFileSystem
 import store.{Store, UnknownNameException}
 import plan._
 
@@ -42,14 +44,20 @@ class RmqScan(
   private def pushedText: String =
     pushed.map(p => PredicateTranslator.toV1(p).fold(p.toString)(_.toString)).mkString("[", ", ", "]")
 
-  private lazy val hadoopConf: Broadcast[SerializableConfiguration] = {
-    val spark = SparkSession.active
-    val conf = spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options))
-    spark.sparkContext.broadcast(new SerializableConfiguration(conf))
-  }
+  /** The Hadoop configuration of the read (the session's plus the S3A settings of the options). */
+  private lazy val hadoopConf: Configuration =
+    SparkSession.active.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options))
+
+  /** The configuration shipped to executors, only when a store is given by URI: local stores need none,
+    * and a broadcast costs a key lookup tens of milliseconds.
+    */
+  private lazy val executorConf: Option[Broadcast[SerializableConfiguration]] =
+    if (options.paths.exists(StoreFileSystem.isUri))
+      Some(SparkSession.active.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
+    else None
 
   private lazy val planned: (ReadPlan, IndexedSeq[(Long, Seq[Predicate])]) = {
-    val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf.value.value))
+    val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf))
     try {
       RmqScan.checkGroupKnown(stores, options.startingOffsets, RmqOptions.StartingOffsets)
       RmqScan.checkGroupKnown(stores, options.endingOffsets, RmqOptions.EndingOffsets)
@@ -101,7 +109,7 @@ class RmqScan(
     }.toArray
   }
 
-  override def createReaderFactory(): PartitionReaderFactory = new RmqReaderFactory(readSchema, options, hadoopConf)
+  override def createReaderFactory(): PartitionReaderFactory = new RmqReaderFactory(readSchema, options, executorConf)
 
   /** Bytes the plan reads: index lookups and point reads are small, so joins can broadcast them. */
   override def estimateStatistics(): Statistics = {
