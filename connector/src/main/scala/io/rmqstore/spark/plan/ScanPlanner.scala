@@ -226,8 +226,9 @@ object ScanPlanner {
       if (tokens.exists(_.isEmpty)) None else Some(tokens.map(_.get).distinct) // an all-space KEYS is not indexed
     }
 
-  /** Index probes of `probes` (kind -> values, their offsets united with `points`) plus scans of what the
-    * index cannot find; None (and a note) when the index cannot answer.
+  /** Index probes of `probes` (kind -> values, their offsets united with `points`), on the driver or, for
+    * many values of one kind, on executors; each probe also scans what the index lacks (`Store.indexLookup`).
+    * None (and a note) when the index cannot answer.
     */
   private def keyIndexTasks(
       index: Int,
