@@ -9,7 +9,7 @@ KEYS tokens) is the source's `keys` option. `msgId = v` compares the offsetMsgId
 into one IN query per fixture (one Spark job each) and the rows are grouped per value. The access path a
 read took comes from the source's `statsDir` diagnostics, so the pushdown variant is known to have
 used the index / offsets / consume queues and the other one a scan. Every test runs on both engines
-(the `engine_format` fixture); `JVM_ACCESS` lists the access paths the JVM engine still lacks.
+(the `engine_format` fixture), with the same expected access paths.
 Fixtures: README.md.
 """
 
@@ -39,15 +39,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rmqstore.format.table import COLUMN_NAMES
-from rmqstore.spark.jar import PROVIDER_CLASS
 
 pytestmark = pytest.mark.spark
 
 PUSHDOWN = [pytest.param(True, id="pushdown"), pytest.param(False, id="no-pushdown")]
-JVM_ACCESS = {"key-index": "scan", "queues": "scan"}
-"""The JVM engine confirms key / uniqKey / topic predicates over a scan: it has no index or consume-queue
-path yet (it would also have to scan the ranges those lack, see python/rmqstore/plan/planner.py).
-Delete an entry when the JVM planner gains that path."""
 
 
 class Read:
@@ -57,7 +52,6 @@ class Read:
                  **options: str):
         self.pushdown = pushdown
         self.stats_dir = stats_dir
-        self.jvm = fmt == PROVIDER_CLASS
         reader = spark.read.format(fmt).option("statsDir", str(stats_dir))
         if not pushdown:
             reader = reader.option("pushdown", "false")
@@ -70,8 +64,6 @@ class Read:
         events = [json.loads(line) for path in self.stats_dir.glob("*.jsonl") for line in path.open()]
         plans = [e for e in events if e["event"] == "plan"]
         assert plans, "the source wrote no plan diagnostics"
-        if self.jvm:
-            pushed_access = JVM_ACCESS.get(pushed_access, pushed_access)
         for plan in plans:
             assert bool(plan["pushed"]) == self.pushdown, plan
             assert plan["access"] == [pushed_access if self.pushdown else "scan"], plan

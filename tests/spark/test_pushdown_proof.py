@@ -1,8 +1,8 @@
 """Pushdown proven by what was read (statsDir JSON lines), explain(), and the disabled-conf path.
 
-The access-path proofs read the Python engine (`rmqstore_python`): they name its plan's access
-paths and task kinds. explain() is the contract's, on both engines; Spark's conf for Python sources'
-pushdown applies to the Python engine only."""
+The proofs of what was read run on both engines (the `engine_format` fixture); those naming the
+Python plan's task kinds read `rmqstore_python`. Spark's conf for Python sources' pushdown applies to
+the Python engine only."""
 
 from __future__ import annotations
 
@@ -25,33 +25,38 @@ def _read(spark: SparkSession, store: Path, stats_dir: Path, fmt: str = "rmqstor
     return reader.load(str(store))
 
 
-def test_key_lookup_decodes_only_candidates(spark: SparkSession, small_store: Path, tmp_path: Path) -> None:
+def test_key_lookup_decodes_only_candidates(spark: SparkSession, small_store: Path, engine_format: str,
+                                            tmp_path: Path) -> None:
     rows = store_rows(small_store)
     key = next(r["keys"][0] for r in rows if r["keys"])
     expected = expected_offsets(rows, lambda r: r["key"] == key)
-    got = [r.commitLogOffset for r in _read(spark, small_store, tmp_path / "on")
+    got = [r.commitLogOffset for r in _read(spark, small_store, tmp_path / "on", engine_format)
            .where(F.col("key") == key).select("commitLogOffset").collect()]
     assert sorted(got) == expected
     plan = [r for r in read_stats(tmp_path / "on") if r["event"] == "plan"]
     assert plan[-1]["access"] == ["key-index"]
     containing = len([r for r in rows if key in (r["keys"] or [])])
     assert _decoded(tmp_path / "on") <= 2 * containing < len(rows)
-    _read(spark, small_store, tmp_path / "off", pushdown="false").where(F.col("key") == key).count()
+    off = _read(spark, small_store, tmp_path / "off", engine_format, pushdown="false")
+    off.where(F.col("key") == key).count()
     assert _decoded(tmp_path / "off") >= len(rows)
 
 
-def test_time_window_reads_a_slice_of_the_log(spark: SparkSession, small_store: Path, tmp_path: Path) -> None:
+def test_time_window_reads_a_slice_of_the_log(spark: SparkSession, small_store: Path, engine_format: str,
+                                              tmp_path: Path) -> None:
     rows = store_rows(small_store)
     times = sorted(r["storeTimestamp"] for r in rows)
     lo, hi = times[len(times) // 2], times[len(times) // 2 + 20]
-    got = _read(spark, small_store, tmp_path).where(F.col("storeTimestamp").between(lo, hi)).count()
+    df = _read(spark, small_store, tmp_path, engine_format)
+    got = df.where(F.col("storeTimestamp").between(lo, hi)).count()
     assert got == len(expected_offsets(rows, lambda r: lo <= r["storeTimestamp"] <= hi))
     assert _decoded(tmp_path) < len(rows) // 2
 
 
-def test_topic_reads_only_its_consume_queues(spark: SparkSession, small_store: Path, tmp_path: Path) -> None:
+def test_topic_reads_only_its_consume_queues(spark: SparkSession, small_store: Path, engine_format: str,
+                                             tmp_path: Path) -> None:
     rows = store_rows(small_store)
-    got = _read(spark, small_store, tmp_path).where(F.col("topic") == "TopicB").count()
+    got = _read(spark, small_store, tmp_path, engine_format).where(F.col("topic") == "TopicB").count()
     assert got == len(expected_offsets(rows, lambda r: r["topic"] == "TopicB"))
     assert _decoded(tmp_path) == got
     assert [r for r in read_stats(tmp_path) if r["event"] == "plan"][-1]["access"] == ["queues"]
@@ -76,20 +81,21 @@ def test_reads_work_with_the_pushdown_conf_off(spark: SparkSession, small_store:
 
 
 def test_keys_option_finds_messages_having_the_key_among_several(spark: SparkSession, small_store: Path,
-                                                                 tmp_path: Path) -> None:
+                                                                 engine_format: str, tmp_path: Path) -> None:
     rows = store_rows(small_store)
-    got = sorted(r.commitLogOffset for r in _read(spark, small_store, tmp_path, keys="k3,k4")
+    got = sorted(r.commitLogOffset for r in _read(spark, small_store, tmp_path, engine_format, keys="k3,k4")
                  .select("commitLogOffset").collect())
     assert got == expected_offsets(rows, lambda r: {"k3", "k4"} & set(r["keys"] or []))
     assert any(len(r["keys"] or []) > 1 for r in rows if r["commitLogOffset"] in got)
     assert [r for r in read_stats(tmp_path) if r["event"] == "plan"][-1]["access"] == ["key-index"]
 
 
-def test_many_keys_are_probed_on_executors_by_hash(spark: SparkSession, small_store: Path,
+def test_many_keys_are_probed_on_executors_by_hash(spark: SparkSession, small_store: Path, engine_format: str,
                                                    tmp_path: Path) -> None:
     rows = store_rows(small_store)
     keys = sorted({r["key"] for r in rows if r["key"]}) + [f"absent-{i}" for i in range(200)]
-    got = _read(spark, small_store, tmp_path, keyProbePartitionThreshold="50").where(F.col("key").isin(keys))
+    df = _read(spark, small_store, tmp_path, engine_format, keyProbePartitionThreshold="50")
+    got = df.where(F.col("key").isin(keys))
     assert got.count() == len(expected_offsets(rows, lambda r: r["key"] in keys))
     tasks = {r["task"] for r in read_stats(tmp_path) if r["event"] == "read"}
     assert tasks == {"KeyProbeTask"}

@@ -4,7 +4,8 @@ import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, Cus
 
 /** Metrics of the scan node in the SQL tab. Spark instantiates them by class name (public, top-level,
   * no-arg constructor), so each metric is a class that only names itself; tasks report values through
-  * `PartitionReader.currentMetricsValues`. (No index-probe metric until the planner probes the index.)
+  * `PartitionReader.currentMetricsValues`. The access path of each store (index probe, consume queues,
+  * ranges, scan) is in the plan line of `statsDir` and the driver log.
   */
 abstract class RmqSumMetric(metricName: String, text: String) extends CustomSumMetric {
   override def name(): String = metricName

@@ -9,27 +9,36 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.SerializableConfiguration
 
 import format.RecordView
-import plan.{Confirm, OffsetsTask, RangeTask}
-import store.ScanStats
+import plan.{Confirm, KeyProbeTask, OffsetsTask, ProbeBucket, QueueSliceTask, RangeTask, RangesTask}
+import store.{Ranges, ScanStats}
 
 /** Columnar readers: each task's records are decoded in chunks, confirmed against every consumed
   * predicate (decoding their columns internally when Spark pruned them) and written to column vectors
-  * of the requested columns only.
+  * of the requested columns only. `hadoopConf`: the read's Hadoop configuration, None when every store
+  * is local (none needed).
   */
-class RmqReaderFactory(schema: StructType, options: RmqOptions, hadoopConf: Broadcast[SerializableConfiguration])
-    extends PartitionReaderFactory {
+class RmqReaderFactory(
+    schema: StructType,
+    options: RmqOptions,
+    hadoopConf: Option[Broadcast[SerializableConfiguration]]
+) extends PartitionReaderFactory {
   override def supportColumnarReads(partition: InputPartition): Boolean = true
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     throw new UnsupportedOperationException("rmqstore: the JVM engine reads columnar batches only")
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] =
-    new RmqColumnarReader(partition.asInstanceOf[RmqInputPartition], schema, options, hadoopConf.value.value)
+    new RmqColumnarReader(
+      partition.asInstanceOf[RmqInputPartition],
+      schema,
+      options,
+      hadoopConf.map(_.value.value).orNull
+    )
 }
 
 /** Reads one task chunk by chunk: commit-log ranges in `ScanChunkBytes` pieces (a piece owns the records
-  * starting in it), offsets in `OffsetsChunk` pieces; user-typed offsets that are not record starts give
-  * no row.
+  * starting in it), offsets in `OffsetsChunk` pieces (from the task, the index probe it makes or the
+  * consume-queue units it names); offsets that are not record starts give no row.
   */
 final class RmqColumnarReader(
     partition: RmqInputPartition,
@@ -48,53 +57,64 @@ final class RmqColumnarReader(
   private var rows = 0L
   private var current: ColumnarBatch = _
 
-  /** Next position to read: a commit-log offset (ranges; `Store.scan` resyncs it) or an index into the
-    * offsets.
-    */
-  private var cursor: Long = partition.task match {
-    case RangeTask(_, start, _) => start
-    case _ => 0L
-  }
-
   private val keep: RecordView => Unit = { r =>
     decoded += 1
     if (Confirm.matches(r, predicates)) writer.append(r) else rejected += 1
   }
 
-  override def next(): Boolean = {
-    writer.reset()
-    var more = true
-    while (writer.numRows == 0 && more) more = readChunk()
-    current = writer.flush()
-    rows += current.numRows()
-    current.numRows() > 0
+  /** The task as a sequence of chunks, each read into the writer when pulled. */
+  private lazy val chunks: Iterator[Unit] = partition.task match {
+    case RangeTask(_, start, end) => scanChunks(IndexedSeq((start, end)))
+    case RangesTask(_, ranges) => scanChunks(ranges)
+    case OffsetsTask(_, offsets) => readChunks(offsets, keep)
+    case t: KeyProbeTask =>
+      val found = store.indexLookup(t.topics, t.values, t.unindexed)
+      readChunks(found.filter(o => o >= t.lo && o < t.hi), keepOwned(t))
+    case t: QueueSliceTask =>
+      val phys = t.slices.iterator.flatMap(s => store.queueOffsets(s.topic, s.queueId, s.start, s.end, t.tags))
+      readChunks(Ranges.keep(phys.toArray.distinct.sorted, t.lo, t.hi, t.exclude), keep)
   }
 
-  /** Reads one chunk into the writer; false when the task is done. */
-  private def readChunk(): Boolean = partition.task match {
-    case RangeTask(_, _, end) =>
+  /** Commit-log ranges in `ScanChunkBytes` pieces; a record straddling a piece's end belongs to it. */
+  private def scanChunks(ranges: IndexedSeq[(Long, Long)]): Iterator[Unit] = ranges.iterator.flatMap {
+    case (start, end) =>
       val stop = math.min(end, partition.logEnd)
-      if (cursor >= stop) false
-      else {
+      var cursor = start
+      Iterator.continually(()).takeWhile(_ => cursor < stop).map { _ =>
         val to = math.min(stop, cursor + ScanChunkBytes)
         var last = -1L
         stats.add(store.scan(cursor, to, options.verifyCrc, options.permissive) { r =>
           last = r.physicalOffset + r.totalSize
           keep(r)
         })
-        cursor = math.max(to, last) // a record straddling `to` belongs to this chunk
-        true
+        cursor = math.max(to, last)
       }
-    case OffsetsTask(_, offsets, userPoints) =>
-      if (cursor >= offsets.length) false
-      else {
-        val from = cursor.toInt
-        val until = math.min(offsets.length, from + OffsetsChunk)
-        val chunk = offsets.slice(from, until)
-        stats.add(store.readAt(chunk, options.verifyCrc, options.permissive, strict = !userPoints)(keep))
-        cursor = until
-        true
-      }
+  }
+
+  /** Offsets in `OffsetsChunk` pieces; an offset that is not a record start gives no row. */
+  private def readChunks(offsets: Array[Long], f: RecordView => Unit): Iterator[Unit] =
+    offsets.grouped(OffsetsChunk).map { chunk =>
+      stats.add(store.readAt(chunk, options.verifyCrc, options.permissive, strict = false)(f))
+    }
+
+  /** Confirmed records that this probe task owns (see `KeyProbeTask`): the bucket of the smallest of the
+    * record's tokens among all the read's probe values.
+    */
+  private def keepOwned(t: KeyProbeTask): RecordView => Unit = { r =>
+    decoded += 1
+    if (Confirm.matches(r, predicates)) {
+      val tokens = if (t.kind == "uniqKey") Option(r.uniqKey).toSeq else Option(r.keys).toSeq.flatten
+      val matching = tokens.filter(t.allValues.contains)
+      if (matching.nonEmpty && ProbeBucket(matching.min, t.buckets) == t.bucket) writer.append(r)
+    } else rejected += 1
+  }
+
+  override def next(): Boolean = {
+    writer.reset()
+    while (writer.numRows == 0 && chunks.hasNext) chunks.next()
+    current = writer.flush()
+    rows += current.numRows()
+    current.numRows() > 0
   }
 
   override def get(): ColumnarBatch = current

@@ -2,6 +2,7 @@ package io.rmqstore.spark
 
 import java.util.OptionalLong
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -13,9 +14,10 @@ import org.apache.spark.sql.internal.connector.SupportsMetadata
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
+import _root_.io.rmqstore.spark.io.StoreFileSystem
 import store.{Store, UnknownNameException}
 import stream.RmqMicroBatchStream
-import plan.{OffsetsTask, OptionPredicates, Predicate, RangeTask, ReadPlan, ScanPlanner}
+import plan._
 
 /** One planned batch read: the plan is made once per scan (stores opened on the driver, closed after
   * planning); explain("formatted") shows PushedFilters through `SupportsMetadata`, like the Python
@@ -34,9 +36,13 @@ class RmqScan(
     this
   }
 
-  /** A stream of the stores (no pushdown in streams: `consumed` is empty, the schema prunes columns). */
-  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream =
-    new RmqMicroBatchStream(readSchema, options, checkpointLocation, hadoopConf)
+  /** A stream of the stores (no pushdown in streams: `consumed` is empty, the schema prunes columns); its
+    * triggers share one broadcast of the Hadoop configuration.
+    */
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    val conf = SparkSession.active.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))
+    new RmqMicroBatchStream(readSchema, options, checkpointLocation, conf)
+  }
 
   override def description(): String = s"rmqstore [${options.paths.mkString(", ")}] PushedFilters: $pushedText"
 
@@ -49,15 +55,21 @@ class RmqScan(
   private def pushedText: String =
     pushed.map(p => PredicateTranslator.toV1(p).fold(p.toString)(_.toString)).mkString("[", ", ", "]")
 
-  private lazy val hadoopConf: Broadcast[SerializableConfiguration] = {
-    val spark = SparkSession.active
-    val conf = spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options))
-    spark.sparkContext.broadcast(new SerializableConfiguration(conf))
-  }
+  /** The Hadoop configuration of the read (the session's plus the S3A settings of the options). */
+  private lazy val hadoopConf: Configuration =
+    SparkSession.active.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options))
+
+  /** The configuration shipped to executors, only when a store is given by URI: local stores need none,
+    * and a broadcast costs a key lookup tens of milliseconds.
+    */
+  private lazy val executorConf: Option[Broadcast[SerializableConfiguration]] =
+    if (options.paths.exists(StoreFileSystem.isUri))
+      Some(SparkSession.active.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
+    else None
 
   private lazy val planned: (ReadPlan, IndexedSeq[(Long, Seq[Predicate])]) = {
     RmqScan.checkBatchOffsets(options)
-    val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf.value.value))
+    val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf))
     try {
       RmqScan.checkGroupKnown(stores, options.startingOffsets, RmqOptions.StartingOffsets)
       RmqScan.checkGroupKnown(stores, options.endingOffsets, RmqOptions.EndingOffsets)
@@ -65,7 +77,7 @@ class RmqScan(
       val plan = ScanPlanner.plan(
         stores,
         perStore.map(_._2),
-        ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions)
+        ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions, options.keyProbePartitionThreshold)
       )
       report(plan)
       (plan, perStore)
@@ -74,9 +86,13 @@ class RmqScan(
 
   /** One log line and one statsDir "plan" line per planned scan. */
   private def report(plan: ReadPlan): Unit = {
-    val rangeBytes = plan.tasks.collect { case RangeTask(_, s, e) => e - s }.sum
+    val rangeBytes = plan.tasks.collect {
+      case RangeTask(_, s, e) => e - s
+      case RangesTask(_, ranges) => ranges.map { case (s, e) => e - s }.sum
+    }.sum
     logInfo(s"rmqstore plan: access=${plan.access.mkString(",")} tasks=${plan.tasks.size} pushed filters: " +
       consumed.map(Predicate.describe).mkString("; "))
+    plan.notes.foreach(note => logInfo(s"rmqstore plan: $note"))
     StatsLog.write(
       options.statsDir,
       Map(
@@ -105,14 +121,17 @@ class RmqScan(
     }.toArray
   }
 
-  override def createReaderFactory(): PartitionReaderFactory = new RmqReaderFactory(readSchema, options, hadoopConf)
+  override def createReaderFactory(): PartitionReaderFactory = new RmqReaderFactory(readSchema, options, executorConf)
 
   /** Bytes the plan reads: index lookups and point reads are small, so joins can broadcast them. */
   override def estimateStatistics(): Statistics = {
     val (plan, _) = planned
     val bytes = plan.tasks.map {
       case RangeTask(_, s, e) => e - s
-      case OffsetsTask(_, offsets, _) => offsets.length.toLong * RmqScan.PointReadBytes
+      case RangesTask(_, ranges) => ranges.map { case (s, e) => e - s }.sum
+      case OffsetsTask(_, offsets) => offsets.length.toLong * RmqScan.PointReadBytes
+      case t: KeyProbeTask => t.values.size.toLong * RmqScan.PointReadBytes
+      case t: QueueSliceTask => t.slices.map(s => s.end - s.start).sum * RmqScan.PointReadBytes
     }.sum
     new Statistics {
       override def sizeInBytes(): OptionalLong = OptionalLong.of(bytes)

@@ -1,19 +1,107 @@
 package io.rmqstore.spark.plan
 
+import java.nio.charset.StandardCharsets.UTF_8
+
 /** The serializable units of work of a plan (one per Spark partition), as python/rmqstore/plan/tasks.py.
-  * `store` indexes the read's store paths.
+  * `store` indexes the read's store paths. `lo`/`hi` bound the commit-log offsets a task may return
+  * ([lo, hi)); `exclude` lists byte ranges [start, end) (sorted, disjoint) a queue task leaves out
+  * because the plan scans them in a `RangesTask` (bytes consume queues do not cover): each record is
+  * read by one task only.
   */
 sealed trait ReadTask extends Serializable { def store: Int }
 
-/** Scan the commit log over [start, end): the records starting in it (start is a record start). */
+/** Scan the commit log over [start, end): the records starting in it (start is resynced to a record). */
 final case class RangeTask(store: Int, start: Long, end: Long) extends ReadTask
 
-/** Read the records at these physical offsets (ascending). `userPoints`: the offsets come from the
-  * query (msgId / commitLogOffset values) and may not be record starts; such offsets give no row.
-  */
-final case class OffsetsTask(store: Int, offsets: Array[Long], userPoints: Boolean) extends ReadTask
+/** Scan several commit-log byte ranges [start, end), ascending. */
+final case class RangesTask(store: Int, ranges: IndexedSeq[(Long, Long)]) extends ReadTask
 
-/** The tasks of one read and how they were chosen: per store the access path ("offsets", "range",
-  * "scan", "empty"), and notes worth a log line.
+/** Read the records at these physical offsets (ascending). They may not be record starts (msgId /
+  * commitLogOffset values of the query, unconfirmed index candidates): such offsets give no row.
+  */
+final case class OffsetsTask(store: Int, offsets: Array[Long]) extends ReadTask
+
+/** Probe the index for `values` on the executor, then read the candidates. The probe values of a read are
+  * spread over `buckets` tasks by `ProbeBucket`; a record matching values of several buckets is returned
+  * only by its owner, the bucket of its smallest matching token among `allValues`, so no row is read
+  * twice. `kind`: "key", "uniqKey" or "keysContain" (the token a record is owned by: a KEYS token, or
+  * its UNIQ_KEY). `unindexed`: the byte ranges the lookup scans for records the index lacks.
+  */
+final case class KeyProbeTask(
+    store: Int,
+    kind: String,
+    values: IndexedSeq[String],
+    bucket: Int,
+    buckets: Int,
+    allValues: Set[String],
+    topics: IndexedSeq[String],
+    lo: Long,
+    hi: Long,
+    unindexed: IndexedSeq[(Long, Long)]
+) extends ReadTask
+
+/** Units [start, end) of one consume queue. */
+final case class QueueSlice(topic: String, queueId: Int, start: Long, end: Long)
+
+/** Read the records these consume-queue slices point to (tagsCode-prefiltered with `tags`). */
+final case class QueueSliceTask(
+    store: Int,
+    slices: IndexedSeq[QueueSlice],
+    tags: Option[Seq[String]],
+    lo: Long,
+    hi: Long,
+    exclude: IndexedSeq[(Long, Long)]
+) extends ReadTask
+
+/** The tasks of one read and how they were chosen: per store the access path ("offsets", "key-index",
+  * "queues", "range", "scan", "empty"), and notes worth a log line (fallbacks, ranges scanned too).
   */
 final case class ReadPlan(tasks: IndexedSeq[ReadTask], access: IndexedSeq[String], notes: IndexedSeq[String])
+
+/** The stable bucket of a probe value: MurmurHash3 x86_32 (seed 0) of its UTF-8 bytes, unsigned, modulo
+  * the bucket count; the same function as python/rmqstore/plan/tasks.py `probe_bucket` (mmh3.hash with
+  * signed=False), so both engines split the values of a large IN list the same way.
+  */
+object ProbeBucket {
+  def apply(value: String, buckets: Int): Int =
+    java.lang.Long.remainderUnsigned(Integer.toUnsignedLong(murmur3(value.getBytes(UTF_8))), buckets.toLong).toInt
+
+  /** MurmurHash3_x86_32 with seed 0 (Austin Appleby's reference, little-endian blocks). */
+  def murmur3(data: Array[Byte]): Int = {
+    val c1 = 0xcc9e2d51
+    val c2 = 0x1b873593
+    var h = 0
+    val blocks = data.length / 4
+    var i = 0
+    while (i < blocks) {
+      val at = 4 * i
+      var k = (data(at) & 0xff) | (data(at + 1) & 0xff) << 8 | (data(at + 2) & 0xff) << 16 | (data(at + 3) & 0xff) << 24
+      k *= c1
+      k = Integer.rotateLeft(k, 15)
+      k *= c2
+      h ^= k
+      h = Integer.rotateLeft(h, 13)
+      h = h * 5 + 0xe6546b64
+      i += 1
+    }
+    val tail = 4 * blocks
+    var k = 0
+    val rest = data.length & 3
+    if (rest >= 3) k ^= (data(tail + 2) & 0xff) << 16
+    if (rest >= 2) k ^= (data(tail + 1) & 0xff) << 8
+    if (rest >= 1) {
+      k ^= data(tail) & 0xff
+      k *= c1
+      k = Integer.rotateLeft(k, 15)
+      k *= c2
+      h ^= k
+    }
+    h ^= data.length
+    h ^= h >>> 16
+    h *= 0x85ebca6b
+    h ^= h >>> 13
+    h *= 0xc2b2ae35
+    h ^= h >>> 16
+    h
+  }
+}

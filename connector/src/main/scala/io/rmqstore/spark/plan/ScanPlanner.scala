@@ -1,74 +1,155 @@
 package io.rmqstore.spark.plan
 
 import io.rmqstore.spark.format.MsgId
-import io.rmqstore.spark.store.Store
+import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
 
-/** Predicates -> read tasks, per store: the JVM twin of python/rmqstore/plan/planner.py, without its
-  * index and consume-queue paths so far.
+/** Predicates -> read tasks, per store: the JVM twin of python/rmqstore/plan/planner.py (design §3).
   *
+  * Access paths, most selective first; the first one that applies is used and the others only bound it:
   * 1. `commitLogOffset` / `msgId` points (also an OR whose every branch has points): read those offsets.
-  * 2. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`:
-  *    one range unless the broker's clock stepped back), intersected with the offset bounds.
-  * 3. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).
-  * `key` / `uniqKey` / `topic` / `queueId` / `queueOffset` / `tags` predicates are consumed but only
-  * confirmed: the Python planner's index probes and consume-queue slices must also scan the records
-  * the index and queues lack (transaction PREPARED / ROLLBACK records, queues behind the log), which
-  * needs the store's coverage ranges; until the JVM store has them these predicates read a scan, which
-  * returns what a scan returns by construction. The reader confirms every row against all predicates.
+  * 2. `key` / `uniqKey` values, or `KeysContainAny` (the `keys` option): index probe, planned here when
+  *    there are at most `keyProbePartitionThreshold` values (the index files are mapped, §5.6 chain walk),
+  *    else on the executors, split by `ProbeBucket`. `key = v` probes v's first KEYS token (a record whose
+  *    whole KEYS string is v is indexed under each token) and is confirmed on the whole string. An OR whose
+  *    every branch has points or probe values reads the union of its branches' offsets. A damaged index,
+  *    or a log running far past the index's end, falls back to the next path and says so in `notes`.
+  * 3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices.
+  * Paths 2 and 3 also scan the records their index or queues cannot find, so they return the rows a scan
+  * returns: path 3 the bytes no consume queue covers (`Store.uncoveredRanges`: transaction PREPARED /
+  * ROLLBACK records, queues behind the log, topics without queue files) in range tasks, which the queue
+  * tasks leave out (`exclude`); path 2 the part of those the index lacks (`Store.unindexedRanges`:
+  * ROLLBACK records, §5.4) and the log past the index's end, inside the lookup (`Store.indexLookup`, as
+  * Python's `Store._lookup`), so a key lookup is one small task. A note says what is scanned. Queue windows
+  * (startingOffsets / endingOffsets) are positions in the queues: they select queue units only.
+  * 4. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`).
+  * 5. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).
+  * Index candidates are hash matches: the reader confirms every row of every task against all predicates.
   */
 object ScanPlanner {
   val OffsetsPerTask = 200000
+  val RangesPerTask = 10000
+  val UnitsPerQueueTask = 1000000L
 
-  final case class Settings(maxBytesPerPartition: Long, minPartitions: Option[Int])
+  /** `keyProbePartitionThreshold`: up to this many probe values are probed while planning, more on executors. */
+  final case class Settings(maxBytesPerPartition: Long, minPartitions: Option[Int], keyProbePartitionThreshold: Int)
 
+  final val Uncovered =
+    "not covered by consume queues (transaction PREPARED/ROLLBACK records, queues behind the log, " +
+      "topics without queue files)"
+  final val Unindexed = "not in the index (transaction ROLLBACK records)"
+
+  /** What a conjunction of predicates says about each plannable column. `probes`: (kind, values) in the
+    * order met; `anyOf`: the branches of an OR whose every branch has points or probes.
+    */
   private final case class Bounds(
-      points: Option[Set[Long]],
-      lo: Option[Long],
-      hi: Option[Long],
-      beginMs: Option[Long],
-      endMs: Option[Long]
-  )
+      points: Option[Set[Long]] = None,
+      lo: Option[Long] = None,
+      hi: Option[Long] = None,
+      beginMs: Option[Long] = None,
+      endMs: Option[Long] = None,
+      probes: Vector[(String, IndexedSeq[String])] = Vector.empty,
+      topics: Option[Set[String]] = None,
+      queueIds: Option[Set[Int]] = None,
+      queueLo: Option[Long] = None,
+      queueHi: Option[Long] = None,
+      tags: Option[Set[String]] = None,
+      windows: Option[IndexedSeq[QueueWindow]] = None,
+      anyOf: Option[IndexedSeq[Bounds]] = None
+  ) {
+    def empty: Boolean = points.exists(_.isEmpty) || topics.exists(_.isEmpty) || queueIds.exists(_.isEmpty) ||
+      tags.exists(_.isEmpty)
 
-  def plan(stores: IndexedSeq[Store], predicates: IndexedSeq[Seq[Predicate]], settings: Settings): ReadPlan = {
-    val perStore = stores.indices.map(i => planStore(i, stores(i), bounds(predicates(i)), settings))
-    ReadPlan(perStore.flatMap(_._2), perStore.map(_._1), IndexedSeq.empty)
+    /** The shorter of two value lists for the same probe kind (both are confirmed anyway). */
+    def probe(kind: String, values: IndexedSeq[String]): Bounds = probes.indexWhere(_._1 == kind) match {
+      case -1 => copy(probes = probes :+ (kind -> values))
+      case i => if (values.size < probes(i)._2.size) copy(probes = probes.updated(i, kind -> values)) else this
+    }
   }
 
+  def plan(stores: IndexedSeq[Store], predicates: IndexedSeq[Seq[Predicate]], settings: Settings): ReadPlan = {
+    val notes = Vector.newBuilder[String]
+    val perStore = stores.indices.map(i => planStore(i, stores(i), bounds(predicates(i)), settings, notes))
+    ReadPlan(perStore.flatMap(_._2), perStore.map(_._1), notes.result())
+  }
+
+  private def intersect[T](current: Option[Set[T]], values: Set[T]): Option[Set[T]] =
+    Some(current.fold(values)(_ intersect values))
+
   private def bounds(predicates: Seq[Predicate]): Bounds =
-    predicates.foldLeft(Bounds(None, None, None, None, None)) { (b, p) =>
-      def points(values: Set[Long]) = b.copy(points = Some(b.points.fold(values)(_ intersect values)))
+    predicates.foldLeft(Bounds()) { (b, p) =>
       p match {
+        case NotNull(_) => b
+        case QueueWindows(ws) => b.copy(windows = Some(b.windows.fold(ws)(intersectWindows(_, ws))))
+        case KeysContainAny(vs) => b.probe("keysContain", vs)
         case AnyOf(branches) =>
-          val branchPoints = branches.map(bounds(_).points)
-          if (branchPoints.forall(_.isDefined)) points(branchPoints.flatMap(_.get).toSet) else b
-        case Compare("commitLogOffset", Predicate.Eq, v: Long) => points(Set(v))
-        case InSet("commitLogOffset", vs) => points(vs.collect { case v: Long => v }.toSet)
-        case Compare("msgId", Predicate.Eq, v: String) => points(msgIdOffsets(Seq(v)))
-        case InSet("msgId", vs) => points(msgIdOffsets(vs.collect { case v: String => v }))
-        case Compare("commitLogOffset", op, v: Long) =>
-          val (lo, hi) = range(op, v)
-          b.copy(lo = tighter(b.lo, lo, math.max), hi = tighter(b.hi, hi, math.min))
-        case Compare("storeTimestamp", op, v: Long) =>
-          val (lo, hi) = if (op == Predicate.Eq) (Some(v), Some(v + 1)) else range(op, v)
-          val begin = lo.map(us => Math.floorDiv(us + 999, 1000L)) // µs -> ms, inclusive
-          val end = hi.map(us => Math.floorDiv(us + 999, 1000L) - 1) // exclusive µs -> inclusive ms
-          b.copy(beginMs = tighter(b.beginMs, begin, math.max), endMs = tighter(b.endMs, end, math.min))
-        case InSet("storeTimestamp", vs) =>
-          val micros = vs.collect { case v: Long => v }
-          val begin = Some(Math.floorDiv(micros.min + 999, 1000L))
-          val end = Some(Math.floorDiv(micros.max + 1 + 999, 1000L) - 1)
-          b.copy(beginMs = tighter(b.beginMs, begin, math.max), endMs = tighter(b.endMs, end, math.min))
-        case _ => b
+          val bs = branches.map(bounds)
+          if (bs.forall(_.points.isDefined)) b.copy(points = intersect(b.points, bs.flatMap(_.points.get).toSet))
+          else if (b.anyOf.isEmpty && bs.forall(x => x.points.isDefined || x.probes.nonEmpty)) b.copy(anyOf = Some(bs))
+          else b
+        case other => column(b, other)
       }
     }
 
+  private def column(b: Bounds, p: Predicate): Bounds = {
+    val (name, values) = p match {
+      case InSet(c, vs) => (c, Some(vs))
+      case Compare(c, Predicate.Eq, v) => (c, Some(IndexedSeq(v)))
+      case Compare(c, _, _) => (c, None)
+      case _ => return b
+    }
+    def longs = values.get.collect { case v: Long => v }
+    def strings = values.get.collect { case v: String => v }
+    (name, values) match {
+      case ("commitLogOffset", Some(_)) => b.copy(points = intersect(b.points, longs.toSet))
+      case ("commitLogOffset", None) =>
+        val (lo, hi) = intRange(p)
+        b.copy(lo = tighter(b.lo, lo, math.max), hi = tighter(b.hi, hi, math.min))
+      case ("msgId", Some(_)) => b.copy(points = intersect(b.points, msgIdOffsets(strings)))
+      case ("key", Some(_)) => b.probe("key", strings)
+      case ("uniqKey", Some(_)) => b.probe("uniqKey", strings)
+      case ("topic", Some(_)) => b.copy(topics = intersect(b.topics, strings.toSet))
+      case ("tags", Some(_)) => b.copy(tags = intersect(b.tags, strings.toSet))
+      case ("queueId", Some(_)) => b.copy(queueIds = intersect(b.queueIds, longs.map(_.toInt).toSet))
+      case ("queueId", None) =>
+        val (lo, hi) = intRange(p)
+        val ids = (math.max(lo.getOrElse(0L), 0L) until math.min(hi.getOrElse(MaxQueueId), MaxQueueId)).map(_.toInt)
+        b.copy(queueIds = intersect(b.queueIds, ids.toSet))
+      case ("queueOffset", vs) =>
+        val (lo, hi) = if (vs.isDefined) (Some(longs.min), Some(longs.max + 1)) else intRange(p)
+        b.copy(queueLo = tighter(b.queueLo, lo, math.max), queueHi = tighter(b.queueHi, hi, math.min))
+      case ("storeTimestamp", vs) =>
+        val (lo, hi) = if (vs.isDefined) (Some(longs.min), Some(longs.max + 1)) else intRange(p)
+        val begin = lo.map(us => Math.floorDiv(us + 999, 1000L)) // µs -> ms, inclusive
+        val end = hi.map(us => Math.floorDiv(us + 999, 1000L) - 1) // exclusive µs -> inclusive ms
+        b.copy(beginMs = tighter(b.beginMs, begin, math.max), endMs = tighter(b.endMs, end, math.min))
+      case _ => b
+    }
+  }
+
+  /** Queue ids a range on `queueId` can select: [0, 65536), like Python. */
+  private val MaxQueueId = 1L << 16
+
+  private def intersectWindows(a: IndexedSeq[QueueWindow], b: IndexedSeq[QueueWindow]): IndexedSeq[QueueWindow] = {
+    val mine = a.map(w => (w.topic, w.queueId) -> w).toMap
+    b.flatMap { w =>
+      mine.get((w.topic, w.queueId)).collect {
+        case m if math.max(m.start, w.start) < math.min(m.end, w.end) =>
+          QueueWindow(w.topic, w.queueId, math.max(m.start, w.start), math.min(m.end, w.end))
+      }
+    }
+  }
+
   /** [lo, hi) of a comparison on an integer-valued column. */
-  private def range(op: Predicate.Op, v: Long): (Option[Long], Option[Long]) = op match {
-    case Predicate.Lt => (None, Some(v))
-    case Predicate.Le => (None, Some(v + 1))
-    case Predicate.Gt => (Some(v + 1), None)
-    case Predicate.Ge => (Some(v), None)
-    case Predicate.Eq => (Some(v), Some(v + 1))
+  private def intRange(p: Predicate): (Option[Long], Option[Long]) = p match {
+    case Compare(_, op, v: Long) =>
+      op match {
+        case Predicate.Lt => (None, Some(v))
+        case Predicate.Le => (None, Some(v + 1))
+        case Predicate.Gt => (Some(v + 1), None)
+        case Predicate.Ge => (Some(v), None)
+        case Predicate.Eq => (Some(v), Some(v + 1))
+      }
+    case _ => (None, None)
   }
 
   private def tighter(current: Option[Long], next: Option[Long], pick: (Long, Long) => Long): Option[Long] =
@@ -81,31 +162,151 @@ object ScanPlanner {
   /** Offsets named by offsetMsgIds; a value that is not one matches no record. */
   private def msgIdOffsets(values: Seq[String]): Set[Long] = values.flatMap(v => MsgId.decode(v).map(_._2)).toSet
 
-  private def planStore(index: Int, store: Store, b: Bounds, settings: Settings): (String, Seq[ReadTask]) = {
+  private def planStore(
+      index: Int,
+      store: Store,
+      b: Bounds,
+      settings: Settings,
+      notes: collection.mutable.Builder[String, Vector[String]]
+  ): (String, Seq[ReadTask]) = {
     val ranges = logRanges(store, b)
-    if (ranges.isEmpty || b.points.exists(_.isEmpty)) return ("empty", Seq.empty)
-    b.points match {
-      case Some(points) =>
-        val offsets = points.filter(o => ranges.exists { case (lo, hi) => lo <= o && o < hi }).toArray.sorted
-        ("offsets", offsetTasks(index, offsets, settings))
-      case None =>
-        val access = if (ranges == Seq((store.minOffset, store.logEnd))) "scan" else "range"
-        (access, rangeTasks(index, store, ranges, settings))
+    if (ranges.isEmpty || b.empty) return ("empty", Seq.empty)
+    val (lo, hi) = (ranges.head._1, ranges.last._2)
+    def inRanges(o: Long) = ranges.exists { case (a, z) => a <= o && o < z }
+    if (b.points.isDefined)
+      return ("offsets", offsetTasks(index, b.points.get.filter(inRanges).toArray.sorted, settings))
+    val keyIndex = if (b.probes.nonEmpty) {
+      val (kind, values) = b.probes.minBy(_._2.size)
+      probeValues(kind, values) match {
+        case None =>
+          notes += s"store ${store.root}: $kind values ${values.take(3).mkString("[", ", ", "]")} cannot be looked up " +
+            "in the index (empty or space-only); scanning instead"
+          None
+        case Some(probe) => keyIndexTasks(index, store, Seq(kind -> probe), Set.empty, b, lo, hi, settings, notes)
+      }
+    } else
+      b.anyOf.flatMap { branches =>
+        val probes = branches.flatMap(x => if (x.points.isDefined) None else Some(x.probes.minBy(_._2.size)))
+        val checked = probes.map { case (kind, values) => kind -> probeValues(kind, values) }
+        val points = branches.flatMap(_.points.getOrElse(Set.empty)).filter(inRanges).toSet
+        if (checked.exists(_._2.isEmpty)) None
+        else if (probes.isEmpty) Some(offsetTasks(index, points.toArray.sorted, settings))
+        else keyIndexTasks(index, store, checked.map { case (k, v) => k -> v.get }, points, b, lo, hi, settings, notes)
+      }
+    if (keyIndex.isDefined) return ("key-index", keyIndex.get)
+    if (b.windows.isDefined) return ("queues", queueTasks(index, store, b, lo, hi, IndexedSeq.empty, settings))
+    if (b.topics.isDefined) {
+      val uncovered = Ranges.within(store.uncoveredRanges, lo, hi)
+      return (
+        "queues",
+        queueTasks(index, store, b, lo, hi, uncovered, settings) ++
+          scanTasks(index, store, uncovered, settings, notes, Uncovered)
+      )
     }
+    val access = if (ranges == Seq((store.minOffset, store.logEnd))) "scan" else "range"
+    (access, rangeTasks(index, store, ranges, settings))
   }
 
-  /** Commit-log byte ranges, in log order, allowed by the offset and time bounds. */
+  /** Commit-log byte ranges, in log order, allowed by the offset and time bounds (`Store.timeRanges`: one
+    * range unless the broker clock stepped back); the other paths are bounded by the first and last.
+    */
   private def logRanges(store: Store, b: Bounds): Seq[(Long, Long)] = {
     val lo = math.max(store.minOffset, b.lo.getOrElse(0L))
     val hi = math.min(store.logEnd, b.hi.getOrElse(store.logEnd))
     if (lo >= hi) Seq.empty
     else if (b.beginMs.isEmpty && b.endMs.isEmpty) Seq((lo, hi))
-    else within(store.timeRanges(b.beginMs.getOrElse(Long.MinValue), b.endMs.getOrElse(Long.MaxValue)), lo, hi)
+    else Ranges.within(store.timeRanges(b.beginMs.getOrElse(Long.MinValue), b.endMs.getOrElse(Long.MaxValue)), lo, hi)
   }
 
-  /** `ranges` clipped to [lo, hi). */
-  private def within(ranges: Seq[(Long, Long)], lo: Long, hi: Long): Seq[(Long, Long)] =
-    ranges.map { case (a, b) => (math.max(a, lo), math.min(b, hi)) }.filter { case (a, b) => a < b }
+  /** Index keys to probe; None when some value cannot be found through the index. */
+  private def probeValues(kind: String, values: IndexedSeq[String]): Option[IndexedSeq[String]] =
+    if (kind != "key") Some(values).filter(_.forall(v => v.nonEmpty && !v.contains(" ")))
+    else {
+      val tokens = values.map(_.split(" ").find(_.nonEmpty))
+      if (tokens.exists(_.isEmpty)) None else Some(tokens.map(_.get).distinct) // an all-space KEYS is not indexed
+    }
+
+  /** Index probes of `probes` (kind -> values, their offsets united with `points`), on the driver or, for
+    * many values of one kind, on executors; each probe also scans what the index lacks (`Store.indexLookup`).
+    * None (and a note) when the index cannot answer.
+    */
+  private def keyIndexTasks(
+      index: Int,
+      store: Store,
+      probes: Seq[(String, IndexedSeq[String])],
+      points: Set[Long],
+      b: Bounds,
+      lo: Long,
+      hi: Long,
+      settings: Settings,
+      notes: collection.mutable.Builder[String, Vector[String]]
+  ): Option[Seq[ReadTask]] = {
+    val kinds = probes.map(_._1).distinct.mkString("/")
+    try store.checkIndexAnswers()
+    catch {
+      case e: IndexUnavailableException =>
+        notes += s"store ${store.root}: index cannot answer the $kinds lookup (${e.getMessage}); scanning instead"
+        return None
+    }
+    // without a topic predicate, every topic that can have indexed records
+    val topics = b.topics.fold(store.indexedTopics.toIndexedSeq)(_.toIndexedSeq.sorted)
+    // the index lacks ROLLBACK records, which the lookup scans for; queue windows never select one (in no queue)
+    val unindexed = if (b.windows.isDefined) IndexedSeq.empty else Ranges.within(store.unindexedRanges, lo, hi)
+    if (unindexed.nonEmpty) notes += scanNote(store, unindexed, Unindexed, "by the index lookup")
+    val probeTasks = probes match {
+      case Seq((kind, values)) if values.size > settings.keyProbePartitionThreshold && points.isEmpty =>
+        val buckets =
+          math.max(settings.minPartitions.getOrElse(1), ceilDiv(values.size, settings.keyProbePartitionThreshold).toInt)
+        val grouped = values.groupBy(v => ProbeBucket(v, buckets))
+        (0 until buckets).filter(grouped.contains).map { i =>
+          KeyProbeTask(index, kind, grouped(i), i, buckets, values.toSet, topics, lo, hi, unindexed)
+        }
+      case _ =>
+        val found = store.indexLookup(topics, probes.flatMap(_._2).distinct, unindexed) ++ points
+        offsetTasks(index, found.distinct.sorted.filter(o => o >= lo && o < hi), settings)
+    }
+    Some(probeTasks)
+  }
+
+  /** A note that `ranges` (the bytes `what` describes) are read `how`. */
+  private def scanNote(store: Store, ranges: Seq[(Long, Long)], what: String, how: String): String =
+    s"store ${store.root}: ${ranges.size} commit-log range(s), ${ranges.map(r => r._2 - r._1).sum} bytes, $what, " +
+      s"are scanned $how too: ${ranges.take(3).mkString("[", ", ", "]")}"
+
+  /** `RangesTask`s over `ranges` (the bytes `what` describes): about `maxBytesPerPartition` bytes and at
+    * most `RangesPerTask` ranges each.
+    */
+  private def scanTasks(
+      index: Int,
+      store: Store,
+      ranges: IndexedSeq[(Long, Long)],
+      settings: Settings,
+      notes: collection.mutable.Builder[String, Vector[String]],
+      what: String
+  ): Seq[ReadTask] = {
+    if (ranges.isEmpty) return Seq.empty
+    notes += scanNote(store, ranges, what, "by range tasks")
+    val limit = settings.maxBytesPerPartition
+    val tasks = Vector.newBuilder[ReadTask]
+    var group = Vector.empty[(Long, Long)]
+    var groupBytes = 0L
+    for ((s, end) <- ranges) {
+      var start = s
+      while (start < end) {
+        val piece = math.min(end, start + limit - groupBytes)
+        group :+= ((start, piece))
+        groupBytes += piece - start
+        start = piece
+        if (groupBytes >= limit || group.size >= RangesPerTask) {
+          tasks += RangesTask(index, group)
+          group = Vector.empty
+          groupBytes = 0
+        }
+      }
+    }
+    if (group.nonEmpty) tasks += RangesTask(index, group)
+    tasks.result()
+  }
 
   /** Sorted offsets in few tasks: consecutive chunks, hence grouped by segment. */
   private def offsetTasks(index: Int, offsets: Array[Long], settings: Settings): Seq[ReadTask] =
@@ -114,11 +315,7 @@ object ScanPlanner {
       val wanted = math.max(settings.minPartitions.getOrElse(1), ceilDiv(offsets.length, OffsetsPerTask).toInt)
       val pieces = math.min(wanted, offsets.length)
       (0 until pieces).map { i =>
-        OffsetsTask(
-          index,
-          offsets.slice(offsets.length * i / pieces, offsets.length * (i + 1) / pieces),
-          userPoints = true
-        )
+        OffsetsTask(index, offsets.slice(offsets.length * i / pieces, offsets.length * (i + 1) / pieces))
       }
     }
 
@@ -129,8 +326,65 @@ object ScanPlanner {
       math.max(1L, math.min(settings.maxBytesPerPartition, ceilDiv(total, n)))
     }
     store.splitRanges(maxBytes).flatMap { case (start, end) =>
-      within(ranges, start, end).map { case (s, e) => RangeTask(index, s, e) }
+      Ranges.within(ranges, start, end).map { case (s, e) => RangeTask(index, s, e) }
     }
+  }
+
+  /** Slices of the selected queues (windows, or every queue of the topics), clipped to the queue-offset
+    * bounds and the queues' files, grouped into tasks of about `UnitsPerQueueTask` units.
+    */
+  private def queueTasks(
+      index: Int,
+      store: Store,
+      b: Bounds,
+      lo: Long,
+      hi: Long,
+      exclude: IndexedSeq[(Long, Long)],
+      settings: Settings
+  ): Seq[ReadTask] = {
+    val slices = b.windows match {
+      case Some(ws) =>
+        ws.filter(w => b.topics.forall(_.contains(w.topic)) && b.queueIds.forall(_.contains(w.queueId)))
+          .map(w => QueueSlice(w.topic, w.queueId, w.start, w.end))
+      case None =>
+        val known = store.topics.toSet
+        for {
+          topic <- b.topics.get.toIndexedSeq.sorted if known.contains(topic)
+          queueId <- store.queueIds(topic) if b.queueIds.forall(_.contains(queueId))
+        } yield {
+          val (first, last) = store.queueRange(topic, queueId)
+          QueueSlice(topic, queueId, first, last)
+        }
+    }
+    val clipped = slices.flatMap { s =>
+      val start = b.queueLo.fold(s.start)(math.max(s.start, _))
+      val end = b.queueHi.fold(s.end)(math.min(s.end, _))
+      store.queueSpans(s.topic, s.queueId, start, end).map { case (a, z) => QueueSlice(s.topic, s.queueId, a, z) }
+    }
+    val totalUnits = clipped.map(s => s.end - s.start).sum
+    val unitsPerTask = settings.minPartitions.filter(_ => totalUnits > 0).fold(UnitsPerQueueTask) { n =>
+      math.max(1L, math.min(UnitsPerQueueTask, ceilDiv(totalUnits, n)))
+    }
+    val tags = b.tags.map(_.toSeq.sorted)
+    val tasks = Vector.newBuilder[ReadTask]
+    var group = Vector.empty[QueueSlice]
+    var groupUnits = 0L
+    for (s <- clipped) {
+      var start = s.start
+      while (start < s.end) {
+        val take = math.min(s.end - start, unitsPerTask - groupUnits)
+        group :+= QueueSlice(s.topic, s.queueId, start, start + take)
+        groupUnits += take
+        start += take
+        if (groupUnits >= unitsPerTask) {
+          tasks += QueueSliceTask(index, group, tags, lo, hi, exclude)
+          group = Vector.empty
+          groupUnits = 0
+        }
+      }
+    }
+    if (group.nonEmpty) tasks += QueueSliceTask(index, group, tags, lo, hi, exclude)
+    tasks.result()
   }
 
   private def ceilDiv(a: Long, b: Long): Long = -Math.floorDiv(-a, b)

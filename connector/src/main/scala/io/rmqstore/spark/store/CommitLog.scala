@@ -27,7 +27,8 @@ private[store] object WalkStop {
   * Valid end (what recovery would keep, §2.12/§6.3): the last segment whose first record is valid (or
   * a BLANK) holds the end; later segments are pre-allocated or stale. That segment is walked from 0
   * with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first invalid record (a
-  * torn tail, zeros, garbage) ends the log there and is not an error. Segments wholly before the end
+  * torn tail, zeros, garbage) ends the log there and is not an error. A walk of the same file in this
+  * JVM resumes where the last one stopped (`EndCache`: the log is append-only). Segments wholly before the end
   * are finished and memory-mapped; the segment holding the end is read by positioned reads in windows
   * (the broker may be writing it); a record cut by a window edge is re-read whole.
   */
@@ -68,7 +69,13 @@ private[store] final class CommitLog(
         seg.endOffset
       case Some((seg, _)) =>
         val stop = new WalkStop
-        walk(seg, 0, seg.size, checkCrcAtEnd, stop, stats, finished = false)(_ => true)
+        val from = EndCache.resumeAt(seg, checkCrcAtEnd)(pos => recordAt(seg, pos, checkCrcAtEnd, stats, false)._2)
+        var lastStart = -1L
+        walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false) { v =>
+          lastStart = v.physicalOffset - seg.baseOffset
+          true
+        }
+        if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, lastStart, stop.position)
         if (stop.kind == WalkStop.Invalid) {
           endReason = s"${seg.path}: first invalid record at position ${stop.position}: ${stop.reason}"
           seg.baseOffset + stop.position

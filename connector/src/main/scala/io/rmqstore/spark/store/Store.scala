@@ -6,7 +6,7 @@ import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 
-import io.rmqstore.spark.format.{BrokerConfig, Compression, RecordCheck, RecordView}
+import io.rmqstore.spark.format.{BrokerConfig, Compression, ConsumeQueueUnit, JavaHash, Layout, RecordCheck, RecordView}
 import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** Where a store lives: a local path or a Hadoop URI (serializable, cheap to ship to executors). */
@@ -218,6 +218,46 @@ final class Store private (
     index.candidates(topic, key)
   }
 
+  /** Where key lookups scan from: records from here on are not indexed yet (§5.5, §5.7). */
+  def indexTailStart: Long = math.max(indexedEnd, minOffset)
+
+  /** IndexUnavailableException when the index cannot answer a lookup completely: an index file is unusable,
+    * or the log runs more than `IndexTailScanLimit` bytes past `indexTailStart` (e.g. no index at all), a
+    * tail the lookup would have to scan: scan instead (python/rmqstore/store/store.py `_lookup`).
+    */
+  def checkIndexAnswers(): Unit = {
+    val bad = index.problems
+    if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
+    val tail = logEnd - indexTailStart
+    if (tail > IndexTailScanLimit)
+      throw new IndexUnavailableException(
+        s"the index ends at physical offset $indexTailStart, $tail bytes before the end of the log " +
+          s"(limit $IndexTailScanLimit): scan instead"
+      )
+  }
+
+  /** Offsets of the records that may have one of `keys` as a KEYS token or UNIQ_KEY in one of `topics`,
+    * sorted and distinct, unconfirmed: the index's hash candidates of `topic#key` (§5.6), and the records
+    * the index lacks whose topic and a token or UNIQ_KEY match, found by scanning (PERMISSIVE) the
+    * `unindexed` ranges before the index's end (ROLLBACK records, §5.4: the caller's part of
+    * `unindexedRanges`) and the log past it (`indexTailStart`). Raises IndexUnavailableException as
+    * `checkIndexAnswers`.
+    */
+  def indexLookup(topics: Seq[String], keys: Seq[String], unindexed: Seq[(Long, Long)]): Array[Long] = {
+    checkIndexAnswers()
+    val found = mutable.ArrayBuilder.make[Long]
+    for (topic <- topics; key <- keys) found ++= index.candidates(topic, key)
+    val (topicSet, wanted) = (topics.toSet, keys.toSet)
+    val tailStart = indexTailStart
+    val before = unindexed.iterator.filter(_._1 < tailStart).map { case (s, e) => (s, math.min(e, tailStart)) }
+    for ((start, end) <- before ++ Iterator((tailStart, logEnd)))
+      scan(start, end, verifyCrc = false, permissive = true) { v =>
+        if (topicSet(v.topic) && (wanted(v.uniqKey) || Option(v.keys).exists(_.exists(wanted))))
+          found += v.physicalOffset
+      }
+    found.result().distinct.sorted
+  }
+
   // ---- consume queues -------------------------------------------------------------------------
 
   private def consumequeueDir: String = fs.join(root, ConsumequeueDir)
@@ -276,6 +316,57 @@ final class Store private (
     queue(topic, queueId).units(fromQueueOffset, toQueueOffset).map(u =>
       (u.queueOffset, u.phyOffset, u.size, u.tagsCode)
     )
+
+  /** Queue offsets [start, end) of (topic, queueId) that lie in the queue's files, as runs in order: planning
+    * splits these, never the offsets between files (python/rmqstore/store/consumequeue.py `spans`).
+    */
+  def queueSpans(topic: String, queueId: Int, start: Long, end: Long): Seq[(Long, Long)] = {
+    val out = mutable.ArrayBuffer.empty[(Long, Long)]
+    for (seg <- queue(topic, queueId).segments) {
+      val a = math.max(start, seg.baseOffset / ConsumeQueueUnit.Size)
+      val b = math.min(end, seg.endOffset / ConsumeQueueUnit.Size)
+      if (a < b && out.nonEmpty && out.last._2 == a) out(out.length - 1) = (out.last._1, b)
+      else if (a < b) out += ((a, b))
+    }
+    out.toSeq
+  }
+
+  /** Physical offsets of the units with queue offset in [start, end) ∩ `queueRange`, in queue order; with
+    * `tags`, only units whose tagsCode may belong to one of them (hashes collide: confirm TAGS on the
+    * record). A tagsCode that is not a tag hash is kept: ConsumeQueueExt addresses (§4.4) and every unit of
+    * SCHEDULE_TOPIC_XXXX (a delivery time, §4.2).
+    */
+  def queueOffsets(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]): Iterator[Long] = {
+    val units = queue(topic, queueId).units(start, end)
+    val codes = tags.map(_.map(JavaHash.tagsCode).toSet)
+    val kept = codes match {
+      case Some(c) if topic != Layout.ScheduleTopic =>
+        units.filter(u => c.contains(u.tagsCode) || ConsumeQueueUnit.isExtAddress(u.tagsCode))
+      case _ => units
+    }
+    kept.map(_.phyOffset)
+  }
+
+  // ---- coverage -------------------------------------------------------------------------------
+
+  private lazy val coverage: IndexedSeq[SegmentVerdict] =
+    Coverage.verdicts(log, for (t <- topics; q <- queueIds(t)) yield (s"$t/$q", queue(t, q)))
+
+  /** Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to: transaction
+    * PREPARED / ROLLBACK records (§4.1), records the queues have not caught up with and records of topics
+    * without a queue directory; everything else is found through the queues (`Coverage`, cached per JVM).
+    */
+  def uncoveredRanges: IndexedSeq[(Long, Long)] = coverage.flatMap(_.gaps)
+
+  /** The parts of `uncoveredRanges` that key and uniqKey lookups cannot find through the index: ROLLBACK
+    * records (the only type the broker does not index, §5.4) and bytes holding no valid record.
+    */
+  def unindexedRanges: IndexedSeq[(Long, Long)] = coverage.flatMap(_.unindexed)
+
+  /** Every topic that can have records in the index, sorted: `topics` and those of the indexed records in
+    * `uncoveredRanges` (a topic of transaction PREPARED records only has no queue directory, §5.4).
+    */
+  def indexedTopics: Seq[String] = (topics ++ coverage.flatMap(_.topics)).distinct.sorted
 
   // ---- time -----------------------------------------------------------------------------------
 
@@ -368,6 +459,9 @@ object Store {
   final val ReadRunGap = 64L << 10
 
   private final val ProbeBytes = CommitLog.ProbeBytes
+
+  /** Key lookups scan at most this many bytes past the index's end, else they refuse (scan instead). */
+  final val IndexTailScanLimit: Long = 64L << 20
 
   /** Open a store read-only.
     *

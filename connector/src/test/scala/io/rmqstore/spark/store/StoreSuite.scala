@@ -100,6 +100,33 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally store.close()
   }
 
+  test(
+    "opening a store again resumes the walk for the valid end: appended records are found, changed files re-walked"
+  ) {
+    val (root, offsets) = writeStore(20, 1 << 16) // one pre-allocated segment, zeros after the records
+    val segment = root.resolve("commitlog").resolve(f"${0}%020d")
+    val size = record(body = new Array[Byte](100), props = properties("KEYS" -> "k19", "TAGS" -> "t")).length
+    val firstEnd = offsets.last + size
+    def end() = {
+      val s = open(root);
+      try s.logEnd
+      finally s.close()
+    }
+    assert(end() == firstEnd)
+    assert(end() == firstEnd) // resumed at the remembered end
+    // the broker appends into the pre-allocated zeros; the file may keep its size and modified time
+    val modified = Files.getLastModifiedTime(segment)
+    val appended = record(body = new Array[Byte](100), phy = firstEnd, props = properties("KEYS" -> "k20"))
+    val channel = java.nio.channels.FileChannel.open(segment, java.nio.file.StandardOpenOption.WRITE)
+    try channel.write(ByteBuffer.wrap(appended), firstEnd)
+    finally channel.close()
+    Files.setLastModifiedTime(segment, modified)
+    assert(end() == firstEnd + appended.length)
+    // a file changed in place (a new modified time) is walked from its start again
+    corrupt(root, offsets(3) + 100, 1 << 16, new Array[Byte](20))
+    assert(end() == offsets(3))
+  }
+
   test("a torn last record ends the log (not an error); a damaged older segment is FAILFAST / PERMISSIVE") {
     val (root, offsets) = writeStore(60, 4096)
     corrupt(root, offsets.last + 100, 4096, new Array[Byte](20)) // torn tail: its body is zeroed (CRC)
@@ -346,7 +373,7 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
         Compare("storeTimestamp", Predicate.Le, (base - hours) * 1000),
         Compare("commitLogOffset", Predicate.Le, offsets(597))
       )
-      val plan = ScanPlanner.plan(IndexedSeq(store), IndexedSeq(window), ScanPlanner.Settings(4096, None))
+      val plan = ScanPlanner.plan(IndexedSeq(store), IndexedSeq(window), ScanPlanner.Settings(4096, None, 64))
       val tasks = plan.tasks.collect { case RangeTask(0, a, b) => (a, b) }
       assert(plan.access == Seq("range") && tasks.length == plan.tasks.length && tasks.forall(t => t._2 - t._1 <= 4096))
       assert(inRanges(store, tasks) == ((100 until 130) :+ 597).map(offsets))

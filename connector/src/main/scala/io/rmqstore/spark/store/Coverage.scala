@@ -1,0 +1,172 @@
+package io.rmqstore.spark.store
+
+import java.security.MessageDigest
+
+import scala.collection.mutable
+
+import io.rmqstore.spark.format.Layout
+
+/** The uncovered byte ranges of one segment, in log order (empty: every record has a unit), the parts of
+  * them an index lookup cannot find (ROLLBACK records, bytes holding no valid record) and the topics of
+  * the indexed records in them, sorted.
+  */
+final case class SegmentVerdict(
+    gaps: IndexedSeq[(Long, Long)],
+    unindexed: IndexedSeq[(Long, Long)],
+    topics: IndexedSeq[String]
+)
+
+/** Which commit-log bytes hold records that no consume-queue unit points to (design §3, spec §4.1): the
+  * rule of python/rmqstore/store/coverage.py.
+  *
+  * A consume queue only gets units for transaction type NOT / COMMIT records (§4.1): PREPARED and
+  * ROLLBACK records, records not dispatched yet (queues lag behind the log after a crash) and records of
+  * a topic whose `consumequeue/<topic>` is gone are in no queue. Per segment, records are contiguous from
+  * its first byte up to the valid end (the segment holding it) or a BLANK (a sealed segment, §2.6), and
+  * every unit points at a whole record, so the records without a unit are exactly the holes between the
+  * units pointing into the segment (all queues), before the first and after the last one (unless a BLANK
+  * starts there). Units that overlap or point past the records leave the whole segment uncovered.
+  *
+  * The index has every record of a gap but ROLLBACK-typed ones (§5.4: the broker dispatches each record to
+  * the queues and the index in log order), so a verdict also keeps the `unindexed` parts of its gaps
+  * (ROLLBACK records and bytes holding no valid record) and the topics of the gaps' indexed records (a
+  * topic of PREPARED records only has no queue, yet is in the index).
+  *
+  * Verdicts are cached in memory per JVM by segment identity (path, size, last-modified time, where its
+  * records end) and the set of queues. While those are the same, queues can only gain units, so a cached
+  * gap may since have been filled: it is scanned for nothing, never a record missed. Unlike Python there
+  * is no on-disk cache.
+  */
+private[store] object Coverage {
+
+  /** Verdicts kept per JVM (least recently used dropped first). */
+  final val CachedSegments = 1 << 16
+
+  private final case class Identity(path: String, size: Long, modifiedMs: Long, recordsEnd: Long, queues: String)
+
+  private val verdictCache = java.util.Collections.synchronizedMap(
+    new java.util.LinkedHashMap[Identity, SegmentVerdict](16, 0.75f, true) {
+      override def removeEldestEntry(eldest: java.util.Map.Entry[Identity, SegmentVerdict]): Boolean =
+        size > CachedSegments
+    }
+  )
+
+  /** A verdict for every segment holding records (base offset below the valid end), in log order.
+    * `queues`: every consume queue of the store, named "topic/queueId".
+    */
+  def verdicts(log: CommitLog, queues: Seq[(String, ConsumeQueue)]): IndexedSeq[SegmentVerdict] = {
+    val live = log.segments.filter(_.baseOffset < log.end)
+    if (live.isEmpty) return IndexedSeq.empty
+    val digest = queuesDigest(queues.map(_._1).sorted)
+    val identities =
+      live.map(seg => Identity(seg.path, seg.size, seg.modifiedMs, math.min(seg.endOffset, log.end), digest))
+    val known = identities.map(id => Option(verdictCache.get(id)))
+    val missing = live.indices.filter(i => known(i).isEmpty)
+    val fresh = compute(log, missing.map(live), queues.map(_._2))
+    missing.zip(fresh).foreach { case (i, v) => verdictCache.put(identities(i), v) }
+    val byIndex = missing.zip(fresh).toMap
+    live.indices.map(i => known(i).getOrElse(byIndex(i)))
+  }
+
+  private def queuesDigest(names: Seq[String]): String = {
+    val sha = MessageDigest.getInstance("SHA-256")
+    names.foreach(n => sha.update((n + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8)))
+    sha.digest().map(b => f"$b%02x").mkString
+  }
+
+  /** Verdicts for `segments` (in log order) from the units of every queue. */
+  private def compute(
+      log: CommitLog,
+      segments: IndexedSeq[Segment],
+      queues: Seq[ConsumeQueue]
+  ): IndexedSeq[SegmentVerdict] = {
+    if (segments.isEmpty) return IndexedSeq.empty
+    // per segment: (position << 31) | size of each unit pointing into it (positions and sizes are Java ints)
+    val packed = Array.fill(segments.length)(mutable.ArrayBuilder.make[Long])
+    val first = segments.head.baseOffset
+    val numbered = segments.map(_.baseOffset).zipWithIndex.toMap
+    for (queue <- queues; u <- unitsFrom(queue, first)) {
+      Segments.find(segments, u.phyOffset).foreach { seg =>
+        packed(numbered(seg.baseOffset)) += ((u.phyOffset - seg.baseOffset) << 31) | u.size.toLong
+      }
+    }
+    segments.indices.map { i =>
+      val units = packed(i).result()
+      java.util.Arrays.sort(units)
+      val gaps = holes(log, segments(i), units)
+      val (unindexed, topics) = unindexedOf(log, gaps)
+      SegmentVerdict(gaps, unindexed, topics)
+    }
+  }
+
+  /** The queue's units pointing at or after `firstPhy`: its last files, read backwards. Units follow log
+    * order along a queue, so the files before the first one holding a unit below `firstPhy` point below
+    * it too (a queue out of order would lose units here, which only makes a segment uncovered).
+    */
+  private def unitsFrom(queue: ConsumeQueue, firstPhy: Long): Seq[QueueUnit] = {
+    val parts = mutable.ArrayBuffer.empty[IndexedSeq[QueueUnit]]
+    val it = queue.segments.reverseIterator
+    var done = false
+    while (!done && it.hasNext) {
+      val seg = it.next()
+      val units = queue.units(seg.baseOffset / ConsumeQueueUnitSize, seg.endOffset / ConsumeQueueUnitSize).toIndexedSeq
+      parts += units
+      done = units.nonEmpty && units.head.phyOffset < firstPhy
+    }
+    parts.reverseIterator.flatten.toSeq
+  }
+
+  private final val ConsumeQueueUnitSize = io.rmqstore.spark.format.ConsumeQueueUnit.Size
+
+  /** The byte ranges of `seg` no unit covers, from its units (sorted `position << 31 | size`). */
+  private def holes(log: CommitLog, seg: Segment, units: Array[Long]): IndexedSeq[(Long, Long)] = {
+    val holdingEnd = seg.contains(log.end)
+    val recordsEnd = if (holdingEnd) log.end - seg.baseOffset else seg.size
+    val out = mutable.ArrayBuffer.empty[(Long, Long)]
+    var covered = 0L // end of the units so far
+    var i = 0
+    while (i < units.length) {
+      val (start, size) = (units(i) >>> 31, units(i) & 0x7fffffffL)
+      if (i > 0 && units(i) == units(i - 1)) () // a record in several queues counts once
+      else if (start < covered || start + size > recordsEnd)
+        return IndexedSeq((seg.baseOffset, seg.baseOffset + recordsEnd))
+      else {
+        if (start > covered) out += ((seg.baseOffset + covered, seg.baseOffset + start))
+        covered = start + size
+      }
+      i += 1
+    }
+    val tailEnd = if (!holdingEnd && blankAt(log, seg, covered)) covered else recordsEnd
+    if (covered < tailEnd) out += ((seg.baseOffset + covered, seg.baseOffset + tailEnd))
+    out.toIndexedSeq
+  }
+
+  /** A BLANK (§2.6) filling the segment from `pos`. */
+  private def blankAt(log: CommitLog, seg: Segment, pos: Long): Boolean =
+    pos + Layout.EndFileMinBlankLength <= seg.size && {
+      val head = log.read(seg, pos, Layout.EndFileMinBlankLength, ScanStats(), finished = true)
+      head.limit() >= Layout.EndFileMinBlankLength && head.getInt(4) == Layout.BlankMagic &&
+      head.getInt(0).toLong == seg.size - pos
+    }
+
+  /** The bytes of `gaps` outside every valid record the index has (all but ROLLBACK-typed, §5.4), and the
+    * topics of those indexed records.
+    */
+  private def unindexedOf(
+      log: CommitLog,
+      gaps: IndexedSeq[(Long, Long)]
+  ): (IndexedSeq[(Long, Long)], IndexedSeq[String]) = {
+    if (gaps.isEmpty) return (IndexedSeq.empty, IndexedSeq.empty)
+    val indexed = mutable.ArrayBuffer.empty[(Long, Long)]
+    val topics = mutable.SortedSet.empty[String]
+    for ((start, end) <- gaps)
+      log.chunks(start, end, verifyCrc = false, permissive = true, ScanStats()) { v =>
+        if ((v.sysFlag & Layout.SysFlagTransactionMask) != Layout.TransactionRollback) {
+          indexed += ((v.physicalOffset, v.physicalOffset + v.totalSize))
+          topics += v.topic
+        }
+        true
+      }
+    (Ranges.subtract(gaps, indexed.toIndexedSeq), topics.toIndexedSeq)
+  }
+}
