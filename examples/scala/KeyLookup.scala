@@ -1,6 +1,5 @@
 package io.rmqstore.examples
 
-import io.rmqstore.spark.RmqStoreProvider
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.functions.col
 
@@ -25,15 +24,14 @@ object KeyLookup {
     val key = if (args.length > 1) args(1) else "order-32" // an order and its payment in the demo store (rmqstore demo)
     val spark = SparkSession.builder().appName("rmqstore key lookup").getOrCreate()
     try {
-      // RmqStoreProvider.ShortName is "rmqstore_jvm" until the JVM engine becomes the default "rmqstore".
-      val messages = spark.read.format(RmqStoreProvider.ShortName).load(store)
+      val messages = spark.read.format("rmqstore").load(store)
 
       val columns = Seq("topic", "queueId", "queueOffset", "commitLogOffset", "msgId", "uniqKey", "key")
 
       // Messages having `key` among their keys (RocketMQ's meaning).
       println(s"messages having '$key' among their keys:")
       spark.read
-        .format(RmqStoreProvider.ShortName)
+        .format("rmqstore")
         .option("keys", key)
         .load(store)
         .select(columns.map(col): _*)

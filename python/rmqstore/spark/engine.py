@@ -7,10 +7,8 @@ on the classpath, which is fixed when the session's JVM starts: `spark.jars` on 
 so both engines can be used side by side in one session; `format(PROVIDER_CLASS)` always means
 the JVM engine.
 
-Until the JVM engine passes the whole contract suite (tests/contract) its short name is
-"rmqstore_jvm" (`RmqStoreProvider.ShortName` in the connector), so `format("rmqstore")` stays the
-Python engine even with the jar loaded; renaming it "rmqstore" is the one-line switch that makes
-`auto` (and `jvm`) serve `format("rmqstore")` from the JVM.
+Both engines are named "rmqstore" (`RmqStoreProvider.ShortName` in the connector), so `auto` (and
+`jvm`) serve `format("rmqstore")` and `readStream.format("rmqstore")` from the JVM.
 """
 
 from __future__ import annotations

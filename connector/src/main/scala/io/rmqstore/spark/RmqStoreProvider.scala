@@ -44,9 +44,8 @@ class RmqStoreProvider extends TableProvider with DataSourceRegister {
 
 object RmqStoreProvider {
 
-  /** "rmqstore_jvm" until this engine passes the whole contract suite (tests/contract); then
-    * "rmqstore", and Spark resolves `format("rmqstore")` here whenever the jar is loaded (a JVM source
-    * wins over a Python one). This line is the switch (python/rmqstore/spark/engine.py).
+  /** The Python engine's name too: Spark resolves `format("rmqstore")` here whenever the jar is loaded (a
+    * JVM source wins over a Python one; python/rmqstore/spark/engine.py), batch and streaming alike.
     */
-  val ShortName = "rmqstore_jvm"
+  val ShortName = "rmqstore"
 }

@@ -329,7 +329,7 @@ final class RmqMicroBatchStream(
         StreamPartition(
           RmqInputPartition(
             0,
-            OffsetsTask(index, offsets, userPoints = false),
+            OffsetsTask(index, offsets),
             paths(broker),
             broker,
             logEnd,
