@@ -6,7 +6,7 @@ Never writes, locks, truncates or recovers anything: the bytes on disk are the s
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
@@ -21,7 +21,7 @@ from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
-from rmqstore.format.record import check_record
+from rmqstore.format.points import PointReader, point_reader, problem_at
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
@@ -104,6 +104,8 @@ class Store:
         self._index_tail_scan_limit = index_tail_scan_limit
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._scan_problems: list[str] = []
+        self.point_reader: PointReader = point_reader()
+        """How `read_offsets` checks and decodes records (tests swap in the reference reader)."""
 
     @classmethod
     def open(cls, path_or_uri: str | os.PathLike[str], *, index_geometry: tuple[int, int] | None = None,
@@ -296,30 +298,44 @@ class Store:
         PHYSICALOFFSET == offset) raises StoreCorruptionError (FAILFAST) or is counted (PERMISSIVE);
         without it such offsets are simply left out (for index candidates and user-typed offsets).
         """
-        mode = check_mode(mode)
         cols = list(arrow_schema(columns).names)
-        wanted = np.unique(np.fromiter((int(o) for o in offsets), dtype=np.int64))
-        wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
-        batches = []
-        for seg, run in self._runs(wanted):
-            buf, starts = self._checked_run(seg, run, check_crc=check_crc, mode=mode, strict=strict)
-            if len(starts):
-                batches.append(self._decode(seg, buf, starts, int(run[0]) + starts, cols, mode, decompress))
+        batches = list(self.read_offsets_batches(offsets, cols, mode=mode, decompress=decompress,
+                                                 check_crc=check_crc, strict=strict))
         if not batches:
             return _empty(cols)
         return pa.concat_batches(batches) if len(batches) > 1 else batches[0]
 
+    def read_offsets_batches(self, offsets: Iterable[int], columns: Sequence[str] | None = None, *,
+                             mode: str = FAILFAST, decompress: bool = True, check_crc: bool = False,
+                             strict: bool = True,
+                             batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+        """`read_offsets` as record batches of at most `batch_rows` rows, in offset order (no copy
+        into one batch). The offsets of a run (`_runs`) are checked in one call and decoded in few."""
+        mode = check_mode(mode)
+        cols = list(arrow_schema(columns).names)
+        wanted = _sorted_unique(np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets),
+                                           dtype=np.int64))
+        wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
+        for seg, run in self._runs(wanted):
+            buf, starts, found = self._checked_run(seg, run, check_crc=check_crc, mode=mode, strict=strict)
+            for first in range(0, len(starts), batch_rows):
+                part = slice(first, first + batch_rows)
+                yield self._decode(seg, buf, starts[part], found[part], cols, mode, decompress,
+                                   self.point_reader.decode)
+
     def _decode(self, seg: Segment, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
-                columns: list[str], mode: str, decompress: bool) -> pa.RecordBatch:
-        """`decode_records` of the records at buffer positions `starts` (physical `offsets`) of `seg`.
+                columns: list[str], mode: str, decompress: bool,
+                decode: Callable[..., pa.RecordBatch] = decode_records) -> pa.RecordBatch:
+        """`decode` (`decode_records`) of the records at buffer positions `starts` (physical `offsets`)
+        of `seg`.
 
         A body that cannot be decompressed raises StoreCorruptionError naming the file and the
         record's physical offset (FAILFAST), or leaves that record out and counts it (PERMISSIVE).
         """
         while True:
             try:
-                batch = decode_records(buf, starts, offsets, columns, decompress=decompress,
-                                       max_body_size=self.max_message_size)
+                batch = decode(buf, starts, offsets, columns, decompress=decompress,
+                               max_body_size=self.max_message_size)
             except BodyDecompressionError as exc:
                 offset = int(offsets[exc.row])
                 if mode == FAILFAST:
@@ -331,43 +347,41 @@ class Store:
             return batch
 
     def _runs(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
-        """Offsets grouped by segment and into runs close enough to read in one request."""
-        i = 0
-        while i < len(offsets):
-            seg = self.log.segment_at(int(offsets[i]))
-            if seg is None:
-                i += 1
-                continue
-            j = i + 1
-            while (j < len(offsets) and offsets[j] < seg.end_offset
-                   and offsets[j] - offsets[j - 1] < READ_RUN_GAP):
-                j += 1
-            yield seg, offsets[i:j]
-            i = j
+        """Sorted offsets grouped by segment and into runs close enough (`READ_RUN_GAP`) to read in one
+        request; offsets in no segment are dropped."""
+        bases = np.asarray([seg.base_offset for seg in self.segments], dtype=np.int64)
+        ends = np.asarray([seg.end_offset for seg in self.segments], dtype=np.int64)
+        index = np.searchsorted(bases, offsets, side="right") - 1
+        inside = (index >= 0) & (offsets < ends[np.maximum(index, 0)])
+        offsets, index = offsets[inside], index[inside]
+        if not len(offsets):
+            return
+        breaks = np.flatnonzero((np.diff(offsets) >= READ_RUN_GAP) | (np.diff(index) != 0)) + 1
+        for run, seg_index in zip(np.split(offsets, breaks), index[np.r_[0, breaks]].tolist(), strict=True):
+            yield self.segments[seg_index], run
 
     def _checked_run(self, seg: Segment, run: np.ndarray, *, check_crc: bool, mode: str,
-                     strict: bool) -> tuple[np.ndarray, np.ndarray]:
-        """One window over a run of offsets and the positions in it that hold valid records."""
+                     strict: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One window over a run of offsets: (buffer, positions in it that hold valid records, their
+        offsets), all positions checked in one `point_reader.check` call. A record cut by the window
+        is read whole by a longer window; an offset holding no record is an error (`_bad_offset`)
+        when `strict`, else left out."""
         first = int(run[0]) - seg.base_offset
         length = int(run[-1]) - seg.base_offset - first + PROBE_BYTES
+        positions = run - seg.base_offset - first
         while True:
             buf = self.log.read(seg, first, length)
-            starts, longest = [], length
-            for offset in run.tolist():
-                pos = offset - seg.base_offset - first
-                checked = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=offset)
-                if checked.kind == "record":
-                    starts.append(pos)
-                    continue
-                total = _total_size(buf, pos)
-                if first + len(buf) < seg.size and len(buf) - pos < total <= seg.size - first - pos:
-                    longest = max(longest, pos + total)  # cut by the window: read more
-                    continue
-                if strict:
-                    self._bad_offset(seg, offset, checked.reason or "BLANK record", mode)
-            if longest == length:
-                return buf, np.asarray(starts, dtype=np.int64)
-            length = longest
+            checked = self.point_reader.check(buf, positions, run, check_crc=check_crc)
+            bad = ~checked.ok
+            cut = bad & (first + len(buf) < seg.size) & (len(buf) - positions < checked.sizes) & (
+                checked.sizes <= seg.size - first - positions)
+            if not cut.any():
+                break
+            length = int((positions + checked.sizes)[cut].max())
+        if strict:
+            for pos, offset in zip(positions[bad].tolist(), run[bad].tolist(), strict=True):
+                self._bad_offset(seg, offset, problem_at(buf, pos, offset, check_crc=check_crc), mode)
+        return buf, positions[checked.ok], run[checked.ok]
 
     def _bad_offset(self, seg: Segment, offset: int, reason: str, mode: str) -> None:
         if mode == FAILFAST:
@@ -636,6 +650,11 @@ class Store:
 
 def _total_size(buf: np.ndarray, pos: int) -> int:
     return int.from_bytes(bytes(buf[pos : pos + 4]), "big", signed=True) if len(buf) - pos >= 4 else 1 << 62
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique, skipping the sort when the values already ascend strictly (plans pass them so)."""
+    return values if np.all(values[1:] > values[:-1]) else np.unique(values)
 
 
 def _empty(columns: list[str]) -> pa.RecordBatch:
