@@ -87,7 +87,7 @@ class ReferencePointReader:
             verdict = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=offset)
             ok.append(verdict.kind == "record")
             sizes.append(int.from_bytes(bytes(buf[pos:pos + 4]), "big", signed=True)
-                         if 0 <= pos and len(buf) - pos > 4 else -1)
+                         if pos >= 0 and len(buf) - pos > 4 else -1)
         return PointCheck(np.array(ok, dtype=bool), np.array(sizes, dtype=np.int64))
 
     def decode(self, buf: Any, positions: np.ndarray, physical: np.ndarray, columns: list[str], *,

@@ -24,7 +24,7 @@ from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.points import PointReader, point_reader, problem_at
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.location import is_uri, resolve_location
-from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
+from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
@@ -41,6 +41,7 @@ from rmqstore.store.errors import (
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
+from rmqstore.store.points import read_points
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.stats import StoreStats
 from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs
@@ -55,8 +56,6 @@ MULTI_PATH_SPLITTER = ","
 DEFAULT_BATCH_ROWS = 16_384
 INDEX_TAIL_SCAN_LIMIT = 64 << 20
 """Lookups scan at most this many not-yet-indexed bytes at the end of the log themselves."""
-READ_RUN_GAP = 64 << 10
-"""`read_offsets` reads records closer than this in one request."""
 GATHER_RANGE_BYTES = 1 << 20
 """`scan_ranges` reads, walks and decodes the ranges of a segment up to this size together."""
 _LOOKUP_COLUMNS = ("commitLogOffset", "topic", "keys", "uniqKey", "storeTimestamp")
@@ -310,17 +309,24 @@ class Store:
                              strict: bool = True,
                              batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
         """`read_offsets` as record batches of at most `batch_rows` rows, in offset order (no copy
-        into one batch). The offsets of a run (`_runs`) are checked in one call and decoded in few."""
+        into one batch). The offsets of a segment are read and checked together (`store.points`) and
+        decoded in few calls."""
         mode = check_mode(mode)
         cols = list(arrow_schema(columns).names)
         wanted = _sorted_unique(np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets),
                                            dtype=np.int64))
         wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
-        for seg, run in self._runs(wanted):
-            buf, starts, found = self._checked_run(seg, run, check_crc=check_crc, mode=mode, strict=strict)
+        for seg, mine in self._by_segment(wanted):
+            points = read_points(self.log, self.point_reader, seg, mine, check_crc=check_crc)
+            ok = points.checked.ok
+            if strict:
+                for pos, offset in zip(points.positions[~ok].tolist(), mine[~ok].tolist(), strict=True):
+                    self._bad_offset(seg, offset, problem_at(points.buf, pos, offset, check_crc=check_crc),
+                                     mode)
+            starts, found = points.positions[ok], mine[ok]
             for first in range(0, len(starts), batch_rows):
                 part = slice(first, first + batch_rows)
-                yield self._decode(seg, buf, starts[part], found[part], cols, mode, decompress,
+                yield self._decode(seg, points.buf, starts[part], found[part], cols, mode, decompress,
                                    self.point_reader.decode)
 
     def _decode(self, seg: Segment, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
@@ -346,9 +352,8 @@ class Store:
             self.stats.records_decoded += len(starts)
             return batch
 
-    def _runs(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
-        """Sorted offsets grouped by segment and into runs close enough (`READ_RUN_GAP`) to read in one
-        request; offsets in no segment are dropped."""
+    def _by_segment(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
+        """Sorted offsets grouped by segment; offsets in no segment are dropped."""
         bases = np.asarray([seg.base_offset for seg in self.segments], dtype=np.int64)
         ends = np.asarray([seg.end_offset for seg in self.segments], dtype=np.int64)
         index = np.searchsorted(bases, offsets, side="right") - 1
@@ -356,32 +361,9 @@ class Store:
         offsets, index = offsets[inside], index[inside]
         if not len(offsets):
             return
-        breaks = np.flatnonzero((np.diff(offsets) >= READ_RUN_GAP) | (np.diff(index) != 0)) + 1
-        for run, seg_index in zip(np.split(offsets, breaks), index[np.r_[0, breaks]].tolist(), strict=True):
-            yield self.segments[seg_index], run
-
-    def _checked_run(self, seg: Segment, run: np.ndarray, *, check_crc: bool, mode: str,
-                     strict: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One window over a run of offsets: (buffer, positions in it that hold valid records, their
-        offsets), all positions checked in one `point_reader.check` call. A record cut by the window
-        is read whole by a longer window; an offset holding no record is an error (`_bad_offset`)
-        when `strict`, else left out."""
-        first = int(run[0]) - seg.base_offset
-        length = int(run[-1]) - seg.base_offset - first + PROBE_BYTES
-        positions = run - seg.base_offset - first
-        while True:
-            buf = self.log.read(seg, first, length)
-            checked = self.point_reader.check(buf, positions, run, check_crc=check_crc)
-            bad = ~checked.ok
-            cut = bad & (first + len(buf) < seg.size) & (len(buf) - positions < checked.sizes) & (
-                checked.sizes <= seg.size - first - positions)
-            if not cut.any():
-                break
-            length = int((positions + checked.sizes)[cut].max())
-        if strict:
-            for pos, offset in zip(positions[bad].tolist(), run[bad].tolist(), strict=True):
-                self._bad_offset(seg, offset, problem_at(buf, pos, offset, check_crc=check_crc), mode)
-        return buf, positions[checked.ok], run[checked.ok]
+        breaks = np.flatnonzero(np.diff(index)) + 1
+        for part, seg_index in zip(np.split(offsets, breaks), index[np.r_[0, breaks]].tolist(), strict=True):
+            yield self.segments[seg_index], part
 
     def _bad_offset(self, seg: Segment, offset: int, reason: str, mode: str) -> None:
         if mode == FAILFAST:
@@ -653,8 +635,12 @@ def _total_size(buf: np.ndarray, pos: int) -> int:
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """np.unique, skipping the sort when the values already ascend strictly (plans pass them so)."""
-    return values if np.all(values[1:] > values[:-1]) else np.unique(values)
+    """The distinct values, ascending. A stable sort (timsort) is linear on the few ascending runs
+    that plans pass (one per consume queue), where np.unique's hashing is several times slower."""
+    if np.all(values[1:] > values[:-1]):
+        return values
+    values = np.sort(values, kind="stable")
+    return values[np.r_[True, values[1:] != values[:-1]]]
 
 
 def _empty(columns: list[str]) -> pa.RecordBatch:
