@@ -214,7 +214,7 @@ def test_dense_segments_are_scanned_each_record_once(store_path: Path, rows: lis
 
 def test_a_dense_segment_among_sparse_ones(tmp_path: Path) -> None:
     """Topic D fills one segment and is rare elsewhere: that segment is scanned, the others are read
-    through the queue (which leaves the scanned segment out), and the rows are the scan's."""
+    through the queue (tasks bounded to leave the scanned segment out), and the rows are the scan's."""
     path = tmp_path / "store"
     with StoreWriter(path, segment_size=SEGMENT, cq_segment_size=20 * 64, seed=3) as writer:
         writer.declare_topic("D", 1)
@@ -228,4 +228,38 @@ def test_a_dense_segment_among_sparse_ones(tmp_path: Path) -> None:
     assert got == _scanned(scan_rows(path, COLUMNS), predicates)
     scanned = [(t.start, t.end) for t in plan.tasks if isinstance(t, RangeTask)]
     assert scanned == [(2 * SEGMENT, 3 * SEGMENT)] and plan.access == ["queues"]
-    assert all(t.exclude == tuple(scanned) for t in plan.tasks if isinstance(t, QueueSliceTask))
+    queue_tasks = [t for t in plan.tasks if isinstance(t, QueueSliceTask)]
+    assert queue_tasks and all(t.hi <= 2 * SEGMENT or t.lo >= 3 * SEGMENT for t in queue_tasks)
+
+
+def test_topic_tasks_follow_the_scan_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A topic plan runs on as many tasks as the scan: one per scan piece holding selected records,
+    each reading only the units and records of its piece (queue offsets split by bisection)."""
+    monkeypatch.setattr(planner, "MIN_QUEUE_TASK_BYTES", 1)
+    path = tmp_path / "store"
+    rng = random.Random(4)
+    with StoreWriter(path, segment_size=SEGMENT, cq_segment_size=20 * 64, seed=4) as writer:
+        writer.declare_topic("X", 2)
+        writer.declare_topic("Y", 2)
+        for i in range(400):
+            topic = "X" if rng.random() < 0.3 else "Y"
+            writer.append(MessageSpec(topic=topic, body=bytes(rng.randint(0, 60)), keys=f"k{i}"))
+    predicates: list[Predicate] = [Compare("topic", "=", "X")]
+    rows = scan_rows(path, COLUMNS)
+    with Store.open(str(path)) as store:
+        plan = plan_read([store], [predicates], PlanSettings(max_bytes_per_partition=SEGMENT // 2))
+        pieces = store.split_ranges(SEGMENT // 2)
+    selected = [r["commitLogOffset"] for r in rows if r["topic"] == "X"]
+    holding = [p for p in pieces if any(p[0] <= o < p[1] for o in selected)]
+    tasks = [t for t in plan.tasks if isinstance(t, QueueSliceTask)]
+    assert plan.access == ["queues"] and [(t.lo, t.hi) for t in tasks] == holding and len(tasks) > 4
+    got = []
+    for task in tasks:
+        with Store.open(str(path)) as store:
+            found = [o for b in run_task(task, store, COLUMNS, ReadSettings())
+                     for o in confirm(b, predicates).column("commitLogOffset").to_pylist()]
+            assert store.stats.records_decoded == len(found)  # no record of another piece is read
+            units = sum(s.end - s.start for s in task.slices)
+            assert units == len(found)  # nor another piece's queue units
+        got += found
+    assert sorted(got) == _scanned(rows, predicates)

@@ -338,38 +338,23 @@ def _offset_tasks(index: int, offsets: list[int], settings: PlanSettings, *,
 def _range_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]],
                  settings: PlanSettings) -> list[ReadTask]:
     """A task per piece of `store.split_ranges` inside each of `ranges` (sorted, disjoint)."""
+    return [RangeTask(index, start, end) for start, end in _pieces(store, ranges, settings)]
+
+
+def _pieces(store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings) -> list[tuple[int, int]]:
+    """`ranges` cut like a scan's tasks: pieces of `store.split_ranges` (never across segments, at
+    most `max_bytes_per_partition`, at least `min_partitions` of them)."""
     total = sum(hi - lo for lo, hi in ranges)
     max_bytes = settings.max_bytes_per_partition
     if settings.min_partitions:
         max_bytes = max(1, min(max_bytes, -(-total // settings.min_partitions)))
-    return [RangeTask(index, start, end) for piece in store.split_ranges(max_bytes)
-            for start, end in _within(ranges, *piece)]
-
-
-def _topic_plan(index: int, store: Store, b: _Bounds, bounds: tuple[int, int], settings: PlanSettings,
-                notes: list[str]) -> tuple[str, list[ReadTask]]:
-    """Consume-queue slices, except in segments where the selection is dense (`DENSE_SHARE`): those
-    are scanned (the reader confirms every row), and so are the bytes no queue covers."""
-    lo, hi = bounds
-    slices = _queue_slices(store, b)
-    dense, elsewhere = _dense_ranges(store, slices, b.tags, bounds)
-    uncovered = _within(store.uncovered_ranges(), lo, hi)
-    if dense:
-        notes.append(f"store {store.path}: the selection fills >= {DENSE_SHARE:.0%} of the bytes of "
-                     f"{len(dense)} commit-log range(s), {sum(z - a for a, z in dense)} bytes: scanned "
-                     f"instead of read by offset: {dense[:3]}")
-    queue_tasks = (_queue_tasks(index, b, slices, bounds, merge_ranges([*uncovered, *dense]), settings)
-                   if elsewhere else [])
-    tasks = (_range_tasks(index, store, dense, settings) + queue_tasks
-             + _scan_tasks(index, store, subtract_ranges(uncovered, dense), settings, notes, UNCOVERED))
-    if queue_tasks or not dense:
-        return "queues", tasks
-    return ("range" if dense != [(store.min_offset, store.max_offset)] else "scan"), tasks
+    return [part for piece in store.split_ranges(max_bytes) for part in _within(ranges, *piece)]
 
 
 DENSE_SHARE = 0.8
-"""A commit-log segment where the records a topic plan selects (the sizes of their consume-queue units)
-fill at least this share of its bytes in bounds is scanned and filtered instead of read by offset.
+"""A piece of the log (a scan task's range) where the records a topic plan selects (the sizes of their
+consume-queue units) fill at least this share of the bytes is scanned and filtered instead of read by
+offset.
 
 Measured on the development machine (2 shared cores, page cache warm, CPU time, a fresh Store per
 task like Spark): reading a share d of a segment's records by offset costs 0.06 + 0.95 d of scanning
@@ -379,30 +364,90 @@ same read without the predicate (stores written by tests/bench/test_bench_pushdo
 `share_store`, 120k records): share 0.70 -> 0.85x, 0.80 -> 0.98x, 0.90 -> 1.00x, 1.00 -> 1.12x.
 So from 0.8 on the scan is as cheap or cheaper, and the pushed query is never slower than the unpushed one.
 """
+MIN_QUEUE_TASK_BYTES = 8 << 20
+"""A topic plan's task reads the queue units of one scan piece, or of consecutive pieces until their
+selected records reach this many bytes: the plan runs on as many cores as the scan would, without a
+task per piece for a rare topic (a Spark task costs tens of milliseconds)."""
 
 
-def _dense_ranges(store: Store, slices: Sequence[QueueSlice], tags: set[str] | None,
-                  bounds: tuple[int, int]) -> tuple[list[tuple[int, int]], bool]:
-    """Whole segments (clipped to bounds), merged, where the units of `slices` cover >= DENSE_SHARE
-    of the bytes; and whether some unit in bounds lies outside them."""
+def _topic_plan(index: int, store: Store, b: _Bounds, bounds: tuple[int, int], settings: PlanSettings,
+                notes: list[str]) -> tuple[str, list[ReadTask]]:
+    """Consume-queue slices cut along the scan's pieces, except pieces where the selection is dense
+    (`DENSE_SHARE`): those are scanned (the reader confirms every row), and so are the bytes no queue
+    covers."""
     lo, hi = bounds
-    segments = store.segments
-    bases = np.asarray([seg.base_offset for seg in segments], dtype=np.int64)
-    selected = np.zeros(len(segments))
-    for s in slices:
-        units = store.consume_queue(s.topic, s.queue_id).units(s.start, s.end, tags=tags)
-        phy = units["phy"].astype(np.int64)
-        inside = (phy >= lo) & (phy < hi)
-        owner = np.searchsorted(bases, phy[inside], side="right") - 1
-        selected += np.bincount(owner, weights=units["size"][inside], minlength=len(segments))
-    dense, elsewhere = [], False
-    for seg, chosen in zip(segments, selected.tolist(), strict=True):
-        a, z = max(seg.base_offset, lo), min(seg.end_offset, hi)
-        if a < z and chosen >= DENSE_SHARE * (z - a):
-            dense.append((a, z))
-        elif chosen:
-            elsewhere = True
-    return merge_ranges(dense), elsewhere
+    slices = _queue_slices(store, b)
+    units = [store.consume_queue(s.topic, s.queue_id).units(s.start, s.end, tags=b.tags) for s in slices]
+    units = [u[(u["phy"] >= lo) & (u["phy"] < hi)] for u in units]
+    pieces = _pieces(store, [(lo, hi)], settings)
+    selected = _selected_bytes(pieces, units)
+    dense = [p for p, n in zip(pieces, selected, strict=True) if n >= DENSE_SHARE * (p[1] - p[0])]
+    uncovered = _within(store.uncovered_ranges(), lo, hi)
+    if dense:
+        notes.append(f"store {store.path}: the selection fills >= {DENSE_SHARE:.0%} of the bytes of "
+                     f"{len(dense)} commit-log range(s), {sum(z - a for a, z in dense)} bytes: scanned "
+                     f"instead of read by offset: {dense[:3]}")
+    groups = _piece_groups(pieces, selected, set(dense))
+    queue_tasks: list[ReadTask] = [
+        QueueSliceTask(index, _slices_within(slices, units, a, z), None if b.tags is None else
+                       tuple(sorted(b.tags)), a, z, _within(uncovered, a, z)) for a, z in groups]
+    dense = merge_ranges(dense)
+    tasks = (_range_tasks(index, store, dense, settings) + queue_tasks
+             + _scan_tasks(index, store, subtract_ranges(uncovered, dense), settings, notes, UNCOVERED))
+    if queue_tasks or not dense:
+        return "queues", tasks
+    return ("range" if dense != [(store.min_offset, store.max_offset)] else "scan"), tasks
+
+
+def _selected_bytes(pieces: Sequence[tuple[int, int]], units: Sequence[np.ndarray]) -> list[float]:
+    """Per piece, the bytes of the records the units point to."""
+    starts = np.asarray([a for a, _ in pieces], dtype=np.int64)
+    ends = np.asarray([z for _, z in pieces], dtype=np.int64)
+    total = np.zeros(len(pieces))
+    for u in units:
+        phy = u["phy"].astype(np.int64)
+        owner = np.searchsorted(starts, phy, side="right") - 1
+        inside = (owner >= 0) & (phy < ends[np.maximum(owner, 0)])
+        total += np.bincount(owner[inside], weights=u["size"][inside], minlength=len(pieces))
+    return total.tolist()
+
+
+def _piece_groups(pieces: Sequence[tuple[int, int]], selected: Sequence[float],
+                  dense: set[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Ranges of consecutive pieces with selected records, none dense, each closed once its selected
+    bytes reach MIN_QUEUE_TASK_BYTES (or at a dense piece)."""
+    groups: list[tuple[int, int]] = []
+    start, end, held = None, None, 0.0
+    for piece, chosen in zip(pieces, selected, strict=True):
+        if piece in dense or (start is not None and held >= MIN_QUEUE_TASK_BYTES):
+            if start is not None and held:
+                groups.append((start, end))
+            start, held = None, 0.0
+        if piece in dense or not chosen:
+            continue
+        start = piece[0] if start is None else start
+        end, held = piece[1], held + chosen
+    if start is not None and held:
+        groups.append((start, end))
+    return groups
+
+
+def _slices_within(slices: Sequence[QueueSlice], units: Sequence[np.ndarray], lo: int,
+                   hi: int) -> tuple[QueueSlice, ...]:
+    """The parts of the slices whose units point into [lo, hi): found by bisection where a queue's
+    physical offsets ascend (as the broker writes them), else the whole slice (the task's bounds
+    still keep only [lo, hi))."""
+    out = []
+    for s, u in zip(slices, units, strict=True):
+        phy = u["phy"]
+        if len(phy) and not np.all(phy[1:] > phy[:-1]):
+            out.append(s)
+            continue
+        first, last = np.searchsorted(phy, [lo, hi])
+        if first < last:
+            offsets = u["queue_offset"]
+            out.append(QueueSlice(s.topic, s.queue_id, int(offsets[first]), int(offsets[last - 1]) + 1))
+    return tuple(out)
 
 
 def _queue_slices(store: Store, b: _Bounds) -> list[QueueSlice]:
