@@ -364,10 +364,12 @@ same read without the predicate (stores written by tests/bench/test_bench_pushdo
 `share_store`, 120k records): share 0.70 -> 0.85x, 0.80 -> 0.98x, 0.90 -> 1.00x, 1.00 -> 1.12x.
 So from 0.8 on the scan is as cheap or cheaper, and the pushed query is never slower than the unpushed one.
 """
-MIN_QUEUE_TASK_BYTES = 8 << 20
+MIN_QUEUE_TASK_BYTES = 2 << 20
 """A topic plan's task reads the queue units of one scan piece, or of consecutive pieces until their
 selected records reach this many bytes: the plan runs on as many cores as the scan would, without a
-task per piece for a rare topic (a Spark task costs tens of milliseconds)."""
+task per piece for a rare topic. Measured with tests/bench/test_bench_pushdown.py (local[2]): a Spark
+task costs some tens of milliseconds, a row about 10 µs (decode, Arrow to the JVM, the query), so
+2 MiB of ~400-byte records (5,000 rows, ~50 ms) is where a task pays for itself."""
 
 
 def _topic_plan(index: int, store: Store, b: _Bounds, bounds: tuple[int, int], settings: PlanSettings,
