@@ -1,4 +1,7 @@
-"""rmqstore: read Apache RocketMQ broker stores, with Apache Spark or without it."""
+"""rmqstore: read Apache RocketMQ broker stores, with Apache Spark or without it.
+
+Docstrings cite the store format by section ("§2.12", "spec §2.12"): see docs/format.md.
+"""
 
 __version__ = "0.1.0"
 

@@ -19,8 +19,8 @@ class Checkpoint:
     """`StoreCheckpoint` fields (§6.1).
 
     `master_flushed_offset` is 5.0.0+, `confirm_phy_offset` 5.1.1+ (older files hold zeros there).
-    `logics_physical_offset` (offset 40) is not in the spec: RocketMQ 5.5.0 writes it (seen in the
-    conformance fixtures written by its own `StoreCheckpoint`).
+    `logics_physical_offset` (offset 40) is written by RocketMQ 5.5.0's own `StoreCheckpoint` (seen in
+    the conformance fixtures).
     """
 
     physic_msg_timestamp: int = 0

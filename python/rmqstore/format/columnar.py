@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from rmqstore.format import kernels
-from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_body
+from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_bodies
 from rmqstore.format.hosts import decode_host
 from rmqstore.format.layout import IPV4_HOST_LEN, MIN_RECORD_SIZE
 from rmqstore.format.record import check_record, decode_record
@@ -164,14 +164,16 @@ def decode_records(
     *,
     decompress: bool = True,
     max_body_size: int = MAX_MESSAGE_SIZE,
+    decompress_threads: int | None = None,
 ) -> pa.RecordBatch:
-    """The requested table columns (all when None) of the valid records at `starts` (§2, table.py).
+    """The requested table columns (all when None) of the valid records at `starts` (design §2, table.py).
 
     `starts` are buffer positions of records already checked (`walk_records`, `check_record`), in
     any order, repeats allowed; a position holding no structurally valid record raises ValueError.
     With `decompress`, compressed bodies are decompressed like `record.decode_record` (an empty
     stored body stays empty); the first that cannot be, or inflates past `max_body_size` bytes,
-    raises BodyDecompressionError carrying its row and buffer position.
+    raises BodyDecompressionError carrying its row and buffer position. Bodies are decompressed on
+    up to `decompress_threads` threads (`compression.decompress_bodies`; None: its default).
     `base_offset` is the physical offset of buf[0], or (for ranges laid back to back, see
     `walk_ranges`) the physical offset of each record at `starts`; errors name those offsets.
     `commitLogOffset` and `msgId` use the PHYSICALOFFSET field (the walk checked it equals the
@@ -185,7 +187,7 @@ def decode_records(
         return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
     offsets = base_offset + starts if np.isscalar(base_offset) else np.asarray(base_offset, dtype=np.int64)
     built = _decode(as_byte_array(buf), starts, offsets, frozenset(schema.names),
-                    max_body_size if decompress else None)
+                    max_body_size if decompress else None, decompress_threads)
     return pa.RecordBatch.from_arrays([built[name] for name in schema.names], schema=schema)
 
 
@@ -347,12 +349,18 @@ class _Plan:
 
 
 def _decode(
-    buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray, names: frozenset[str], max_body_size: int | None
+    buf: np.ndarray,
+    starts: np.ndarray,
+    offsets: np.ndarray,
+    names: frozenset[str],
+    max_body_size: int | None,
+    threads: int | None,
 ) -> dict[str, pa.Array]:
     plan = _Plan(buf, starts, offsets, names)
     if max_body_size is not None and plan.compressed and "body" in names:
         rows, body_at, body_len, sys_flags = kernels.compressed_bodies(buf, starts)
-        bodies = _decompressed(buf, starts, offsets, rows, body_at, body_len, sys_flags, max_body_size)
+        bodies = _decompressed(buf, starts, offsets, rows, body_at, body_len, sys_flags, max_body_size,
+                               threads)
         plan.replace_bodies(bodies, rows, body_len)
     entries, tokens, name_used, value_used, keys_used, tags_used, uniq_used, token_used, _ = plan.run(
         buf, starts
@@ -447,19 +455,18 @@ def _decompressed(
     length: np.ndarray,
     sys_flags: np.ndarray,
     max_body_size: int,
+    threads: int | None,
 ) -> list[bytes]:
-    """Per-row decompression of the (rare) compressed bodies (§2.9, `compression.decompress_body`)."""
+    """The compressed bodies of these rows decompressed (§2.9, `compression.decompress_bodies`); the
+    first row that fails raises, naming its physical offset."""
     view = memoryview(buf)
-    bodies = []
-    for k, row in enumerate(rows.tolist()):
-        body = view[int(at[k]) : int(at[k] + length[k])]
-        try:
-            bodies.append(decompress_body(body, int(sys_flags[k]), max_size=max_body_size))
-        except BodyDecompressionError as exc:
-            message = f"record at physical offset {int(offsets[row])}: {exc}"
-            raise BodyDecompressionError(exc.cause, position=int(starts[row]), row=row,
-                                         message=message) from None
-    return bodies
+    stored = [view[begin : begin + size] for begin, size in zip(at.tolist(), length.tolist(), strict=True)]
+    try:
+        return decompress_bodies(stored, sys_flags.tolist(), max_size=max_body_size, threads=threads)
+    except BodyDecompressionError as exc:
+        row = int(rows[exc.row])
+        message = f"record at physical offset {int(offsets[row])}: {exc}"
+        raise BodyDecompressionError(exc.cause, position=int(starts[row]), row=row, message=message) from None
 
 
 def _host_strings(codes: np.ndarray, hosts: np.ndarray, widths: np.ndarray) -> pa.Array:

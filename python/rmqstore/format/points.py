@@ -49,7 +49,7 @@ class PointReader(Protocol):
               check_crc: bool) -> PointCheck: ...
 
     def decode(self, buf: Any, positions: np.ndarray, physical: np.ndarray, columns: list[str], *,
-               decompress: bool, max_body_size: int) -> pa.RecordBatch:
+               decompress: bool, max_body_size: int, decompress_threads: int | None = None) -> pa.RecordBatch:
         """`columnar.decode_records` of valid records (same columns, errors and BodyDecompressionError)."""
         ...
 
@@ -71,9 +71,9 @@ class CompiledPointReader:
         return PointCheck(kinds == kernels.RECORD, sizes)
 
     def decode(self, buf: Any, positions: np.ndarray, physical: np.ndarray, columns: list[str], *,
-               decompress: bool, max_body_size: int) -> pa.RecordBatch:
+               decompress: bool, max_body_size: int, decompress_threads: int | None = None) -> pa.RecordBatch:
         return decode_records(buf, positions, physical, columns, decompress=decompress,
-                              max_body_size=max_body_size)
+                              max_body_size=max_body_size, decompress_threads=decompress_threads)
 
 
 class ReferencePointReader:
@@ -91,7 +91,8 @@ class ReferencePointReader:
         return PointCheck(np.array(ok, dtype=bool), np.array(sizes, dtype=np.int64))
 
     def decode(self, buf: Any, positions: np.ndarray, physical: np.ndarray, columns: list[str], *,
-               decompress: bool, max_body_size: int) -> pa.RecordBatch:
+               decompress: bool, max_body_size: int, decompress_threads: int | None = None) -> pa.RecordBatch:
+        """One record at a time on the calling thread (`decompress_threads` is not used)."""
         schema = arrow_schema(columns)
         rows = []
         for row, (pos, offset) in enumerate(zip(positions.tolist(), physical.tolist(), strict=True)):

@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
-from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError
+from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.points import PointReader, point_reader, problem_at
@@ -77,15 +77,19 @@ class Store:
                  filesystem: pafs.FileSystem | None = None, check_crc_at_end: bool = True,
                  index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT,
                  max_message_size: int = MAX_MESSAGE_SIZE,
-                 storage_options: Mapping[str, str] | None = None) -> None:
+                 storage_options: Mapping[str, str] | None = None,
+                 decompress_threads: int | None = None) -> None:
         self._open_args: dict[str, Any] = {
             "index_geometry": index_geometry, "commitlog_dirs": commitlog_dirs, "filesystem": filesystem,
             "check_crc_at_end": check_crc_at_end, "index_tail_scan_limit": index_tail_scan_limit,
             "max_message_size": max_message_size, "storage_options": storage_options,
+            "decompress_threads": decompress_threads,
         }
         if max_message_size <= 0:
             raise ValueError(f"max_message_size must be positive, got {max_message_size}")
+        decompress_thread_count(decompress_threads)  # fails at open; None stays: each process uses its cores
         self.max_message_size = max_message_size
+        self.decompress_threads = decompress_threads
         self.location = location
         self.stats = StoreStats()
         self.fs, self.path = resolve_location(location, filesystem=filesystem, stats=self.stats,
@@ -111,7 +115,8 @@ class Store:
              commitlog_dirs: str | Sequence[str] | None = None, filesystem: pafs.FileSystem | None = None,
              check_crc_at_end: bool = True, index_tail_scan_limit: int = INDEX_TAIL_SCAN_LIMIT,
              max_message_size: int = MAX_MESSAGE_SIZE,
-             storage_options: Mapping[str, str] | None = None) -> Store:
+             storage_options: Mapping[str, str] | None = None,
+             decompress_threads: int | None = None) -> Store:
         """Open a store read-only.
 
         `path_or_uri`: the store root (`storePathRootDir`): a local path, or a URI that
@@ -131,11 +136,13 @@ class Store:
         `storage_options`: `pyarrow.fs.S3FileSystem` arguments for an s3:// store (`access_key`,
         `secret_key`, `session_token`, `region`, `endpoint_override`, `scheme`); they travel with a
         pickled Store, so credentials given here reach every process that reads it.
+        `decompress_threads`: threads that decompress a batch's compressed bodies (None: the machine's
+        cores, at most 4; 1: the calling thread only; see `format.compression.decompress_bodies`).
         """
         return cls(os.fspath(path_or_uri), index_geometry=index_geometry, commitlog_dirs=commitlog_dirs,
                    filesystem=filesystem, check_crc_at_end=check_crc_at_end,
                    index_tail_scan_limit=index_tail_scan_limit, max_message_size=max_message_size,
-                   storage_options=storage_options)
+                   storage_options=storage_options, decompress_threads=decompress_threads)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its open arguments (Spark ships stores to executors); reopened on load.
@@ -341,7 +348,8 @@ class Store:
         while True:
             try:
                 batch = decode(buf, starts, offsets, columns, decompress=decompress,
-                               max_body_size=self.max_message_size)
+                               max_body_size=self.max_message_size,
+                               decompress_threads=self.decompress_threads)
             except BodyDecompressionError as exc:
                 offset = int(offsets[exc.row])
                 if mode == FAILFAST:

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import scala.jdk.CollectionConverters._
 
-/** Broker JSON files under `config/`: fastjson 1.x output with bare integer map keys (spec §1.4). */
+/** Broker JSON files under `config/`: fastjson 1.x output with bare integer map keys (docs/format.md §1.4). */
 object BrokerConfig {
 
   /** consumerOffset.json keys are `<topic>@<group>` (`ConsumerOffsetManager.TOPIC_GROUP_SEPARATOR`). */

@@ -11,7 +11,7 @@ import com.github.luben.zstd.{RecyclingBufferPool, ZstdInputStream}
 final class BodyDecompressionException(message: String, cause: Throwable = null)
     extends IllegalArgumentException(message, cause)
 
-/** Producer-side body compression (spec §2.3, §2.9), like python/rmqstore/format/compression.py.
+/** Producer-side body compression (docs/format.md §2.3, §2.9), like python/rmqstore/format/compression.py.
   *
   * Applies when sysFlag bit 0 is set; the type is `(sysFlag & 0x700) >> 8`: 0 (legacy) and 3 = zlib
   * stream, 1 = LZ4 frame, 2 = zstd frame. An empty stored body stays empty, as in RocketMQ's

@@ -2,7 +2,7 @@ package io.rmqstore.spark.format
 
 import java.nio.ByteBuffer
 
-/** ConsumeQueue units: 20 bytes (phyOffset long, TOTALSIZE int, tagsCode long) (spec §4.1-§4.4). */
+/** ConsumeQueue units: 20 bytes (phyOffset long, TOTALSIZE int, tagsCode long) (docs/format.md §4.1-§4.4). */
 object ConsumeQueueUnit {
   final val Size = 20
 

@@ -2,7 +2,7 @@ package io.rmqstore.spark.format
 
 import java.nio.ByteBuffer
 
-/** BORNHOST / STOREHOSTADDRESS: address bytes then a 4-byte big-endian port (spec §2.4).
+/** BORNHOST / STOREHOSTADDRESS: address bytes then a 4-byte big-endian port (docs/format.md §2.4).
   *
   * Text form is `ip:port` for IPv4 and `[addr]:port` for IPv6 in compressed notation (longest run of
   * two or more zero groups as `::`, lowercase hex), as python/rmqstore/format/hosts.py prints it.

@@ -2,7 +2,7 @@ package io.rmqstore.spark.format
 
 import java.nio.ByteBuffer
 
-/** IndexFile: 40-byte header, S hash slots, N 20-byte entries numbered from 1 (spec §5), read-only.
+/** IndexFile: 40-byte header, S hash slots, N 20-byte entries numbered from 1 (docs/format.md §5), read-only.
   * Mirrors python/rmqstore/format/indexfile.py (chain walk, geometry detection and validation).
   */
 object IndexFile {

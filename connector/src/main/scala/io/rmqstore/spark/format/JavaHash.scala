@@ -1,6 +1,6 @@
 package io.rmqstore.spark.format
 
-/** Java `String.hashCode` and the two hashes RocketMQ derives from it (spec §7, §5.3, §4.2). */
+/** Java `String.hashCode` and the two hashes RocketMQ derives from it (docs/format.md §7, §5.3, §4.2). */
 object JavaHash {
 
   /** Java `String.hashCode`: h = 31*h + c over UTF-16 code units, signed 32-bit (§7). */

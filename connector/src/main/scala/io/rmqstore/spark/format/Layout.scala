@@ -1,6 +1,6 @@
 package io.rmqstore.spark.format
 
-/** Constants of the commit-log record layout (spec §2.2-§2.6), big-endian throughout.
+/** Constants of the commit-log record layout (docs/format.md §2.2-§2.6), big-endian throughout.
   *
   * The fixed header depends on two sysFlag bits (IPv6 born host, IPv6 store host); everything after
   * the store host moves with them. Mirrors python/rmqstore/format/layout.py.

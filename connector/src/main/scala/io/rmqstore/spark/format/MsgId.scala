@@ -2,7 +2,7 @@ package io.rmqstore.spark.format
 
 import java.nio.ByteBuffer
 
-/** offsetMsgId: the broker message id, store host + physical offset in uppercase hex (spec §3.1). */
+/** offsetMsgId: the broker message id, store host + physical offset in uppercase hex (docs/format.md §3.1). */
 object MsgId {
   private val Hex = "0123456789ABCDEF".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
 

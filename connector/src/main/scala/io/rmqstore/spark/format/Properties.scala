@@ -3,7 +3,7 @@ package io.rmqstore.spark.format
 import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets.UTF_8
 
-/** The PROPERTIES field of a commit-log record (spec §2.8), mirroring
+/** The PROPERTIES field of a commit-log record (docs/format.md §2.8), mirroring
   * `MessageDecoder.string2messageProperties`.
   *
   * `name 0x01 value 0x02` pairs in UTF-8, split at each 0x02 (the last segment may lack it). A segment

@@ -6,7 +6,7 @@ import java.util.zip.CRC32
 
 import io.rmqstore.spark.format.Layout._
 
-/** The broker's validity check of one record, `CommitLog.checkMessageAndReturnSize` (spec §2.12),
+/** The broker's validity check of one record, `CommitLog.checkMessageAndReturnSize` (docs/format.md §2.12),
   * mirroring python/rmqstore/format/record.py `check_record` including its error wording.
   *
   * `check` returns the TOTALSIZE (> 0) of a valid record, 0 for the end-of-segment BLANK, or a negative

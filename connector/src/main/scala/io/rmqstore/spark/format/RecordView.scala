@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
 
 import io.rmqstore.spark.format.Layout._
 
-/** Lazy accessors over one record that passed `RecordCheck` (spec §2.2), one table row.
+/** Lazy accessors over one record that passed `RecordCheck` (docs/format.md §2.2), one table row.
   *
   * Nothing is decoded until asked: numeric fields are read from the buffer on each call, strings and
   * the properties map are built once per record. Scans reuse one view (`reset`), so a view is valid

@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.rmqstore.spark.format.Encode._
 
-/** The spec's verified vectors (§8) and the byte rules of §2-§5. */
+/** The verified vectors of docs/format.md (§8) and the byte rules of §2-§5. */
 class FormatVectorsSuite extends AnyFunSuite {
   // §8.2: the example record, full hex.
   private val ExampleHex =

@@ -14,7 +14,7 @@ import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 
 /**
- * An in-process name server and one master broker (spec §9.3) that listen on 127.0.0.1 only, on free ports:
+ * An in-process name server and one master broker (docs/format.md §9.3) that listen on 127.0.0.1 only, on free ports:
  * name server, broker (brokerIP1 = 127.0.0.1, so the store host of every record is 127.0.0.1:brokerPort), the
  * broker's "fast" server on brokerPort - 2, and the store's HA listener ({@link LoopbackHAService}).
  */
