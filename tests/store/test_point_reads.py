@@ -13,6 +13,7 @@ from rmqstore.format import kernels
 from rmqstore.format.points import point_reader
 from rmqstore.format.table import COLUMN_NAMES
 from rmqstore.store import Store, StoreCorruptionError
+from rmqstore.store import points as store_points
 from rmqstore.store.commitlog import PROBE_BYTES
 
 SEGMENT = 64 << 10
@@ -122,3 +123,17 @@ def test_one_check_call_and_one_read_per_run(built: StoreBuilder, monkeypatch) -
     assert calls == [len(picked)]
     assert store.stats.read_calls == 1 and store.stats.records_decoded == len(picked)
     assert store.stats.bytes_read <= picked[-1] - picked[0] + PROBE_BYTES
+
+
+def test_parts_bound_the_window(built: StoreBuilder, open_store, monkeypatch) -> None:
+    """A segment's offsets are read in parts spanning at most the log's window (memory bound); the
+    rows are the same, one read per part."""
+    monkeypatch.setattr(store_points, "LOCAL_WINDOW", 4096)
+    store = open_store(built.root)
+    _ = store.max_offset
+    first_segment = [w.offset for w in built.written if w.offset + w.size <= SEGMENT]
+    store.stats.reset()
+    got = store.read_offsets(first_segment, ["commitLogOffset"]).column(0).to_pylist()
+    assert got == first_segment
+    parts = len({(o - first_segment[0]) // 4096 for o in first_segment})
+    assert parts > 3 and store.stats.read_calls == parts

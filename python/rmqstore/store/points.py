@@ -1,19 +1,22 @@
 """Reading the records at many physical offsets of one segment: one buffer, one check (§2.12).
 
-A memory-mapped segment is read as one zero-copy window over the offsets' span (pages are touched only
-where records are). Other files (remote stores) are read in windows around runs of offsets closer than
-`READ_RUN_GAP`, gathered into one buffer by a single `read_ranges` call. Every position is then checked
-by one `PointReader.check` call; a record longer than its window is read again with a longer window.
+The offsets are taken in parts spanning at most the log's window for the file (`LOCAL_WINDOW` mapped,
+`REMOTE_WINDOW` else), which bounds the memory a part holds. A memory-mapped part is read as one
+zero-copy window (pages are touched only where records are); other files (remote stores) in windows
+around runs of offsets closer than `READ_RUN_GAP`, gathered into one buffer by a single `read_ranges`
+call. Every position of a part is then checked by one `PointReader.check` call; a record longer than
+its window is read again with a longer window.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from rmqstore.format.points import PointCheck, PointReader
-from rmqstore.store.commitlog import PROBE_BYTES, CommitLog
+from rmqstore.store.commitlog import LOCAL_WINDOW, PROBE_BYTES, REMOTE_WINDOW, CommitLog
 from rmqstore.store.segments import Segment
 
 READ_RUN_GAP = 64 << 10
@@ -23,16 +26,26 @@ latency costs about as much as transferring this many bytes."""
 
 @dataclass(frozen=True)
 class SegmentPoints:
-    """`buf` holds the windows read; `positions[i]` is where offset i starts in it; `checked` the verdicts."""
+    """`buf` holds the windows read; `positions[i]` is where `offsets[i]` starts in it; `checked` the
+    verdicts."""
 
+    offsets: np.ndarray
     buf: np.ndarray
     positions: np.ndarray
     checked: PointCheck
 
 
 def read_points(log: CommitLog, reader: PointReader, seg: Segment, offsets: np.ndarray, *,
-                check_crc: bool) -> SegmentPoints:
-    """Read and check the records at `offsets` (sorted, unique, inside `seg`)."""
+                check_crc: bool) -> Iterator[SegmentPoints]:
+    """Read and check the records at `offsets` (sorted, unique, inside `seg`), part by part."""
+    cap = LOCAL_WINDOW if log.zero_copy(seg) else REMOTE_WINDOW
+    breaks = np.flatnonzero(np.diff((offsets - offsets[0]) // cap)) + 1 if len(offsets) else []
+    for part in np.split(offsets, breaks) if len(offsets) else ():
+        yield _read_part(log, reader, seg, part, check_crc)
+
+
+def _read_part(log: CommitLog, reader: PointReader, seg: Segment, offsets: np.ndarray,
+               check_crc: bool) -> SegmentPoints:
     rel = offsets - seg.base_offset
     if log.zero_copy(seg):
         starts, ends = rel[:1], rel[-1:] + PROBE_BYTES
@@ -51,5 +64,5 @@ def read_points(log: CommitLog, reader: PointReader, seg: Segment, offsets: np.n
         room = ends[owner] - rel
         cut = (checked.sizes > room) & (ends[owner] < seg.size) & (checked.sizes <= seg.size - rel)
         if not cut.any():
-            return SegmentPoints(buf, positions, checked)
+            return SegmentPoints(offsets, buf, positions, checked)
         np.maximum.at(ends, owner[cut], rel[cut] + checked.sizes[cut])

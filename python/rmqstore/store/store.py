@@ -324,17 +324,18 @@ class Store:
                                            dtype=np.int64))
         wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
         for seg, mine in self._by_segment(wanted):
-            points = read_points(self.log, self.point_reader, seg, mine, check_crc=check_crc)
-            ok = points.checked.ok
-            if strict:
-                for pos, offset in zip(points.positions[~ok].tolist(), mine[~ok].tolist(), strict=True):
-                    self._bad_offset(seg, offset, problem_at(points.buf, pos, offset, check_crc=check_crc),
-                                     mode)
-            starts, found = points.positions[ok], mine[ok]
-            for first in range(0, len(starts), batch_rows):
-                part = slice(first, first + batch_rows)
-                yield self._decode(seg, points.buf, starts[part], found[part], cols, mode, decompress,
-                                   self.point_reader.decode)
+            for points in read_points(self.log, self.point_reader, seg, mine, check_crc=check_crc):
+                ok = points.checked.ok
+                if strict:
+                    bad = zip(points.positions[~ok].tolist(), points.offsets[~ok].tolist(), strict=True)
+                    for pos, offset in bad:
+                        reason = problem_at(points.buf, pos, offset, check_crc=check_crc)
+                        self._bad_offset(seg, offset, reason, mode)
+                starts, found = points.positions[ok], points.offsets[ok]
+                for first in range(0, len(starts), batch_rows):
+                    part = slice(first, first + batch_rows)
+                    yield self._decode(seg, points.buf, starts[part], found[part], cols, mode, decompress,
+                                       self.point_reader.decode)
 
     def _decode(self, seg: Segment, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
                 columns: list[str], mode: str, decompress: bool,
