@@ -59,6 +59,18 @@ def test_valid_units_stop_at_first_empty_unit_and_count_fillers() -> None:
     assert valid_unit_count(parse_units(encode_unit(0, 10, 0) * 3)) == 3
 
 
+@pytest.mark.parametrize("first_bad", [0, 1, 4095, 4096, 4097, 20_479, 20_480, 50_000, None])
+def test_valid_unit_count_across_chunks(first_bad: int | None) -> None:
+    """The count stops at the first bad unit wherever it is (the scan goes in growing chunks)."""
+    good = encode_unit(100, 10, 0)
+    count = 60_000
+    units = [good] * count
+    if first_bad is not None:
+        units[first_bad] = encode_unit(100, 0, 0)
+        units[first_bad + 1 :] = [good] * (count - first_bad - 1)  # valid units after it do not count
+    assert valid_unit_count(parse_units(b"".join(units))) == (count if first_bad is None else first_bad)
+
+
 def test_ext_address_boundary() -> None:
     assert not is_ext_address(-(2**31))
     assert is_ext_address(-(2**31) - 1)

@@ -13,7 +13,14 @@ from plan_helpers import run_plan, scan_rows
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.planner import ReadPlan
 from rmqstore.plan.predicates import Compare, InSet, KeysContainAny, NotNull, Predicate
-from rmqstore.plan.tasks import KeyProbeTask, OffsetsTask, QueueSliceTask, RangeTask
+from rmqstore.plan.tasks import (
+    KeyProbeTask,
+    OffsetsTask,
+    QueueSliceTask,
+    RangeTask,
+    merge_ranges,
+    subtract_ranges,
+)
 from rmqstore.store import Store
 from rmqstore.writer import MessageSpec, StoreWriter
 
@@ -129,3 +136,10 @@ def test_confirm_null_never_matches() -> None:
     batch = pa.RecordBatch.from_pydict({"key": pa.array(["a", None, "b"])})
     assert confirm(batch, [InSet("key", ("a", "b"))]).column("key").to_pylist() == ["a", "b"]
     assert confirm(batch, [Compare("key", ">", "a")]).column("key").to_pylist() == ["b"]
+
+
+def test_merge_and_subtract_ranges() -> None:
+    assert merge_ranges([(5, 9), (0, 2), (2, 4), (8, 12), (20, 20)]) == [(0, 4), (5, 12)]
+    assert subtract_ranges([(0, 10), (20, 30)], [(2, 4), (6, 22), (28, 40)]) == ((0, 2), (4, 6), (22, 28))
+    assert subtract_ranges([(0, 10)], []) == ((0, 10),)
+    assert subtract_ranges([(0, 10)], [(0, 10)]) == ()

@@ -13,8 +13,10 @@ from plan_helpers import run_plan, scan_rows
 
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.layout import TRANSACTION_COMMIT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
+from rmqstore.plan import planner
 from rmqstore.plan.confirm import confirm
-from rmqstore.plan.planner import ReadPlan
+from rmqstore.plan.execute import ReadSettings, run_task
+from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
 from rmqstore.plan.predicates import Compare, InSet, KeysContainAny, Predicate, QueueWindow, QueueWindows
 from rmqstore.plan.tasks import KeyProbeTask, OffsetsTask, QueueSliceTask, RangesTask, RangeTask
 from rmqstore.store import Store
@@ -99,7 +101,9 @@ def test_the_fixture_has_uncovered_segments(store_path: Path, rows: list[dict]) 
     [InSet("topic", ("A", "B")), Compare("storeTimestamp", ">=", 1_700_000_030_000_000)],
 ], ids=["topics", "topic", "queue", "queue-offsets", "tags", "time"])
 def test_queue_plans_return_what_a_scan_returns(store_path: Path, rows: list[dict],
-                                                predicates: list[Predicate]) -> None:
+                                                predicates: list[Predicate],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(planner, "DENSE_SHARE", 2.0)  # the queue path only (dense segments: below)
     got, plan = _run(store_path, predicates)
     assert got == _scanned(rows, predicates)  # sorted with duplicates: each row once
     assert plan.access == ["queues"]
@@ -184,7 +188,8 @@ def test_a_key_query_inside_queue_windows_returns_queue_units_only(store_path: P
     assert not transactional & set(got)
 
 
-def test_a_covered_store_plans_no_extra_scan(tmp_path: Path) -> None:
+def test_a_covered_store_plans_no_extra_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(planner, "DENSE_SHARE", 2.0)  # topic A is every record: else scanned as dense
     path = tmp_path / "store"
     with StoreWriter(path, segment_size=SEGMENT, cq_segment_size=20 * 16, index_hash_slots=16,
                      index_entries=64, seed=1) as writer:
@@ -205,3 +210,74 @@ def test_uncovered_ranges_are_split_into_partition_sized_tasks(store_path: Path,
     scans = [t for t in plan.tasks if isinstance(t, RangesTask)]
     assert len(scans) > len(_hidden(rows))
     assert all(sum(b - a for a, b in t.ranges) <= 150 for t in scans)
+
+
+def test_dense_segments_are_scanned_each_record_once(store_path: Path, rows: list[dict]) -> None:
+    """`topic IN (A, B)` selects every record: each segment is scanned (the uncovered ranges in them
+    with it, not again), nothing is read by offset, every record is decoded once. `topic = A` (about
+    half of each segment) stays with the queues."""
+    predicates: list[Predicate] = [InSet("topic", ("A", "B"))]
+    with Store.open(str(store_path)) as store:
+        plan = plan_read([store], [predicates], PlanSettings())
+        store.stats.reset()  # planning decodes a few records to find the uncovered ranges' topics
+        got = [o for t in plan.tasks for b in run_task(t, store, COLUMNS, ReadSettings())
+               for o in confirm(b, predicates).column("commitLogOffset").to_pylist()]
+        assert sorted(got) == _scanned(rows, predicates)
+        assert store.stats.records_decoded == len(rows)
+    assert plan.access == ["scan"] and all(isinstance(t, RangeTask) for t in plan.tasks)
+    assert any("scanned instead of read by offset" in n for n in plan.notes)
+    _, half = _run(store_path, [Compare("topic", "=", "A")])
+    assert half.access == ["queues"] and not any(isinstance(t, RangeTask) for t in half.tasks)
+
+
+def test_a_dense_segment_among_sparse_ones(tmp_path: Path) -> None:
+    """Topic D fills one segment and is rare elsewhere: that segment is scanned, the others are read
+    through the queue (tasks bounded to leave the scanned segment out), and the rows are the scan's."""
+    path = tmp_path / "store"
+    with StoreWriter(path, segment_size=SEGMENT, cq_segment_size=20 * 64, seed=3) as writer:
+        writer.declare_topic("D", 1)
+        writer.declare_topic("E", 1)
+        for i in range(300):
+            segment = writer.position // SEGMENT
+            topic = "D" if segment == 2 or i % 10 == 0 else "E"
+            writer.append(MessageSpec(topic=topic, body=bytes(40), keys=f"k{i}"))
+    predicates: list[Predicate] = [Compare("topic", "=", "D")]
+    got, plan = _run(path, predicates)
+    assert got == _scanned(scan_rows(path, COLUMNS), predicates)
+    scanned = [(t.start, t.end) for t in plan.tasks if isinstance(t, RangeTask)]
+    assert scanned == [(2 * SEGMENT, 3 * SEGMENT)] and plan.access == ["queues"]
+    queue_tasks = [t for t in plan.tasks if isinstance(t, QueueSliceTask)]
+    assert queue_tasks and all(t.hi <= 2 * SEGMENT or t.lo >= 3 * SEGMENT for t in queue_tasks)
+
+
+def test_topic_tasks_follow_the_scan_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A topic plan runs on as many tasks as the scan: one per scan piece holding selected records,
+    each reading only the units and records of its piece (queue offsets split by bisection)."""
+    monkeypatch.setattr(planner, "MIN_QUEUE_TASK_BYTES", 1)
+    path = tmp_path / "store"
+    rng = random.Random(4)
+    with StoreWriter(path, segment_size=SEGMENT, cq_segment_size=20 * 64, seed=4) as writer:
+        writer.declare_topic("X", 2)
+        writer.declare_topic("Y", 2)
+        for i in range(400):
+            topic = "X" if rng.random() < 0.3 else "Y"
+            writer.append(MessageSpec(topic=topic, body=bytes(rng.randint(0, 60)), keys=f"k{i}"))
+    predicates: list[Predicate] = [Compare("topic", "=", "X")]
+    rows = scan_rows(path, COLUMNS)
+    with Store.open(str(path)) as store:
+        plan = plan_read([store], [predicates], PlanSettings(max_bytes_per_partition=SEGMENT // 2))
+        pieces = store.split_ranges(SEGMENT // 2)
+    selected = [r["commitLogOffset"] for r in rows if r["topic"] == "X"]
+    holding = [p for p in pieces if any(p[0] <= o < p[1] for o in selected)]
+    tasks = [t for t in plan.tasks if isinstance(t, QueueSliceTask)]
+    assert plan.access == ["queues"] and [(t.lo, t.hi) for t in tasks] == holding and len(tasks) > 4
+    got = []
+    for task in tasks:
+        with Store.open(str(path)) as store:
+            found = [o for b in run_task(task, store, COLUMNS, ReadSettings())
+                     for o in confirm(b, predicates).column("commitLogOffset").to_pylist()]
+            assert store.stats.records_decoded == len(found)  # no record of another piece is read
+            units = sum(s.end - s.start for s in task.slices)
+            assert units == len(found)  # nor another piece's queue units
+        got += found
+    assert sorted(got) == _scanned(rows, predicates)

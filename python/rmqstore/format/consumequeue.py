@@ -58,10 +58,17 @@ def encode_unit(phy: int, size: int, tags_code: int) -> bytes:
 def valid_unit_count(units: np.ndarray) -> int:
     """Number of leading units with phyOffset >= 0 and size > 0: recovery's end of the queue (§4.3).
 
-    Filler units pass this test; skip them with `is_filler`.
+    Filler units pass this test; skip them with `is_filler`. Looks at growing chunks and stops at the
+    first bad unit, so the zero tail of a pre-allocated file (a view of a map) is never touched.
     """
-    bad = np.flatnonzero((units["phy"] < 0) | (units["size"] <= 0))
-    return int(bad[0]) if bad.size else len(units)
+    at, chunk = 0, 4096
+    while at < len(units):
+        part = units[at : at + chunk]
+        bad = np.flatnonzero((part["phy"] < 0) | (part["size"] <= 0))
+        if bad.size:
+            return at + int(bad[0])
+        at, chunk = at + len(part), min(chunk * 4, 1 << 20)
+    return len(units)
 
 
 def is_filler(units: np.ndarray) -> np.ndarray:

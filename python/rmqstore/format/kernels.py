@@ -557,9 +557,41 @@ def crc_mismatches(buf, starts):
     bad = np.zeros(len(starts), dtype=np.bool_)
     for i in range(len(starts)):
         kind, _, _, body_at, body_len, _, _, _, _ = scan_record(buf, starts[i])
-        if kind == RECORD and body_len > 0:
-            bad[i] = np.int64(crc32(buf, body_at, body_len) & 0x7FFFFFFF) != _i32(buf, starts[i] + 8)
+        if kind == RECORD:
+            bad[i] = _crc_mismatch(buf, starts[i], body_at, body_len)
     return bad
+
+
+@_inline
+def _crc_mismatch(buf, pos, body_at, body_len):
+    """The record at pos has a non-empty body whose CRC-32 masked to 31 bits is not its BODYCRC (§2.7)."""
+    return body_len > 0 and np.int64(crc32(buf, body_at, body_len) & 0x7FFFFFFF) != _i32(buf, pos + 8)
+
+
+@_jit
+def check_starts(buf, starts, physical, check_crc):
+    """The record check of `record.check_record(..., expected_physical_offset=physical[i])` at each
+    position: structure (`scan_record`), PHYSICALOFFSET == physical[i], a schedule-topic DELAY that is
+    a Java int and, with `check_crc`, BODYCRC (empty bodies not compared).
+
+    Returns (kinds, sizes): kind RECORD, BLANK or INVALID per position, and the TOTALSIZE field read
+    there (-1 when at most 4 bytes are left), so the caller can tell a record cut by the buffer's end.
+    """
+    props = property_scratch()
+    kinds = np.empty(len(starts), dtype=np.int8)
+    sizes = np.empty(len(starts), dtype=np.int64)
+    for i in range(len(starts)):
+        pos = starts[i]
+        kind, size, _, body_at, body_len, topic_at, topic_len, props_at, props_len = scan_record(buf, pos)
+        if kind == RECORD and (
+            _i64(buf, pos + 28) != physical[i]
+            or not _delay_ok(buf, topic_at, topic_len, props_at, props_len, props)
+            or (check_crc and _crc_mismatch(buf, pos, body_at, body_len))
+        ):
+            kind = INVALID
+        kinds[i] = kind
+        sizes[i] = size
+    return kinds, sizes
 
 
 # ---------------------------------------------------------------------------------------------

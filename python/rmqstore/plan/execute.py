@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from rmqstore.plan.planner import OFFSETS_PER_TASK, probe_offsets
+from rmqstore.plan.planner import probe_offsets
 from rmqstore.plan.tasks import (
     KeyProbeTask,
     OffsetsTask,
@@ -23,8 +23,6 @@ from rmqstore.plan.tasks import (
     within,
 )
 from rmqstore.store import Store
-
-READ_OFFSETS_CHUNK = 50_000
 
 
 @dataclass(frozen=True)
@@ -84,18 +82,15 @@ def _queue_offsets(store: Store, task: QueueSliceTask) -> np.ndarray:
     for s in task.slices:
         units = store.consume_queue(s.topic, s.queue_id).units(s.start, s.end, tags=task.tags)
         parts.append(units["phy"].astype(np.int64))
-    offsets = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
-    return within(offsets, task.lo, task.hi, task.exclude)
+    offsets = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    return within(offsets, task.lo, task.hi, task.exclude)  # one ascending run per queue: the store sorts
 
 
 def _read(store: Store, offsets: np.ndarray, columns: Sequence[str], settings: ReadSettings,
           strict: bool) -> Iterator[pa.RecordBatch]:
-    for i in range(0, len(offsets), READ_OFFSETS_CHUNK):
-        batch = store.read_offsets(offsets[i:i + READ_OFFSETS_CHUNK], list(columns), mode=settings.mode,
-                                   decompress=settings.decompress, check_crc=settings.check_crc,
-                                   strict=strict)
+    for batch in store.read_offsets_batches(offsets, list(columns), mode=settings.mode,
+                                            decompress=settings.decompress, check_crc=settings.check_crc,
+                                            strict=strict):
         if batch.num_rows:
             yield batch
 
-
-assert READ_OFFSETS_CHUNK <= OFFSETS_PER_TASK

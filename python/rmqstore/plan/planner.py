@@ -41,7 +41,9 @@ from rmqstore.plan.tasks import (
     RangesTask,
     RangeTask,
     ReadTask,
+    merge_ranges,
     probe_bucket,
+    subtract_ranges,
     within,
 )
 from rmqstore.store import IndexUnavailableError, Store
@@ -213,11 +215,9 @@ def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
             if tasks is not None:
                 return "key-index", tasks
     if b.windows is not None:
-        return "queues", _queue_tasks(index, store, b, (lo, hi), (), settings)
+        return "queues", _queue_tasks(index, b, _queue_slices(store, b), (lo, hi), (), settings)
     if b.topics is not None:
-        uncovered = _within(store.uncovered_ranges(), lo, hi)
-        return "queues", (_queue_tasks(index, store, b, (lo, hi), uncovered, settings)
-                          + _scan_tasks(index, store, uncovered, settings, notes, UNCOVERED))
+        return _topic_plan(index, store, b, (lo, hi), settings, notes)
     access = "range" if ranges != [(store.min_offset, store.max_offset)] else "scan"
     return access, _range_tasks(index, store, ranges, settings)
 
@@ -335,16 +335,123 @@ def _offset_tasks(index: int, offsets: list[int], settings: PlanSettings, *,
 def _range_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]],
                  settings: PlanSettings) -> list[ReadTask]:
     """A task per piece of `store.split_ranges` inside each of `ranges` (sorted, disjoint)."""
+    return [RangeTask(index, start, end) for start, end in _pieces(store, ranges, settings)]
+
+
+def _pieces(store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings) -> list[tuple[int, int]]:
+    """`ranges` cut like a scan's tasks: pieces of `store.split_ranges` (never across segments, at
+    most `max_bytes_per_partition`, at least `min_partitions` of them)."""
     total = sum(hi - lo for lo, hi in ranges)
     max_bytes = settings.max_bytes_per_partition
     if settings.min_partitions:
         max_bytes = max(1, min(max_bytes, -(-total // settings.min_partitions)))
-    return [RangeTask(index, start, end) for piece in store.split_ranges(max_bytes)
-            for start, end in _within(ranges, *piece)]
+    return [part for piece in store.split_ranges(max_bytes) for part in _within(ranges, *piece)]
 
 
-def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
-                 exclude: tuple[tuple[int, int], ...], settings: PlanSettings) -> list[ReadTask]:
+DENSE_SHARE = 0.8
+"""A piece of the log (a scan task's range) where the records a topic plan selects (the sizes of their
+consume-queue units) fill at least this share of the bytes is scanned and filtered instead of read by
+offset.
+
+Measured on the development machine (2 shared cores, page cache warm, CPU time, a fresh Store per
+task like Spark): reading a share d of a segment's records by offset costs 0.06 + 0.95 d of scanning
+it (point reads run at scan speed per record; the 0.06 is touching the pages between them), and a
+`topic =` plan also reads and sorts the queue units; plan + read + confirm of `topic = T` against the
+same read without the predicate, in one process (stores like tests/bench/test_bench_pushdown.py's
+`share_store`: 120k records, 16 MiB segments): share 0.70 -> 0.85x, 0.80 -> 0.98x, 0.90 -> 1.00x,
+1.00 -> 1.12x.
+So from 0.8 on the scan is as cheap or cheaper, and the pushed query is never slower than the unpushed one.
+"""
+MIN_QUEUE_TASK_BYTES = 2 << 20
+"""A topic plan's task reads the queue units of one scan piece, or of consecutive pieces until their
+selected records reach this many bytes: the plan runs on as many cores as the scan would, without a
+task per piece for a rare topic. Measured with tests/bench/test_bench_pushdown.py (local[2]): a Spark
+task costs some tens of milliseconds, a row about 10 µs (decode, Arrow to the JVM, the query), so
+2 MiB of ~400-byte records (5,000 rows, ~50 ms) is where a task pays for itself."""
+
+
+def _topic_plan(index: int, store: Store, b: _Bounds, bounds: tuple[int, int], settings: PlanSettings,
+                notes: list[str]) -> tuple[str, list[ReadTask]]:
+    """Consume-queue slices cut along the scan's pieces, except pieces where the selection is dense
+    (`DENSE_SHARE`): those are scanned (the reader confirms every row), and so are the bytes no queue
+    covers."""
+    lo, hi = bounds
+    slices = _queue_slices(store, b)
+    units = [store.consume_queue(s.topic, s.queue_id).units(s.start, s.end, tags=b.tags) for s in slices]
+    units = [u[(u["phy"] >= lo) & (u["phy"] < hi)] for u in units]
+    pieces = _pieces(store, [(lo, hi)], settings)
+    selected = _selected_bytes(pieces, units)
+    dense = [p for p, n in zip(pieces, selected, strict=True) if n >= DENSE_SHARE * (p[1] - p[0])]
+    uncovered = _within(store.uncovered_ranges(), lo, hi)
+    if dense:
+        notes.append(f"store {store.path}: the selection fills >= {DENSE_SHARE:.0%} of the bytes of "
+                     f"{len(dense)} commit-log range(s), {sum(z - a for a, z in dense)} bytes: scanned "
+                     f"instead of read by offset: {dense[:3]}")
+    groups = _piece_groups(pieces, selected, set(dense))
+    queue_tasks: list[ReadTask] = [
+        QueueSliceTask(index, _slices_within(slices, units, a, z), None if b.tags is None else
+                       tuple(sorted(b.tags)), a, z, _within(uncovered, a, z)) for a, z in groups]
+    dense = merge_ranges(dense)
+    tasks = (_range_tasks(index, store, dense, settings) + queue_tasks
+             + _scan_tasks(index, store, subtract_ranges(uncovered, dense), settings, notes, UNCOVERED))
+    if queue_tasks or not dense:
+        return "queues", tasks
+    return ("range" if dense != [(store.min_offset, store.max_offset)] else "scan"), tasks
+
+
+def _selected_bytes(pieces: Sequence[tuple[int, int]], units: Sequence[np.ndarray]) -> list[float]:
+    """Per piece, the bytes of the records the units point to."""
+    starts = np.asarray([a for a, _ in pieces], dtype=np.int64)
+    ends = np.asarray([z for _, z in pieces], dtype=np.int64)
+    total = np.zeros(len(pieces))
+    for u in units:
+        phy = u["phy"].astype(np.int64)
+        owner = np.searchsorted(starts, phy, side="right") - 1
+        inside = (owner >= 0) & (phy < ends[np.maximum(owner, 0)])
+        total += np.bincount(owner[inside], weights=u["size"][inside], minlength=len(pieces))
+    return total.tolist()
+
+
+def _piece_groups(pieces: Sequence[tuple[int, int]], selected: Sequence[float],
+                  dense: set[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Ranges of consecutive pieces with selected records, none dense, each closed once its selected
+    bytes reach MIN_QUEUE_TASK_BYTES (or at a dense piece)."""
+    groups: list[tuple[int, int]] = []
+    start, end, held = None, None, 0.0
+    for piece, chosen in zip(pieces, selected, strict=True):
+        if piece in dense or (start is not None and held >= MIN_QUEUE_TASK_BYTES):
+            if start is not None and held:
+                groups.append((start, end))
+            start, held = None, 0.0
+        if piece in dense or not chosen:
+            continue
+        start = piece[0] if start is None else start
+        end, held = piece[1], held + chosen
+    if start is not None and held:
+        groups.append((start, end))
+    return groups
+
+
+def _slices_within(slices: Sequence[QueueSlice], units: Sequence[np.ndarray], lo: int,
+                   hi: int) -> tuple[QueueSlice, ...]:
+    """The parts of the slices whose units point into [lo, hi): found by bisection where a queue's
+    physical offsets ascend (as the broker writes them), else the whole slice (the task's bounds
+    still keep only [lo, hi))."""
+    out = []
+    for s, u in zip(slices, units, strict=True):
+        phy = u["phy"]
+        if len(phy) and not np.all(phy[1:] > phy[:-1]):
+            out.append(s)
+            continue
+        first, last = np.searchsorted(phy, [lo, hi])
+        if first < last:
+            offsets = u["queue_offset"]
+            out.append(QueueSlice(s.topic, s.queue_id, int(offsets[first]), int(offsets[last - 1]) + 1))
+    return tuple(out)
+
+
+def _queue_slices(store: Store, b: _Bounds) -> list[QueueSlice]:
+    """The queue slices a topic or queue-window plan reads, clipped to the queue-offset bounds."""
     known = set(store.topics())
     slices: list[QueueSlice] = []
     if b.windows is not None:
@@ -363,6 +470,12 @@ def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
         end = s.end if b.queue_hi is None else min(s.end, b.queue_hi)
         clipped += [QueueSlice(s.topic, s.queue_id, a, z)
                     for a, z in store.consume_queue(s.topic, s.queue_id).spans(start, end)]
+    return clipped
+
+
+def _queue_tasks(index: int, b: _Bounds, clipped: Sequence[QueueSlice], bounds: tuple[int, int],
+                 exclude: Sequence[tuple[int, int]], settings: PlanSettings) -> list[ReadTask]:
+    """`QueueSliceTask`s over the slices, at most `UNITS_PER_QUEUE_TASK` units each."""
     units_per_task = UNITS_PER_QUEUE_TASK
     total_units = sum(s.end - s.start for s in clipped)
     if settings.min_partitions and total_units:
@@ -380,8 +493,8 @@ def _queue_tasks(index: int, store: Store, b: _Bounds, bounds: tuple[int, int],
             group_units += take
             start += take
             if group_units >= units_per_task:
-                tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi, exclude))
+                tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi, tuple(exclude)))
                 group, group_units = [], 0
     if group:
-        tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi, exclude))
+        tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi, tuple(exclude)))
     return tasks

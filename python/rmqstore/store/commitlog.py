@@ -137,8 +137,12 @@ class CommitLog:
         self._stats.segments_touched.add(seg.base_offset)
         return self._files.get(seg.path).read_ranges(positions, lengths)
 
+    def zero_copy(self, seg: Segment) -> bool:
+        """The segment is memory-mapped: a large `read` costs nothing until its pages are touched."""
+        return self._files.get(seg.path).zero_copy
+
     def _window_cap(self, seg: Segment) -> int:
-        return LOCAL_WINDOW if self._files.get(seg.path).zero_copy else REMOTE_WINDOW
+        return LOCAL_WINDOW if self.zero_copy(seg) else REMOTE_WINDOW
 
     def check_at(self, seg: Segment, pos: int, *, check_crc: bool) -> RecordCheckResult:
         """The broker's record check at one position, reading just that record (two reads at most)."""

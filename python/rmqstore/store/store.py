@@ -6,7 +6,7 @@ Never writes, locks, truncates or recovers anything: the bytes on disk are the s
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from itertools import pairwise
@@ -22,11 +22,11 @@ from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.msgid import decode_offset_msg_id
-from rmqstore.format.record import check_record
+from rmqstore.format.points import PointReader, point_reader, problem_at
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
-from rmqstore.store.commitlog import PROBE_BYTES, CommitLog, LogEnd
+from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
@@ -43,6 +43,7 @@ from rmqstore.store.errors import (
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
+from rmqstore.store.points import read_points
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
@@ -59,8 +60,6 @@ DEFAULT_BATCH_ROWS = 16_384
 INDEX_TAIL_SCAN_LIMIT = 1 << 30
 """Lookups index at most this many bytes of log the broker's index lacks (besides ROLLBACK records:
 past its end, lost index files) in the side index themselves; with more they refuse (scan instead)."""
-READ_RUN_GAP = 64 << 10
-"""`read_offsets` reads records closer than this in one request."""
 GATHER_RANGE_BYTES = 1 << 20
 """`scan_ranges` reads, walks and decodes the ranges of a segment up to this size together."""
 _LOOKUP_COLUMNS = ("commitLogOffset", "topic", "keys", "uniqKey", "storeTimestamp")
@@ -113,6 +112,8 @@ class Store:
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._scan_problems: list[str] = []
         self._side_index: SideIndex | None = None
+        self.point_reader: PointReader = point_reader()
+        """How `read_offsets` checks and decodes records (tests swap in the reference reader)."""
 
     @classmethod
     def open(cls, path_or_uri: str | os.PathLike[str], *, index_geometry: tuple[int, int] | None = None,
@@ -312,31 +313,53 @@ class Store:
         PHYSICALOFFSET == offset) raises StoreCorruptionError (FAILFAST) or is counted (PERMISSIVE);
         without it such offsets are simply left out (for index candidates and user-typed offsets).
         """
-        mode = check_mode(mode)
         cols = list(arrow_schema(columns).names)
-        wanted = np.unique(np.fromiter((int(o) for o in offsets), dtype=np.int64))
-        wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
-        batches = []
-        for seg, run in self._runs(wanted):
-            buf, starts = self._checked_run(seg, run, check_crc=check_crc, mode=mode, strict=strict)
-            if len(starts):
-                batches.append(self._decode(seg, buf, starts, int(run[0]) + starts, cols, mode, decompress))
+        batches = list(self.read_offsets_batches(offsets, cols, mode=mode, decompress=decompress,
+                                                 check_crc=check_crc, strict=strict))
         if not batches:
             return _empty(cols)
         return pa.concat_batches(batches) if len(batches) > 1 else batches[0]
 
+    def read_offsets_batches(self, offsets: Iterable[int], columns: Sequence[str] | None = None, *,
+                             mode: str = FAILFAST, decompress: bool = True, check_crc: bool = False,
+                             strict: bool = True,
+                             batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+        """`read_offsets` as record batches of at most `batch_rows` rows, in offset order (no copy
+        into one batch). The offsets of a segment are read and checked together (`store.points`) and
+        decoded in few calls."""
+        mode = check_mode(mode)
+        cols = list(arrow_schema(columns).names)
+        wanted = _sorted_unique(np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets),
+                                           dtype=np.int64))
+        wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
+        for seg, mine in self._by_segment(wanted):
+            for points in read_points(self.log, self.point_reader, seg, mine, check_crc=check_crc):
+                ok = points.checked.ok
+                if strict:
+                    bad = zip(points.positions[~ok].tolist(), points.offsets[~ok].tolist(), strict=True)
+                    for pos, offset in bad:
+                        reason = problem_at(points.buf, pos, offset, check_crc=check_crc)
+                        self._bad_offset(seg, offset, reason, mode)
+                starts, found = points.positions[ok], points.offsets[ok]
+                for first in range(0, len(starts), batch_rows):
+                    part = slice(first, first + batch_rows)
+                    yield self._decode(seg, points.buf, starts[part], found[part], cols, mode, decompress,
+                                       self.point_reader.decode)
+
     def _decode(self, seg: Segment, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
-                columns: list[str], mode: str, decompress: bool) -> pa.RecordBatch:
-        """`decode_records` of the records at buffer positions `starts` (physical `offsets`) of `seg`.
+                columns: list[str], mode: str, decompress: bool,
+                decode: Callable[..., pa.RecordBatch] = decode_records) -> pa.RecordBatch:
+        """`decode` (`decode_records`) of the records at buffer positions `starts` (physical `offsets`)
+        of `seg`.
 
         A body that cannot be decompressed raises StoreCorruptionError naming the file and the
         record's physical offset (FAILFAST), or leaves that record out and counts it (PERMISSIVE).
         """
         while True:
             try:
-                batch = decode_records(buf, starts, offsets, columns, decompress=decompress,
-                                       max_body_size=self.max_message_size,
-                                       decompress_threads=self.decompress_threads)
+                batch = decode(buf, starts, offsets, columns, decompress=decompress,
+                               max_body_size=self.max_message_size,
+                               decompress_threads=self.decompress_threads)
             except BodyDecompressionError as exc:
                 offset = int(offsets[exc.row])
                 if mode == FAILFAST:
@@ -347,44 +370,18 @@ class Store:
             self.stats.records_decoded += len(starts)
             return batch
 
-    def _runs(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
-        """Offsets grouped by segment and into runs close enough to read in one request."""
-        i = 0
-        while i < len(offsets):
-            seg = self.log.segment_at(int(offsets[i]))
-            if seg is None:
-                i += 1
-                continue
-            j = i + 1
-            while (j < len(offsets) and offsets[j] < seg.end_offset
-                   and offsets[j] - offsets[j - 1] < READ_RUN_GAP):
-                j += 1
-            yield seg, offsets[i:j]
-            i = j
-
-    def _checked_run(self, seg: Segment, run: np.ndarray, *, check_crc: bool, mode: str,
-                     strict: bool) -> tuple[np.ndarray, np.ndarray]:
-        """One window over a run of offsets and the positions in it that hold valid records."""
-        first = int(run[0]) - seg.base_offset
-        length = int(run[-1]) - seg.base_offset - first + PROBE_BYTES
-        while True:
-            buf = self.log.read(seg, first, length)
-            starts, longest = [], length
-            for offset in run.tolist():
-                pos = offset - seg.base_offset - first
-                checked = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=offset)
-                if checked.kind == "record":
-                    starts.append(pos)
-                    continue
-                total = _total_size(buf, pos)
-                if first + len(buf) < seg.size and len(buf) - pos < total <= seg.size - first - pos:
-                    longest = max(longest, pos + total)  # cut by the window: read more
-                    continue
-                if strict:
-                    self._bad_offset(seg, offset, checked.reason or "BLANK record", mode)
-            if longest == length:
-                return buf, np.asarray(starts, dtype=np.int64)
-            length = longest
+    def _by_segment(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
+        """Sorted offsets grouped by segment; offsets in no segment are dropped."""
+        bases = np.asarray([seg.base_offset for seg in self.segments], dtype=np.int64)
+        ends = np.asarray([seg.end_offset for seg in self.segments], dtype=np.int64)
+        index = np.searchsorted(bases, offsets, side="right") - 1
+        inside = (index >= 0) & (offsets < ends[np.maximum(index, 0)])
+        offsets, index = offsets[inside], index[inside]
+        if not len(offsets):
+            return
+        breaks = np.flatnonzero(np.diff(index)) + 1
+        for part, seg_index in zip(np.split(offsets, breaks), index[np.r_[0, breaks]].tolist(), strict=True):
+            yield self.segments[seg_index], part
 
     def _bad_offset(self, seg: Segment, offset: int, reason: str, mode: str) -> None:
         if mode == FAILFAST:
@@ -667,6 +664,15 @@ class Store:
 
 def _total_size(buf: np.ndarray, pos: int) -> int:
     return int.from_bytes(bytes(buf[pos : pos + 4]), "big", signed=True) if len(buf) - pos >= 4 else 1 << 62
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending. A stable sort (timsort) is linear on the few ascending runs
+    that plans pass (one per consume queue), where np.unique's hashing is several times slower."""
+    if np.all(values[1:] > values[:-1]):
+        return values
+    values = np.sort(values, kind="stable")
+    return values[np.r_[True, values[1:] != values[:-1]]]
 
 
 def _empty(columns: list[str]) -> pa.RecordBatch:

@@ -1,0 +1,68 @@
+"""Reading the records at many physical offsets of one segment: one buffer, one check (§2.12).
+
+The offsets are taken in parts spanning at most the log's window for the file (`LOCAL_WINDOW` mapped,
+`REMOTE_WINDOW` else), which bounds the memory a part holds. A memory-mapped part is read as one
+zero-copy window (pages are touched only where records are); other files (remote stores) in windows
+around runs of offsets closer than `READ_RUN_GAP`, gathered into one buffer by a single `read_ranges`
+call. Every position of a part is then checked by one `PointReader.check` call; a record longer than
+its window is read again with a longer window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from rmqstore.format.points import PointCheck, PointReader
+from rmqstore.store.commitlog import LOCAL_WINDOW, PROBE_BYTES, REMOTE_WINDOW, CommitLog
+from rmqstore.store.segments import Segment
+
+READ_RUN_GAP = 64 << 10
+"""Offsets of a non-mapped (remote) segment closer than this share one ranged read: a request's
+latency costs about as much as transferring this many bytes."""
+
+
+@dataclass(frozen=True)
+class SegmentPoints:
+    """`buf` holds the windows read; `positions[i]` is where `offsets[i]` starts in it; `checked` the
+    verdicts."""
+
+    offsets: np.ndarray
+    buf: np.ndarray
+    positions: np.ndarray
+    checked: PointCheck
+
+
+def read_points(log: CommitLog, reader: PointReader, seg: Segment, offsets: np.ndarray, *,
+                check_crc: bool) -> Iterator[SegmentPoints]:
+    """Read and check the records at `offsets` (sorted, unique, inside `seg`), part by part."""
+    cap = LOCAL_WINDOW if log.zero_copy(seg) else REMOTE_WINDOW
+    breaks = np.flatnonzero(np.diff((offsets - offsets[0]) // cap)) + 1 if len(offsets) else []
+    for part in np.split(offsets, breaks) if len(offsets) else ():
+        yield _read_part(log, reader, seg, part, check_crc)
+
+
+def _read_part(log: CommitLog, reader: PointReader, seg: Segment, offsets: np.ndarray,
+               check_crc: bool) -> SegmentPoints:
+    rel = offsets - seg.base_offset
+    if log.zero_copy(seg):
+        starts, ends = rel[:1], rel[-1:] + PROBE_BYTES
+    else:
+        breaks = np.flatnonzero(np.diff(rel) >= READ_RUN_GAP) + 1
+        starts, ends = rel[np.r_[0, breaks]], rel[np.r_[breaks - 1, len(rel) - 1]] + PROBE_BYTES
+    ends = np.minimum(ends, seg.size)
+    owner = np.searchsorted(starts, rel, side="right") - 1
+    while True:
+        lengths = ends - starts
+        buf = (log.read(seg, int(starts[0]), int(lengths[0])) if len(starts) == 1
+               else log.read_ranges(seg, starts.tolist(), lengths.tolist()))
+        at = np.cumsum(lengths) - lengths
+        positions = rel - starts[owner] + at[owner]
+        checked = reader.check(buf, positions, offsets, check_crc=check_crc)
+        room = ends[owner] - rel
+        cut = (checked.sizes > room) & (ends[owner] < seg.size) & (checked.sizes <= seg.size - rel)
+        if not cut.any():
+            return SegmentPoints(offsets, buf, positions, checked)
+        np.maximum.at(ends, owner[cut], rel[cut] + checked.sizes[cut])
