@@ -122,6 +122,7 @@ final class RmqColumnarReader(
   override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
     RmqMetrics.task(RmqMetrics.RecordsDecoded, decoded),
     RmqMetrics.task(RmqMetrics.BytesRead, stats.bytesRead),
+    RmqMetrics.task(RmqMetrics.IndexProbes, store.indexProbes),
     RmqMetrics.task(RmqMetrics.CandidatesRejected, rejected),
     RmqMetrics.task(RmqMetrics.RecordsSkipped, stats.skippedRecords),
     RmqMetrics.task(RmqMetrics.CrcFailures, stats.crcFailures)
@@ -140,6 +141,7 @@ final class RmqColumnarReader(
           "rows" -> rows,
           "records_decoded" -> decoded,
           "bytes_read" -> stats.bytesRead,
+          "index_probes" -> store.indexProbes,
           "candidates_rejected" -> rejected,
           "invalid_records_skipped" -> stats.skippedRecords,
           "bytes_skipped" -> stats.skippedBytes

@@ -7,7 +7,7 @@ import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.expressions.filter.{Predicate => V2Predicate}
-import org.apache.spark.sql.connector.metric.CustomMetric
+import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
 import org.apache.spark.sql.connector.read._
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.internal.connector.SupportsMetadata
@@ -67,6 +67,9 @@ class RmqScan(
       Some(SparkSession.active.sparkContext.broadcast(new SerializableConfiguration(hadoopConf)))
     else None
 
+  /** Index probes made while planning (`Store.indexProbes`), 0 until planned: never planned for a stream. */
+  @volatile private var plannedProbes = 0L
+
   private lazy val planned: (ReadPlan, IndexedSeq[(Long, Seq[Predicate])]) = {
     RmqScan.checkBatchOffsets(options)
     val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf))
@@ -79,13 +82,14 @@ class RmqScan(
         perStore.map(_._2),
         ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions, options.keyProbePartitionThreshold)
       )
-      report(plan)
+      plannedProbes = stores.map(_.indexProbes).sum
+      report(plan, plannedProbes)
       (plan, perStore)
     } finally stores.foreach(_.close())
   }
 
   /** One log line and one statsDir "plan" line per planned scan. */
-  private def report(plan: ReadPlan): Unit = {
+  private def report(plan: ReadPlan, indexProbes: Long): Unit = {
     val rangeBytes = plan.tasks.collect {
       case RangeTask(_, s, e) => e - s
       case RangesTask(_, ranges) => ranges.map { case (s, e) => e - s }.sum
@@ -101,6 +105,7 @@ class RmqScan(
         "access" -> plan.access,
         "tasks" -> plan.tasks.size,
         "range_bytes" -> rangeBytes,
+        "index_probes" -> indexProbes,
         "notes" -> plan.notes,
         "pushed" -> consumed.map(Predicate.describe)
       )
@@ -140,6 +145,10 @@ class RmqScan(
   }
 
   override def supportedCustomMetrics(): Array[CustomMetric] = RmqMetrics.supported
+
+  /** The index probes made while planning (a key lookup probes on the driver); the tasks report theirs. */
+  override def reportDriverMetrics(): Array[CustomTaskMetric] =
+    Array(RmqMetrics.task(RmqMetrics.IndexProbes, plannedProbes))
 }
 
 object RmqScan {

@@ -29,6 +29,12 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
 
   private val opened = mutable.ArrayBuffer.empty[RandomAccess]
   private val views = mutable.HashMap.empty[String, IndexFile.View]
+  private var probeCount = 0L
+
+  /** Index probes made so far: one per `topic#key` per usable index file with entries whose hash slot is
+    * read and chain walked by `candidates` (§5.6), empty slots included.
+    */
+  def probes: Long = probeCount
 
   /** Every 17-digit file in `index/`, oldest first (the broker sorts names the same way). */
   lazy val infos: IndexedSeq[IndexFileInfo] =
@@ -72,7 +78,10 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
   def candidates(topic: String, key: String): Array[Long] = {
     val keyHash = JavaHash.indexKeyHash(IndexFile.indexKey(topic, key))
     val found = infos.reverseIterator.flatMap(info => views.get(info.path)).filter(_.header.entryCount > 0)
-      .flatMap(_.candidates(keyHash, Long.MinValue, Long.MaxValue))
+      .flatMap { view =>
+        probeCount += 1
+        view.candidates(keyHash, Long.MinValue, Long.MaxValue)
+      }
     found.toArray.distinct.sorted
   }
 

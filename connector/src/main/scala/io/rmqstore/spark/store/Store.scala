@@ -258,6 +258,11 @@ final class Store private (
     found.result().distinct.sorted
   }
 
+  /** Index probes made through this Store so far by `indexLookup` and `indexCandidates` (`IndexFiles.probes`):
+    * topics x keys x usable index files with entries per lookup; the scan's `indexProbes` metric.
+    */
+  def indexProbes: Long = index.probes
+
   // ---- consume queues -------------------------------------------------------------------------
 
   private def consumequeueDir: String = fs.join(root, ConsumequeueDir)

@@ -114,6 +114,13 @@ class ConformanceSuite extends AnyFunSuite {
           if (q.get("capped").asBoolean) assert(answered.subsetOf(found), label)
           else assert(found == answered, label)
         }
+        // the indexProbes metric: one slot lookup and chain walk per query per index file with entries
+        val withEntries = store.indexFiles.count(_.header.exists(_.entryCount > 0))
+        assert(withEntries > 0)
+        assert(store.indexProbes == all(name).get("queries").size.toLong * withEntries)
+        val before = store.indexProbes
+        store.indexLookup(Seq("T1", "T2"), Seq("a", "b", "c"), Nil)
+        assert(store.indexProbes - before == 6L * withEntries)
       } finally store.close()
     }
 
