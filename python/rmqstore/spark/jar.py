@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -77,8 +79,13 @@ def _target_jar(root: Path) -> Path | None:
 
 
 def _build(root: Path) -> Path:
+    """Build the jar with the checkout's sbt launcher, saying so on stderr first: on a fresh machine
+    sbt, Scala and Spark are downloaded from Maven Central, which takes minutes of otherwise silence."""
     command = [str(root / ".ci" / "sbt"), "connector/package"]
     shown = f"`.ci/sbt {command[1]}`"
+    print(f"rmqstore: building the JVM connector with {shown} (once; about 30 s, a few minutes on a fresh "
+          "machine) ...", file=sys.stderr, flush=True)
+    started = time.monotonic()
     try:
         result = subprocess.run(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, check=False)
@@ -93,6 +100,7 @@ def _build(root: Path) -> Path:
         raise ConnectorJarError(f"rmqstore: building the JVM connector with {shown} failed "
                                 f"(exit {result.returncode}):\n" + "\n".join(lines[-20:]),
                                 f"{shown} failed (exit {result.returncode}): {cause}")
+    print(f"rmqstore: built {built.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     return _install(built)
 
 
