@@ -1,8 +1,11 @@
 """The `index/` directory: index files listed oldest -> newest by name (§1.2, §5.7), geometry, probes.
 
 Each file's geometry (hash slots S, entries N) is detected from the file (`detect_geometry`) unless
-the user gave it. A file that cannot be read as an index (undetectable geometry, size or header that
-contradict the geometry) is listed with its `problem`; lookups then refuse to answer
+the user gave it. A remote file is never read whole to probe it: the header, the sampled slots and
+entries of the geometry check and, per probe, one slot and the entries of its chain are ranged reads
+(pages of `CachedPages`; only a file of non-default size whose geometry the user did not give is
+read whole, to detect it). A file that cannot be read as an index (undetectable geometry, size or
+header that contradict the geometry) is listed with its `problem`; lookups then refuse to answer
 (IndexUnavailableError) so the caller scans instead and no row is lost.
 """
 
@@ -22,7 +25,8 @@ from rmqstore.format.indexfile import (
     parse_index_header,
 )
 from rmqstore.format.javahash import index_key_hash
-from rmqstore.io.base import StoreFileSystem
+from rmqstore.io.base import RandomAccessFile, StoreFileSystem
+from rmqstore.io.remote import CachedPages
 from rmqstore.store.segments import OpenFiles, list_entries
 
 INDEX_DIR = "index"
@@ -90,10 +94,11 @@ class IndexFiles:
             self._views[path] = view
         return IndexFileInfo(name, path, size, geometry, header, problem)
 
-    def _data(self, path: str) -> np.ndarray:
-        """The whole file: a zero-copy map locally, one full read for a remote file (views need it)."""
+    def _data(self, path: str) -> np.ndarray | RandomAccessFile:
+        """The whole file as a zero-copy map locally; a remote file is the open handle itself (a
+        `ByteSource`), so checks and probes read only the header, slots and entries they look at."""
         handle = self._files.get(path)
-        return handle.read(0, handle.size)
+        return handle.read(0, handle.size) if handle.zero_copy else CachedPages(handle)
 
     @property
     def problems(self) -> list[str]:

@@ -40,6 +40,7 @@ from rmqstore.store.errors import (
     check_mode,
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
+from rmqstore.store.logend import LogEndCache
 from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.stats import StoreStats
@@ -96,7 +97,8 @@ class Store:
         self.commitlog_dirs = self._commitlog_dirs(commitlog_dirs)
         self._files = OpenFiles(self.fs)
         segments, self._layout_problems = list_segments(self.fs, self.commitlog_dirs)
-        self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end)
+        self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end,
+                             end_cache=LogEndCache.for_store(self, check_crc_at_end))
         if index_geometry is not None and (len(index_geometry) != 2 or min(index_geometry) <= 0):
             raise ValueError(f"index_geometry must be (hash slots, index entries) > 0: {index_geometry!r}")
         self._index = IndexFiles(self.fs, self.fs.join(self.path, INDEX_DIR), self._files,
