@@ -16,10 +16,10 @@ import pyarrow.fs as pafs
 
 from rmqstore.io.base import FileEntry, IOStats, RandomAccessFile, StoreFileSystem, check_range
 
-COALESCE_GAP = 64 << 10
-"""Ranges closer than this are fetched by one request (a round trip costs more than this many bytes)."""
+COALESCE_GAP = 8 << 10
+"""Ranges closer than this are fetched by one request (Arrow's `CacheOptions.hole_size_limit`)."""
 MAX_COALESCED = 8 << 20
-"""Ranges are merged into one request up to this size."""
+"""Ranges are merged into one request up to this size (`REMOTE_WINDOW` of the commit log)."""
 CONCURRENT_REQUESTS = 8
 
 

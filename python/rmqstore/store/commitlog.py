@@ -119,14 +119,9 @@ class CommitLog:
                 return LogEnd(seg.end_offset, seg, f"{seg.path} starts with a BLANK")
             start = self._end_cache.resume_at(self, seg) if self._end_cache else 0
             stop, last = WalkStop(), None
-            pos, step = start, RESUME_WINDOW if start else seg.size
-            while True:  # a resumed walk reads what is new in growing ranges, not a window to the end
-                hi = min(seg.size, pos + step)
-                for chunk in self.walk(seg, pos, hi, check_crc=self._check_crc_at_end, stop=stop):
-                    last = chunk.start + int(chunk.starts[-1])
-                if stop.kind != "end" or stop.position >= seg.size:
-                    break
-                pos, step = stop.position, step * 4
+            for chunk in self.walk(seg, start, seg.size, check_crc=self._check_crc_at_end, stop=stop,
+                                   first_window=RESUME_WINDOW if start else None):
+                last = chunk.start + int(chunk.starts[-1])  # a resumed walk reads what is new
             if self._end_cache and (last is not None or start == 0):
                 self._end_cache.remember(self, seg, stop.position, last)
             if stop.kind == "invalid":
@@ -203,18 +198,22 @@ class CommitLog:
             pos += len(buf) - TAIL_SLACK
         return None
 
-    def walk(self, seg: Segment, pos: int, hi: int, *, check_crc: bool, stop: WalkStop) -> Iterator[Chunk]:
+    def walk(self, seg: Segment, pos: int, hi: int, *, check_crc: bool, stop: WalkStop,
+             first_window: int | None = None) -> Iterator[Chunk]:
         """Valid records starting in [pos, hi) of a segment, `pos` being a record start.
 
         Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where. The record
         where the walk stops at `hi` (the first start at or after it) is checked too: a range that
         starts inside the record before it resyncs past an invalid one silently, so damage starting
-        exactly there is reported by the walk whose last record ends at it.
+        exactly there is reported by the walk whose last record ends at it. With `first_window`,
+        windows grow from that size (x4 each) to the usual one: for walks that usually end soon.
         """
         cap = self._window_cap(seg)
+        window = cap if first_window is None else min(first_window, cap)
         need = 0
         while pos < hi:
-            length = min(seg.size - pos, max(min(hi - pos + TAIL_SLACK, cap), need))
+            length = min(seg.size - pos, max(min(hi - pos + TAIL_SLACK, window), need))
+            window = min(window * 4, cap)
             buf = self.read(seg, pos, length)
             walked = walk_records(buf, seg.base_offset + pos, 0, min(hi - pos, len(buf)), check_crc=check_crc)
             self._stats.records_walked += len(walked.starts)

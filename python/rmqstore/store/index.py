@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-
-import numpy as np
+from typing import Any
 
 from rmqstore.format.indexfile import (
+    INDEX_HEADER_SIZE,
     IndexFileView,
     IndexHeader,
     detect_geometry,
@@ -25,7 +25,7 @@ from rmqstore.format.indexfile import (
     parse_index_header,
 )
 from rmqstore.format.javahash import index_key_hash
-from rmqstore.io.base import RandomAccessFile, StoreFileSystem
+from rmqstore.io.base import StoreFileSystem
 from rmqstore.io.remote import CachedPages
 from rmqstore.store.segments import OpenFiles, list_entries
 
@@ -33,6 +33,8 @@ INDEX_DIR = "index"
 INDEX_NAME_DIGITS = 17
 """`timeMillisToHumanString`: yyyyMMddHHmmssSSS of the file's creation (§1.2)."""
 _FAR_FUTURE_MS = (1 << 63) - 1
+_REMOTE_VERDICTS: dict[tuple[str, int, bytes, tuple[int, int] | None], IndexFileInfo] = {}
+"""`IndexFiles._check` of remote files by (path, size, header bytes, geometry given)."""
 
 
 @dataclass(frozen=True)
@@ -77,28 +79,38 @@ class IndexFiles:
                 for e in entries]
 
     def _inspect(self, name: str, path: str, size: int) -> IndexFileInfo:
-        data = self._data(path)
+        handle = self._files.get(path)
+        if handle.zero_copy:  # the whole file as a zero-copy map
+            data = handle.read(0, handle.size)
+            info = self._check(name, path, size, data)
+        else:
+            # A remote file is a `ByteSource`: the checks read the header and the slots and entries
+            # they sample (coalesced ranged reads), probes the slot and chain entries they walk
+            # through pages kept for the next probe. A verdict is kept for the life of the process
+            # while the file's header is the same (every put changes it: then the file is unchanged).
+            key = (path, size, handle.read(0, INDEX_HEADER_SIZE).tobytes(), self._geometry)
+            if key not in _REMOTE_VERDICTS:
+                _REMOTE_VERDICTS[key] = self._check(name, path, size, handle)
+            info, data = _REMOTE_VERDICTS[key], CachedPages(handle)
+        if info.problem is None and info.geometry is not None:
+            self._views[path] = IndexFileView(data, *info.geometry)
+        return info
+
+    def _check(self, name: str, path: str, size: int, data: Any) -> IndexFileInfo:
+        """The file's header, geometry and problem (None when it can be used for lookups)."""
         try:
             header = parse_index_header(data)
         except ValueError as exc:
             return IndexFileInfo(name, path, size, None, None, str(exc))
         try:
             geometry = self._geometry or detect_geometry(size, data)
-            view = IndexFileView(data, *geometry)
+            IndexFileView(data, *geometry)
         except ValueError as exc:
             return IndexFileInfo(name, path, size, None, header, str(exc))
         problem = _header_problem(header, *geometry)
         if problem is None and self._geometry is not None:
             problem = geometry_problem(data, *geometry)  # detect_geometry validated a detected one
-        if problem is None:
-            self._views[path] = view
         return IndexFileInfo(name, path, size, geometry, header, problem)
-
-    def _data(self, path: str) -> np.ndarray | RandomAccessFile:
-        """The whole file as a zero-copy map locally; a remote file is the open handle itself (a
-        `ByteSource`), so checks and probes read only the header, slots and entries they look at."""
-        handle = self._files.get(path)
-        return handle.read(0, handle.size) if handle.zero_copy else CachedPages(handle)
 
     @property
     def problems(self) -> list[str]:
