@@ -49,9 +49,9 @@ def test_each_trigger_downloads_only_what_is_new(s3_server, tmp_path, monkeypatc
     rng = random.Random(9)
     written = [broker.append(*message(i, rng)) for i in range(3000)]
     upload(str(tmp_path / "store"), "stream/store")
-    reader = StoreStreamReader({"path": "s3://stream/store", "s3.endpoint": endpoint, "s3.scheme": "http",
-                                "s3.region": "us-east-1", "s3.accessKey": "testing", "s3.secretKey": "testing"},
-                               table_schema())
+    options = {"path": "s3://stream/store", "s3.endpoint": endpoint, "s3.scheme": "http",
+               "s3.region": "us-east-1", "s3.accessKey": "testing", "s3.secretKey": "testing"}
+    reader = StoreStreamReader(options, table_schema())
     start = reader.initialOffset()
     end, offsets = _trigger(reader, start)
     assert offsets == [w["commitLogOffset"] for w in written]
