@@ -49,10 +49,11 @@ class ByteSource(Protocol):
 
 
 def _bytes_at(data: Any, pos: int, length: int) -> Any:
-    """Bytes [pos, pos + length) of in-memory `data` (a view) or of a `ByteSource` (one read)."""
+    """Bytes [pos, pos + length) of in-memory `data` (a view, never a copy) or of a `ByteSource` (one
+    read)."""
     if isinstance(data, ByteSource):
         return data.read_ranges([pos], [length])
-    return data[pos : pos + length]
+    return memoryview(data)[pos : pos + length]
 
 
 def _in_memory(data: Any) -> Any:
