@@ -163,3 +163,20 @@ def test_the_log_end_walk_resumes_where_it_ended(s3_server, tmp_path, downloads)
     other.finish(guard=False)
     upload(other.root, "reads/grow")
     assert Store.open(uri).max_offset == Store.open(other.root).max_offset == other.cursor
+
+
+def test_many_key_probes_fetch_their_slots_and_first_entries_together(stored, downloads):
+    b, uri = stored
+    store = Store.open(uri, index_geometry=GEOMETRY)
+    keys = [f"key-{i}" for i in range(100, 3000, 97)]
+    _ = store.index_files, store.max_offset
+    downloads.clear()
+    store.prefetch_index(keys, ["TopicB"])
+    fetched = downloads.requests["index"]
+    assert 0 < fetched <= 2 * len(keys)
+    downloads.clear()
+    found = [store.find_by_key(key, ["TopicB"]) for key in keys]
+    assert downloads.requests["index"] <= 2  # the probes walk pages fetched by the prefetch
+    local = Store.open(b.root, index_geometry=GEOMETRY)
+    assert found == [local.find_by_key(key, ["TopicB"]) for key in keys]
+    assert sum(map(len, found)) == sum(1 for i in range(100, 3000, 97) if b.written[i].topic == "TopicB")

@@ -171,6 +171,19 @@ class IndexFileView:
         pos = self._entry_base + INDEX_ENTRY_SIZE * number
         return _ENTRY.unpack_from(_bytes_at(self._data, pos, INDEX_ENTRY_SIZE), 0)
 
+    def prefetch(self, key_hashes: Sequence[int]) -> None:
+        """For a `ByteSource`: read the slots of these hashes and the newest entries they point at in two
+        batches (the source keeps what it read for the probes that follow); nothing for data in memory."""
+        if not isinstance(self._data, ByteSource) or not len(key_hashes):
+            return
+        slots = np.asarray(key_hashes, dtype=np.int64) % self.hash_slots
+        raw = self._data.read_ranges((INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * slots).tolist(),
+                                     [INDEX_SLOT_SIZE] * len(slots))
+        newest = np.frombuffer(raw.tobytes(), dtype=">i4").astype(np.int64)
+        newest = newest[(newest > 0) & (newest < self.index_entries)]
+        self._data.read_ranges((self._entry_base + INDEX_ENTRY_SIZE * newest).tolist(),
+                               [INDEX_ENTRY_SIZE] * len(newest))
+
     def candidates(self, key: str, begin_ms: int, end_ms: int) -> list[int]:
         """Physical offsets whose entry hash equals keyHash(key), newest first (`selectPhyOffset`, §5.6).
 

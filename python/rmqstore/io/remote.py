@@ -96,7 +96,8 @@ class CachedPages(RandomAccessFile):
     `BYPASS_BYTES` are read directly."""
 
     PAGE_SIZE = 4096
-    MAX_PAGES = 4096
+    MAX_PAGES = 16384
+    """64 MiB: the pages of a few thousand probes (a slot and an entry each)."""
     BYPASS_BYTES = 64 << 10
 
     def __init__(self, inner: RandomAccessFile) -> None:

@@ -11,6 +11,7 @@ header that contradict the geometry) is listed with its `problem`; lookups then 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -123,6 +124,15 @@ class IndexFiles:
             if info.header is not None and info.header.entry_count > 0:
                 return info.header.end_phy_offset
         return 0
+
+    def prefetch(self, topics: Sequence[str], keys: Sequence[str]) -> None:
+        """Fetch together, in every usable remote file, the slots of `topic#key` for every pair and the
+        entries they point at (kept in pages for the probes): two rounds of concurrent requests
+        instead of a round trip per probe step. Nothing to do for local files."""
+        hashes = [index_key_hash(index_key(topic, key)) for topic in topics for key in keys]
+        _ = self.infos  # opens the views
+        for view in self._views.values():
+            view.prefetch(hashes)
 
     def candidates(self, topic: str, key: str) -> list[int]:
         """Hash-matching physical offsets for `topic#key` in every file, newest file first, no cap.

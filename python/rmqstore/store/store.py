@@ -439,6 +439,12 @@ class Store:
                     found.add(offset)
         return sorted(found)
 
+    def prefetch_index(self, keys: Sequence[str], topics: Iterable[str] | None = None) -> None:
+        """Before looking up many keys (`find_by_key` / `find_by_uniq_key` with the same `topics`) in a
+        remote store: fetch the slots and first entries of all their probes together, instead of a
+        round trip per probe step. Nothing happens for a local store."""
+        self._index.prefetch(sorted(self.indexed_topics() if topics is None else set(topics)), keys)
+
     def find_by_msg_id(self, msg_id: str) -> list[int]:
         """[offset] when `msg_id` is an offsetMsgId (§3.1) of a record in this store, else [].
 
