@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from bench_stores import cached_demo_store
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -42,13 +43,7 @@ WARM_RUNS = 3
 
 
 def _store() -> Path:
-    directory = BENCH_DIR / str(STORE_BYTES)
-    if not (directory / "store.done").exists():
-        from rmqstore.writer.demo import create_demo_store
-
-        create_demo_store(directory / "store", target_bytes=STORE_BYTES, seed=11, overwrite=True)
-        (directory / "store.done").write_text("ok")
-    return directory / "store"
+    return cached_demo_store(BENCH_DIR / str(STORE_BYTES), STORE_BYTES, seed=11)
 
 
 def _median_s(action: Callable[[], object], runs: int = WARM_RUNS) -> tuple[float, object]:

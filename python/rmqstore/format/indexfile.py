@@ -7,8 +7,9 @@ way `IndexFile.putKey` does (§5.5), `detect_geometry` infers S and N when the b
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,6 +33,58 @@ FULL_CHECK_BYTES = 1 << 20
 """`geometry_problem` checks every slot and entry of a file whose slot table and entries fit in this."""
 GEOMETRY_SAMPLES = 64
 """Entries and slots `geometry_problem` checks in a larger file (plus the entries they link to)."""
+
+
+@runtime_checkable
+class ByteSource(Protocol):
+    """Bytes fetched on demand (a remote file): its length and the bytes of ranges, concatenated.
+
+    Every function here that takes index-file `data` accepts one instead of an in-memory buffer, and
+    then reads only the bytes it looks at (header, slots, entries), never the whole file.
+    """
+
+    def __len__(self) -> int: ...
+
+    def read_ranges(self, offsets: Sequence[int], lengths: Sequence[int]) -> np.ndarray: ...
+
+
+def _bytes_at(data: Any, pos: int, length: int) -> Any:
+    """Bytes [pos, pos + length) of in-memory `data` (a view, never a copy) or of a `ByteSource` (one
+    read)."""
+    if isinstance(data, ByteSource):
+        return data.read_ranges([pos], [length])
+    return memoryview(data)[pos : pos + length]
+
+
+def _in_memory(data: Any) -> Any:
+    """`data` as a buffer: a `ByteSource` is read whole (for the checks that look at every byte)."""
+    return _bytes_at(data, 0, len(data)) if isinstance(data, ByteSource) else data
+
+
+class _SparseRows:
+    """Rows of a fixed-size dtype stored at `offset` of a `ByteSource`, read when indexed (only the
+    rows asked for, in one `read_ranges` call): what `np.frombuffer` gives for in-memory data."""
+
+    def __init__(self, source: ByteSource, dtype: np.dtype, count: int, offset: int) -> None:
+        self._source, self._dtype, self._count, self._offset = source, np.dtype(dtype), count, offset
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        numbers = np.asarray(index, dtype=np.int64)
+        wanted, inverse = np.unique(numbers.reshape(-1), return_inverse=True)
+        size = self._dtype.itemsize
+        raw = self._source.read_ranges((self._offset + wanted * size).tolist(), [size] * len(wanted))
+        rows = np.frombuffer(raw.tobytes(), dtype=self._dtype)[inverse]
+        return rows[0] if numbers.ndim == 0 else rows.reshape(numbers.shape)
+
+
+def _rows(data: Any, dtype: Any, count: int, offset: int) -> Any:
+    """`count` rows of `dtype` from byte `offset`: zero-copy for in-memory data, else `_SparseRows`."""
+    if isinstance(data, ByteSource):
+        return _SparseRows(data, dtype, count, offset)
+    return np.frombuffer(data, dtype=dtype, count=count, offset=offset)
 
 
 def index_key(topic: str, key: str) -> str:
@@ -83,11 +136,15 @@ def parse_index_header(data: Any) -> IndexHeader:
     """Read the header from the first 40 bytes (§5.1)."""
     if len(data) < INDEX_HEADER_SIZE:
         raise ValueError(f"{len(data)} bytes are too short for the {INDEX_HEADER_SIZE}-byte index header")
-    return IndexHeader(*_HEADER.unpack_from(data, 0))
+    return IndexHeader(*_HEADER.unpack_from(_bytes_at(data, 0, INDEX_HEADER_SIZE), 0))
 
 
 class IndexFileView:
-    """Read-only view of one index file with hash_slots S and index_entries N (§5.1)."""
+    """Read-only view of one index file with hash_slots S and index_entries N (§5.1).
+
+    `data` is the file in memory or a `ByteSource`: then a probe reads the header once, the slot and
+    the entries its chain walk visits (one small read each).
+    """
 
     def __init__(self, data: Any, hash_slots: int, index_entries: int) -> None:
         expected = index_file_size(hash_slots, index_entries)
@@ -104,13 +161,28 @@ class IndexFileView:
 
     def slot(self, slot_no: int) -> int:
         """Entry number of the newest entry in slot `slot_no` (0 = empty)."""
-        return _SLOT.unpack_from(self._data, INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * slot_no)[0]
+        pos = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * slot_no
+        return _SLOT.unpack_from(_bytes_at(self._data, pos, INDEX_SLOT_SIZE), 0)[0]
 
     def entry(self, number: int) -> tuple[int, int, int, int]:
         """(keyHash, phyOffset, timeDiff, prevIndex) of entry `number` (1-based, §5.2)."""
         if not 0 <= number < self.index_entries:
             raise ValueError(f"entry number {number} outside the entry area (0..{self.index_entries - 1})")
-        return _ENTRY.unpack_from(self._data, self._entry_base + INDEX_ENTRY_SIZE * number)
+        pos = self._entry_base + INDEX_ENTRY_SIZE * number
+        return _ENTRY.unpack_from(_bytes_at(self._data, pos, INDEX_ENTRY_SIZE), 0)
+
+    def prefetch(self, key_hashes: Sequence[int]) -> None:
+        """For a `ByteSource`: read the slots of these hashes and the newest entries they point at in two
+        batches (the source keeps what it read for the probes that follow); nothing for data in memory."""
+        if not isinstance(self._data, ByteSource) or not len(key_hashes):
+            return
+        slots = np.asarray(key_hashes, dtype=np.int64) % self.hash_slots
+        raw = self._data.read_ranges((INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * slots).tolist(),
+                                     [INDEX_SLOT_SIZE] * len(slots))
+        newest = np.frombuffer(raw.tobytes(), dtype=">i4").astype(np.int64)
+        newest = newest[(newest > 0) & (newest < self.index_entries)]
+        self._data.read_ranges((self._entry_base + INDEX_ENTRY_SIZE * newest).tolist(),
+                               [INDEX_ENTRY_SIZE] * len(newest))
 
     def candidates(self, key: str, begin_ms: int, end_ms: int) -> list[int]:
         """Physical offsets whose entry hash equals keyHash(key), newest first (`selectPhyOffset`, §5.6).
@@ -145,11 +217,11 @@ class IndexFileView:
         return found
 
     def entries(self) -> np.ndarray:
-        """Entries 1 .. indexCount-1 as an `INDEX_ENTRY_DTYPE` array (zero copy); row i is entry i+1."""
+        """Entries 1 .. indexCount-1 as an `INDEX_ENTRY_DTYPE` array (zero copy in memory); row i is
+        entry i+1."""
         count = min(self.header.entry_count, self.index_entries - 1)
-        return np.frombuffer(
-            self._data, dtype=INDEX_ENTRY_DTYPE, count=count, offset=self._entry_base + INDEX_ENTRY_SIZE
-        )
+        first = self._entry_base + INDEX_ENTRY_SIZE
+        return np.frombuffer(_bytes_at(self._data, first, count * INDEX_ENTRY_SIZE), dtype=INDEX_ENTRY_DTYPE)
 
 
 class IndexFileBuilder:
@@ -241,6 +313,8 @@ def detect_geometry(file_size: int, data: Any) -> tuple[int, int]:
     body = file_size - INDEX_HEADER_SIZE
     if body <= 0 or body % INDEX_SLOT_SIZE:
         raise ValueError(f"index file size {file_size} is not 40 + 4*S + 20*N for any S, N")
+    if header.index_count > 1:
+        data = _in_memory(data)  # the candidates are checked at strided places all over the file
     if header.index_count <= 1:
         raise ValueError(
             f"index file of {file_size} bytes has no entries (indexCount {header.index_count}); "
@@ -325,12 +399,17 @@ def geometry_problem(data: Any, hash_slots: int, index_entries: int) -> str | No
     count = header.entry_count
     if not 0 <= header.used_slots <= min(hash_slots, count):
         return f"hashSlotCount {header.used_slots} outside 0..{min(hash_slots, count)}"
-    slots = np.frombuffer(data, dtype=">i4", count=hash_slots, offset=INDEX_HEADER_SIZE)
-    entries = np.frombuffer(data, dtype=INDEX_ENTRY_DTYPE, count=index_entries,
-                            offset=INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * hash_slots)  # row i = entry i
+    entry_base = INDEX_HEADER_SIZE + INDEX_SLOT_SIZE * hash_slots
+    full = INDEX_SLOT_SIZE * hash_slots + INDEX_ENTRY_SIZE * count <= FULL_CHECK_BYTES
+    if full:  # every slot and entry #0 .. #count (row i = entry i): two reads of a ByteSource
+        slots = np.frombuffer(_bytes_at(data, INDEX_HEADER_SIZE, INDEX_SLOT_SIZE * hash_slots), dtype=">i4")
+        entries = np.frombuffer(_bytes_at(data, entry_base, INDEX_ENTRY_SIZE * (count + 1)),
+                                dtype=INDEX_ENTRY_DTYPE)
+    else:
+        slots = _rows(data, ">i4", hash_slots, INDEX_HEADER_SIZE)
+        entries = _rows(data, INDEX_ENTRY_DTYPE, index_entries, entry_base)  # row i = entry i
     if entries[0].tobytes() != bytes(INDEX_ENTRY_SIZE):
         return "entry #0 is not empty"
-    full = INDEX_SLOT_SIZE * hash_slots + INDEX_ENTRY_SIZE * count <= FULL_CHECK_BYTES
     if full:
         numbers, slot_numbers = np.arange(1, count + 1, dtype=np.int64), np.arange(hash_slots, dtype=np.int64)
         if int(np.count_nonzero(slots)) != header.used_slots:
@@ -350,7 +429,7 @@ def _spread(first: int, last: int) -> np.ndarray:
     return np.unique(np.linspace(first, last, GEOMETRY_SAMPLES).astype(np.int64))
 
 
-def _entries_problem(entries: np.ndarray, slots: np.ndarray, numbers: np.ndarray,
+def _entries_problem(entries: Any, slots: Any, numbers: np.ndarray,
                      header: IndexHeader) -> str | None:
     """Rules of the entries `numbers` (ascending, first and newest included) and their links."""
     hash_slots = len(slots)
@@ -372,19 +451,19 @@ def _entries_problem(entries: np.ndarray, slots: np.ndarray, numbers: np.ndarray
     if ((pointed < numbers) | (pointed > header.entry_count)).any():
         return "an entry's slot does not point at it or at a newer entry"
     linked = prev > 0
-    if (entries["key_hash"][prev[linked]].astype(np.int64) % hash_slots != entry_slot[linked]).any():
+    if (entries[prev[linked]]["key_hash"].astype(np.int64) % hash_slots != entry_slot[linked]).any():
         return "an entry chains to an entry of another slot"
     return None
 
 
-def _slots_problem(entries: np.ndarray, slots: np.ndarray, slot_numbers: np.ndarray,
+def _slots_problem(entries: Any, slots: Any, slot_numbers: np.ndarray,
                    count: int) -> str | None:
     """Rules of the slots `slot_numbers`: a value in 0..count naming an entry of that slot."""
     values = slots[slot_numbers].astype(np.int64)
     if ((values < 0) | (values > count)).any():
         return f"a slot value lies outside 0..{count}"
     filled = values > 0
-    newest_hash = entries["key_hash"][values[filled]].astype(np.int64)
+    newest_hash = entries[values[filled]]["key_hash"].astype(np.int64)
     if (newest_hash % len(slots) != slot_numbers[filled]).any():
         return "a slot points at an entry whose key hash belongs to another slot"
     return None

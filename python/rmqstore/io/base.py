@@ -19,16 +19,21 @@ class IOStats:
     """Counters of what the I/O layer really read; tests use them to prove pushdown."""
 
     bytes_read: int = 0
-    """Bytes handed out by `RandomAccessFile.read` (views of a local map count as read)."""
+    """Bytes handed out by `RandomAccessFile.read` (views of a local map count as read); for a remote
+    file, the bytes downloaded (coalesced ranged requests include the small holes between ranges)."""
     read_calls: int = 0
+    """Reads; for a remote file, ranged requests."""
     files_opened: int = 0
     paths_read: set[str] = field(default_factory=set)
     """Every file a byte was read from."""
+    bytes_by_path: dict[str, int] = field(default_factory=dict)
+    """`bytes_read` per file."""
 
-    def record_read(self, path: str, length: int) -> None:
+    def record_read(self, path: str, length: int, calls: int = 1) -> None:
         self.bytes_read += length
-        self.read_calls += 1
+        self.read_calls += calls
         self.paths_read.add(path)
+        self.bytes_by_path[path] = self.bytes_by_path.get(path, 0) + length
 
     def reset(self) -> None:
         """Zero every counter (the object stays shared with the file system that updates it)."""
@@ -47,6 +52,9 @@ class FileEntry:
     special: str | None = None
     """Why this is neither a regular file nor a directory ("a FIFO", "a symbolic link loop"...);
     None for regular files and directories. Special entries are never opened."""
+    mtime_ns: int | None = None
+    """Last modification of a remote file as listed (an S3 object's upload time); None for local files
+    (whose mtime is read when needed: it changes while a broker writes) and when not listed."""
 
 
 class NotRegularFileError(OSError):
@@ -65,6 +73,10 @@ class RandomAccessFile(ABC):
     size: int
     zero_copy: bool
     """True when `read` returns views of a memory map: large reads cost nothing until touched."""
+
+    def __len__(self) -> int:
+        """The file's size: with `read_ranges`, a file is a `format.indexfile.ByteSource`."""
+        return self.size
 
     @abstractmethod
     def read(self, offset: int, length: int) -> np.ndarray:

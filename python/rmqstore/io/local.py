@@ -110,10 +110,8 @@ class LocalFile(RandomAccessFile):
                     filled, o, n = filled + got, o + got, n - got
         finally:
             os.close(fd)
-        self._stats.bytes_read += filled
-        self._stats.read_calls += len(offsets)
         if len(offsets):
-            self._stats.paths_read.add(self.path)
+            self._stats.record_read(self.path, filled, len(offsets))
         data = np.frombuffer(out, dtype=np.uint8)
         data.flags.writeable = False
         return data

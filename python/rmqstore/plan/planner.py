@@ -315,6 +315,8 @@ def probe_offsets(store: Store, kind: ProbeKind, values: Sequence[str], topics: 
     """Confirmed offsets of records matching any of the probe values, sorted and unique (raises
     IndexUnavailableError)."""
     find = store.find_by_uniq_key if kind == "uniqKey" else store.find_by_key
+    if len(values) > 1:
+        store.prefetch_index(values, topics)
     offsets: set[int] = set()
     for value in values:
         offsets.update(find(value, topics, begin_ms, end_ms))

@@ -187,6 +187,30 @@ class SealConfirmer:
         return len(unit) == 1 and int(unit["phy"][0]) == physical_offset and int(unit["size"][0]) == size
 
 
+class SegmentBytes:
+    """The bytes of one segment for a walk: a local map whole; a remote file in windows read from the
+    position asked for, growing from `FIRST_WINDOW` (x2 each, up to `MAX_WINDOW`), so a walk over the
+    records written since the last trigger downloads those and little more, not the segment."""
+
+    FIRST_WINDOW = 64 << 10
+    MAX_WINDOW = 8 << 20
+
+    def __init__(self, handle: RandomAccessFile) -> None:
+        self._handle = handle
+        self.size = handle.size
+        self._start = 0
+        self._buf = handle.read(0, handle.size) if handle.zero_copy else np.zeros(0, dtype=np.uint8)
+        self._window = self.FIRST_WINDOW
+
+    def at(self, rel: int, length: int) -> tuple[np.ndarray, int]:
+        """A buffer holding segment bytes [rel, rel + length) (clipped to the file) and where rel is in it."""
+        end = min(rel + length, self.size)
+        if not (self._start <= rel and end <= self._start + len(self._buf)):
+            self._buf = self._handle.read(rel, max(end - rel, self._window))
+            self._start, self._window = rel, min(self._window * 2, self.MAX_WINDOW)
+        return self._buf, rel - self._start
+
+
 class CommitLogTail:
     """The commit log of one store as a stream sees it: record boundaries and the sealed end.
 
@@ -209,8 +233,8 @@ class CommitLogTail:
     def min_offset(self) -> int:
         return self.segments[0].base_offset if self.segments else 0
 
-    def _data(self, seg: Segment) -> np.ndarray:
-        return self._open(seg.path).read(0, seg.size)
+    def _bytes(self, seg: Segment) -> SegmentBytes:
+        return SegmentBytes(self._open(seg.path))
 
     def _segment_started(self, seg: Segment) -> bool:
         head = self._open(seg.path).read(0, 8)
@@ -242,8 +266,11 @@ class CommitLogTail:
         if index is None or position == self.segments[index].base_offset:
             return True
         seg = self.segments[index]
-        check = check_record(self._data(seg), position - seg.base_offset, check_crc=False,
-                             expected_physical_offset=position)
+        data = self._bytes(seg)
+        buf, at = data.at(position - seg.base_offset, _HEADER.size)
+        total = _HEADER.unpack_from(buf, at)[0] if len(buf) - at >= _HEADER.size else 0
+        buf, at = data.at(position - seg.base_offset, max(total, _HEADER.size))
+        check = check_record(buf, at, check_crc=False, expected_physical_offset=position)
         return check.kind != "invalid"
 
     def walk(self, start: int, limits: Limits = NO_LIMITS, stop: int | None = None) -> Advance:
@@ -255,9 +282,14 @@ class CommitLogTail:
             sealed = self._is_sealed_segment(index)
             fast = (sealed and limits == NO_LIMITS and advance.end == seg.base_offset
                     and (stop is None or stop >= seg.base_offset + seg.size))
+            known = self._cache.sealed_until
             if fast:
                 advance.end = seg.base_offset + seg.size
                 done = False
+            elif (limits == NO_LIMITS and advance.end < known < seg.base_offset + seg.size
+                    and (stop is None or stop >= known)):
+                advance.end = known  # checked and sealed by an earlier walk: only what is new is read
+                done = self._walk_segment(seg, sealed, advance, limits, stop)
             else:
                 done = self._walk_segment(seg, sealed, advance, limits, stop)
             if done or index + 1 >= len(self.segments) or not self._started[index + 1]:
@@ -270,7 +302,7 @@ class CommitLogTail:
     def _walk_segment(self, seg: Segment, sealed: bool, advance: Advance, limits: Limits,
                       stop: int | None) -> bool:
         """Walk one segment from `advance.end`; True when the walk must stop inside it."""
-        data = self._data(seg)
+        data = self._bytes(seg)
         base, size = seg.base_offset, seg.size
         rel = advance.end - base
         from_start = rel == 0
@@ -282,7 +314,8 @@ class CommitLogTail:
             if rel + 8 > size:
                 return self._invalid(seg, rel, sealed, advance,
                                      f"{size - rel} bytes left, no room for a header")
-            total, magic = _HEADER.unpack_from(data, rel)
+            buf, at = data.at(rel, _HEADER.size)
+            total, magic = _HEADER.unpack_from(buf, at)
             if magic == BLANK_MAGIC and total == size - rel:
                 advance.end = base + size
                 if from_start and sealed:
@@ -297,7 +330,8 @@ class CommitLogTail:
                 return True
             position = base + rel
             if not sealed and position >= self._cache.sealed_until:
-                if not self._record_complete(data, rel, position, total):
+                buf, at = data.at(rel, total + _HEADER.size)
+                if not self._record_complete(buf, at, position, total, at + size - rel):
                     advance.end = position
                     return True
                 self._cache.sealed_until = position + total
@@ -310,12 +344,14 @@ class CommitLogTail:
             rel += total
             advance.end = base + rel
 
-    def _record_complete(self, data: Any, rel: int, position: int, total: int) -> bool:
+    def _record_complete(self, data: Any, rel: int, position: int, total: int, segment_end: int) -> bool:
+        """The record at `data[rel]` (physical `position`) is complete and sealed; the segment's end is
+        at `data[segment_end]`."""
         check = check_record(data, rel, check_crc=True, expected_physical_offset=position)
         if check.kind != "record" or check.size != total:
             return False
         after = rel + total
-        if _write_started(data, after, len(data)):
+        if _write_started(data, after, segment_end):
             return True
         return self._confirmer.unit_confirms(data, rel, position, total) or self._confirmer.store_closed()
 

@@ -54,7 +54,7 @@ from rmqstore.spark.options import (
     parse_options,
 )
 from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch
-from rmqstore.store import Store
+from rmqstore.store import LogEnd, Store
 from rmqstore.store.names import segment_file_name
 from rmqstore.store.segments import OpenFiles
 
@@ -100,17 +100,24 @@ class StreamPartition(InputPartition):
     max_message_size: int = MAX_MESSAGE_SIZE
     storage_options: Mapping[str, str] | None = field(default=None, repr=False)
     """Credentials and settings of an s3:// store (never shown)."""
+    log_end: int | None = None
+    """A valid end of the log the driver proved (log mode: the range's end; queue mode: the end its
+    store found): `read` bounds its reads by it instead of walking the active segment again."""
 
 
 def _open_store(location: str, index_geometry: tuple[int, int] | None, max_message_size: int,
-                storage_options: Mapping[str, str] | None) -> Store:
+                storage_options: Mapping[str, str] | None, log_end: int | None = None) -> Store:
     """A fresh view of a store (files come and go between triggers).
 
     The store's own valid end is found without BODYCRC checks: ranges handed to `read` are already
-    proven complete by the torn-record rule, so the end only needs to bound them, not re-prove them.
+    proven complete by the torn-record rule, so the end only needs to bound them, not re-prove them;
+    with `log_end` (proven by the driver) it is not searched at all.
     """
-    return Store.open(location, index_geometry=index_geometry, check_crc_at_end=False,
-                      max_message_size=max_message_size, storage_options=storage_options)
+    store = Store.open(location, index_geometry=index_geometry, check_crc_at_end=False,
+                       max_message_size=max_message_size, storage_options=storage_options)
+    if log_end is not None:
+        store.log.end = LogEnd(log_end, store.log.segment_at(log_end - 1), "proven by the stream's driver")
+    return store
 
 
 def _data_loss(fail: bool, what: str) -> None:
@@ -375,7 +382,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         position = start
         while position < end:
             boundary = min(end, position - position % size + size)
-            parts.append(self._partition(broker, location, start=position, end=boundary))
+            parts.append(self._partition(broker, location, start=position, end=boundary, log_end=boundary))
             position = boundary
         return parts
 
@@ -399,13 +406,14 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 group_bytes = 0
             groups[-1].append((queue[0], queue[1], begin, stop))
             group_bytes += nbytes
-        return [self._partition(broker, location, slices=tuple(group)) for group in groups if group]
+        return [self._partition(broker, location, slices=tuple(group), log_end=store.max_offset)
+                for group in groups if group]
 
     def _partition(self, broker: str, location: str, *, start: int = 0, end: int = 0,
-                   slices: tuple[QueueSlice, ...] = ()) -> StreamPartition:
+                   slices: tuple[QueueSlice, ...] = (), log_end: int | None = None) -> StreamPartition:
         return StreamPartition(
             location=location, broker=broker, columns=self.columns, output_schema=self.output_schema,
-            start=start, end=end, slices=slices,
+            start=start, end=end, slices=slices, log_end=log_end,
             verify_crc=self.opts.verify_crc, mode=self.opts.mode, decompress=self.opts.decompress,
             fail_on_data_loss=self.opts.fail_on_data_loss, index_geometry=self.opts.index_geometry,
             max_message_size=self.opts.max_message_size,
@@ -417,7 +425,8 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def read_partition(part: StreamPartition) -> Iterator[pa.RecordBatch]:
     """Record batches of one partition in commit-log order (so every queue in queue-offset order)."""
-    store = _open_store(part.location, part.index_geometry, part.max_message_size, part.storage_options)
+    store = _open_store(part.location, part.index_geometry, part.max_message_size, part.storage_options,
+                        part.log_end)
     wanted = list(part.columns) or ["commitLogOffset"]
     batches = _queue_batches(store, part, wanted) if part.slices else _log_batches(store, part, wanted)
     for batch in batches:

@@ -18,17 +18,20 @@ import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from rmqstore.format.columnar import walk_records
-from rmqstore.format.layout import BLANK_MAGIC, OFF_MAGIC, OFF_SYSFLAG, store_timestamp_offset
+from rmqstore.format.layout import BLANK_MAGIC, OFF_BORNHOST, OFF_MAGIC, OFF_SYSFLAG, store_timestamp_offset
 from rmqstore.format.record import check_record
 from rmqstore.format.resync import next_record_start
 from rmqstore.store.errors import FAILFAST, ReadMode, StoreCorruptionError
 from rmqstore.store.segments import OpenFiles, Segment, common_segment_size, find_segment
 from rmqstore.store.stats import StoreStats
+
+if TYPE_CHECKING:
+    from rmqstore.store.logend import LogEndCache
 
 LOCAL_WINDOW = 64 << 20
 """Largest window handed to the decoder at once for a memory-mapped file."""
@@ -40,6 +43,9 @@ RESYNC_FIRST_WINDOW = 8 << 10
 """First read of a resync: the next record start is usually within a few kilobytes."""
 PROBE_BYTES = 4 << 10
 """First read at a single record: most records fit, bigger ones get a second read."""
+RESUME_WINDOW = 16 << 10
+"""First range walked when the walk for the log's end resumes where an earlier one ended
+(`rmqstore.store.logend`); each further range is 4x longer."""
 
 StopKind = Literal["end", "blank", "invalid"]
 _INT = struct.Struct(">i")
@@ -86,12 +92,14 @@ class CommitLog:
     """Segments of one commit log (possibly spread over several directories)."""
 
     def __init__(self, segments: Sequence[Segment], files: OpenFiles, stats: StoreStats, *,
-                 check_crc_at_end: bool = True) -> None:
+                 check_crc_at_end: bool = True, end_cache: LogEndCache | None = None) -> None:
         self.segments = list(segments)
         self.segment_size = common_segment_size(self.segments)
         self._files = files
         self._stats = stats
         self._check_crc_at_end = check_crc_at_end
+        self._end_cache = end_cache
+        """Where a remote log's walk for the end may resume (`rmqstore.store.logend`)."""
 
     # ---- bounds -------------------------------------------------------------------------------
 
@@ -109,9 +117,13 @@ class CommitLog:
                 continue
             if first.kind == "blank":
                 return LogEnd(seg.end_offset, seg, f"{seg.path} starts with a BLANK")
-            stop = WalkStop()
-            for _ in self.walk(seg, 0, seg.size, check_crc=self._check_crc_at_end, stop=stop):
-                pass
+            start = self._end_cache.resume_at(self, seg) if self._end_cache else 0
+            stop, last = WalkStop(), None
+            for chunk in self.walk(seg, start, seg.size, check_crc=self._check_crc_at_end, stop=stop,
+                                   first_window=RESUME_WINDOW if start else None):
+                last = chunk.start + int(chunk.starts[-1])  # a resumed walk reads what is new
+            if self._end_cache and (last is not None or start == 0):
+                self._end_cache.remember(self, seg, stop.position, last)
             if stop.kind == "invalid":
                 return LogEnd(seg.base_offset + stop.position, seg,
                               f"{seg.path}: first invalid record at position {stop.position}: {stop.reason}")
@@ -156,6 +168,11 @@ class CommitLog:
         checked = check_record(buf, 0, check_crc=check_crc, expected_physical_offset=seg.base_offset + pos)
         return RecordCheckResult(checked.kind, checked.size, checked.reason, buf)
 
+    def record_header(self, seg: Segment, pos: int) -> str:
+        """TOTALSIZE to BORNTIMESTAMP of the record at `pos`, hex: tells a record from any other one
+        (another store's, or a rewrite) in one small read."""
+        return self.read(seg, pos, OFF_BORNHOST).tobytes().hex()
+
     def store_time_at(self, seg: Segment, pos: int) -> int:
         """STORETIMESTAMP of the record at pos (a record start found by a walk or resync)."""
         head = self.read(seg, pos, OFF_SYSFLAG + 4)
@@ -185,18 +202,22 @@ class CommitLog:
             pos += len(buf) - TAIL_SLACK
         return None
 
-    def walk(self, seg: Segment, pos: int, hi: int, *, check_crc: bool, stop: WalkStop) -> Iterator[Chunk]:
+    def walk(self, seg: Segment, pos: int, hi: int, *, check_crc: bool, stop: WalkStop,
+             first_window: int | None = None) -> Iterator[Chunk]:
         """Valid records starting in [pos, hi) of a segment, `pos` being a record start.
 
         Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where. The record
         where the walk stops at `hi` (the first start at or after it) is checked too: a range that
         starts inside the record before it resyncs past an invalid one silently, so damage starting
-        exactly there is reported by the walk whose last record ends at it.
+        exactly there is reported by the walk whose last record ends at it. With `first_window`,
+        windows grow from that size (x4 each) to the usual one: for walks that usually end soon.
         """
         cap = self._window_cap(seg)
+        window = cap if first_window is None else min(first_window, cap)
         need = 0
         while pos < hi:
-            length = min(seg.size - pos, max(min(hi - pos + TAIL_SLACK, cap), need))
+            length = min(seg.size - pos, max(min(hi - pos + TAIL_SLACK, window), need))
+            window = min(window * 4, cap)
             buf = self.read(seg, pos, length)
             walked = walk_records(buf, seg.base_offset + pos, 0, min(hi - pos, len(buf)), check_crc=check_crc)
             self._stats.records_walked += len(walked.starts)

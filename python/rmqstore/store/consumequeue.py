@@ -9,7 +9,7 @@ neither is returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cached_property
 
 import numpy as np
@@ -26,6 +26,8 @@ from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import SCHEDULE_TOPIC
 from rmqstore.store.segments import OpenFiles, Segment
 
+REMOTE_FIRST_WINDOW_UNITS = 4096
+"""Units (80 KiB) of the first read of a remote queue file searched for its first or last unit."""
 UNIT_DTYPE = np.dtype([("queue_offset", "<i8"), ("phy", "<i8"), ("size", "<i4"), ("tags_code", "<i8")])
 """Units as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields."""
 
@@ -67,11 +69,9 @@ class ConsumeQueue:
     def max_offset(self) -> int:
         """One past the last unit that is valid and points before the log's valid end."""
         for seg in reversed(self.segments):
-            units = self._segment_units(seg, 0, seg.size // CQ_UNIT_SIZE)
-            count = valid_unit_count(units)
-            if count == 0:
+            live = self._valid_units(seg)
+            if len(live) == 0:
                 continue
-            live = units[:count]
             # Phy offsets grow along a queue; a unit at/after the log end was truncated by recovery.
             reaching = np.flatnonzero((live["phy"] < self._log_max) | is_filler(live))
             if reaching.size:
@@ -86,10 +86,11 @@ class ConsumeQueue:
             first = seg.base_offset // CQ_UNIT_SIZE
             if first >= end:
                 break
-            units = self._segment_units(seg, 0, min(seg.size // CQ_UNIT_SIZE, end - first))
-            usable = np.flatnonzero(~is_filler(units) & (units["phy"] >= self._log_min) & (units["size"] > 0))
-            if usable.size:
-                return first + int(usable[0])
+            for at, units in self._windows(seg, min(seg.size // CQ_UNIT_SIZE, end - first)):
+                usable = np.flatnonzero(~is_filler(units) & (units["phy"] >= self._log_min)
+                                        & (units["size"] > 0))
+                if usable.size:
+                    return first + at + int(usable[0])
         return end
 
     @property
@@ -141,6 +142,29 @@ class ConsumeQueue:
             elif a < b:
                 out.append((a, b))
         return out
+
+    def _valid_units(self, seg: Segment) -> np.ndarray:
+        """The units of a segment before its first invalid one (recovery's end, §4.3), read by
+        `_windows` (a remote file: not the zeros the broker pre-allocated past the queue's end)."""
+        parts = []
+        for _, units in self._windows(seg, seg.size // CQ_UNIT_SIZE):
+            count = valid_unit_count(units)
+            parts.append(units[:count])
+            if count < len(units):
+                break
+        return np.concatenate(parts) if parts else np.empty(0, dtype=CQ_DTYPE)
+
+    def _windows(self, seg: Segment, stop: int) -> Iterator[tuple[int, np.ndarray]]:
+        """(first unit index, units) of a segment's units [0, stop), in order: one view of a local map;
+        for a remote file, reads growing from `REMOTE_FIRST_WINDOW_UNITS` units (x4 each), so a caller
+        that stops early downloads at most about 4x what it looked at."""
+        first, window = 0, stop if self._files.get(seg.path).zero_copy else REMOTE_FIRST_WINDOW_UNITS
+        while first < stop:
+            units = self._segment_units(seg, first, min(window, stop - first))
+            if not len(units):
+                return
+            yield first, units
+            first, window = first + len(units), window * 4
 
     def _segment_units(self, seg: Segment, first_unit: int, count: int) -> np.ndarray:
         """`count` units of a segment from unit index `first_unit` (as stored, big-endian)."""

@@ -22,7 +22,9 @@ and the topics of the gaps' indexed records: a topic whose records are all in ga
 PREPARED records) has no queue, yet its records are in the index (`Store.indexed_topics`).
 
 Reading every queue costs a few % of the log's bytes, so verdicts are cached on disk outside the
-store (`rmqstore.store.segment_cache`, kind `coverage`, salted with the set of queues). While a
+store (`rmqstore.store.segment_cache`, kind `coverage`, salted with the set of queues; a remote store
+too when its listing gives modification times, as S3's does: a plan then lists the queues but does not
+download them again). While a
 segment's key and the queues are the same, queues can only gain units (catching up with the log),
 so a cached gap may since have been filled: it is scanned for nothing, never a record missed.
 Segments decided again only need the tails of the queues (units are in log order along a queue).

@@ -1,19 +1,23 @@
 """The `index/` directory: index files listed oldest -> newest by name (§1.2, §5.7), geometry, probes.
 
 Each file's geometry (hash slots S, entries N) is detected from the file (`detect_geometry`) unless
-the user gave it. A file that cannot be read as an index (undetectable geometry, size or header that
-contradict the geometry) is listed with its `problem`; lookups then refuse to answer
+the user gave it. A remote file is never read whole to probe it: the header, the sampled slots and
+entries of the geometry check and, per probe, one slot and the entries of its chain are ranged reads
+(pages of `CachedPages`; only a file of non-default size whose geometry the user did not give is
+read whole, to detect it). A file that cannot be read as an index (undetectable geometry, size or
+header that contradict the geometry) is listed with its `problem`; lookups then refuse to answer
 (IndexUnavailableError) so the caller scans instead and no row is lost.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-
-import numpy as np
+from typing import Any
 
 from rmqstore.format.indexfile import (
+    INDEX_HEADER_SIZE,
     IndexFileView,
     IndexHeader,
     detect_geometry,
@@ -23,12 +27,15 @@ from rmqstore.format.indexfile import (
 )
 from rmqstore.format.javahash import index_key_hash
 from rmqstore.io.base import StoreFileSystem
+from rmqstore.io.remote import CachedPages
 from rmqstore.store.segments import OpenFiles, list_entries
 
 INDEX_DIR = "index"
 INDEX_NAME_DIGITS = 17
 """`timeMillisToHumanString`: yyyyMMddHHmmssSSS of the file's creation (§1.2)."""
 _FAR_FUTURE_MS = (1 << 63) - 1
+_REMOTE_VERDICTS: dict[tuple[str, int, bytes, tuple[int, int] | None], IndexFileInfo] = {}
+"""`IndexFiles._check` of remote files by (path, size, header bytes, geometry given)."""
 
 
 @dataclass(frozen=True)
@@ -73,31 +80,51 @@ class IndexFiles:
                 for e in entries]
 
     def _inspect(self, name: str, path: str, size: int) -> IndexFileInfo:
-        data = self._data(path)
+        handle = self._files.get(path)
+        if handle.zero_copy:  # the whole file as a zero-copy map
+            data = handle.read(0, handle.size)
+            info = self._check(name, path, size, data)
+        else:
+            # A remote file is a `ByteSource`: the checks read the header and the slots and entries
+            # they sample (coalesced ranged reads), probes the slot and chain entries they walk
+            # through pages kept for the next probe. A verdict is kept for the life of the process
+            # while the file's header is the same (every put changes it: then the file is unchanged).
+            key = (path, size, handle.read(0, INDEX_HEADER_SIZE).tobytes(), self._geometry)
+            if key not in _REMOTE_VERDICTS:
+                _REMOTE_VERDICTS[key] = self._check(name, path, size, handle)
+            info, data = _REMOTE_VERDICTS[key], CachedPages(handle)
+        if info.problem is None and info.geometry is not None:
+            self._views[path] = IndexFileView(data, *info.geometry)
+        return info
+
+    def _check(self, name: str, path: str, size: int, data: Any) -> IndexFileInfo:
+        """The file's header, geometry and problem (None when it can be used for lookups)."""
         try:
             header = parse_index_header(data)
         except ValueError as exc:
             return IndexFileInfo(name, path, size, None, None, str(exc))
         try:
             geometry = self._geometry or detect_geometry(size, data)
-            view = IndexFileView(data, *geometry)
+            IndexFileView(data, *geometry)
         except ValueError as exc:
             return IndexFileInfo(name, path, size, None, header, str(exc))
         problem = _header_problem(header, *geometry)
         if problem is None and self._geometry is not None:
             problem = geometry_problem(data, *geometry)  # detect_geometry validated a detected one
-        if problem is None:
-            self._views[path] = view
         return IndexFileInfo(name, path, size, geometry, header, problem)
-
-    def _data(self, path: str) -> np.ndarray:
-        """The whole file: a zero-copy map locally, one full read for a remote file (views need it)."""
-        handle = self._files.get(path)
-        return handle.read(0, handle.size)
 
     @property
     def problems(self) -> list[str]:
         return [f"{info.path}: {info.problem}" for info in self.infos if info.problem]
+
+    def prefetch(self, topics: Sequence[str], keys: Sequence[str]) -> None:
+        """Fetch together, in every usable remote file, the slots of `topic#key` for every pair and the
+        entries they point at (kept in pages for the probes): two rounds of concurrent requests
+        instead of a round trip per probe step. Nothing to do for local files."""
+        hashes = [index_key_hash(index_key(topic, key)) for topic in topics for key in keys]
+        _ = self.infos  # opens the views
+        for view in self._views.values():
+            view.prefetch(hashes)
 
     def candidates(self, topic: str, key: str) -> list[int]:
         """Hash-matching physical offsets for `topic#key` in every file, newest file first, no cap.

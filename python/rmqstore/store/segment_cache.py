@@ -4,9 +4,10 @@ The entries of one local store live in one JSON file, `<kind>/<sha256 of the sto
 under `rmqstore.cachedir.cache_root()` (never inside the store: stores are opened read-only), keyed
 by segment file name. An entry is reused while its segment has the same size and mtime and, for the
 segment holding the valid end, the same records' end, and while the `salt` (whatever else the facts
-depend on) and the format version are the same. Remote files have no mtime: a remote store is cached
-only for a kind that checks the content of each entry it loads itself (`content_checked`), in a
-file named after the store's location as given.
+depend on) and the format version are the same. A remote store is cached in a file named after its
+location as given, its segments keyed by the modification time its listing gives (an S3 object's
+upload time: a new upload is another file); where the listing gives none, only for a kind that checks
+the content of each entry it loads itself (`content_checked`).
 """
 
 from __future__ import annotations
@@ -47,12 +48,13 @@ class SegmentCache:
     @classmethod
     def for_store(cls, store: Store, kind: str, version: int, salt: str = "", *,
                   content_checked: bool = False) -> SegmentCache | None:
-        """The cache of `store`; None for a remote store unless the caller checks content."""
+        """The cache of `store`; None for a remote store whose listing has no modification times,
+        unless the caller checks content."""
         local = isinstance(store.fs, LocalFileSystem)
         if local:
             dirs = [os.path.realpath(d) for d in store.commitlog_dirs]
             identity = json.dumps([os.path.realpath(store.path), dirs])
-        elif content_checked:
+        elif content_checked or all(seg.mtime_ns is not None for seg in store.segments):
             identity = json.dumps([store.location, store.commitlog_dirs])
         else:
             return None
@@ -74,6 +76,10 @@ class SegmentCache:
         entry = self._entries().get(os.path.basename(seg.path))
         return (entry[:3], entry[3:]) if entry else None
 
+    def entries(self) -> dict[str, list[Any]]:
+        """Everything cached, by segment file name, keys not checked (for callers keeping their own)."""
+        return self._entries()
+
     def _entries(self) -> dict[str, list[Any]]:
         try:
             with open(self.path) as fh:
@@ -87,7 +93,11 @@ class SegmentCache:
     def save(self, store: Store, entries: Sequence[tuple[Segment, list[Any]]]) -> None:
         """Write these entries (lists of JSON values) as the whole cache (atomic rename); failures are
         only logged. On disk an entry follows its segment's key: `[size, mtime, records' end, *entry]`."""
-        segments = {os.path.basename(seg.path): [*self._key(store, seg), *entry] for seg, entry in entries}
+        self.save_entries({os.path.basename(seg.path): [*self._key(store, seg), *entry]
+                           for seg, entry in entries})
+
+    def save_entries(self, segments: dict[str, list[Any]]) -> None:
+        """Write these entries, by segment file name, as the whole cache (see `save`)."""
         doc = {"version": self.version, "salt": self.salt, "segments": segments}
         directory = os.path.dirname(self.path)
         try:
@@ -103,9 +113,8 @@ class SegmentCache:
         except OSError as exc:
             log.debug("segment cache %s not written: %s", self.path, exc)
 
-
     def _key(self, store: Store, seg: Segment) -> list[int | None]:
-        """Size, mtime (None for remote files) and, for the segment holding the valid end, where its
-        records end."""
+        """Size, mtime (a remote file's as listed, maybe None) and, for the segment holding the valid
+        end, where its records end."""
         records_end = store.max_offset - seg.base_offset if seg.contains(store.max_offset) else None
-        return [seg.size, os.stat(seg.path).st_mtime_ns if self.local else None, records_end]
+        return [seg.size, os.stat(seg.path).st_mtime_ns if self.local else seg.mtime_ns, records_end]

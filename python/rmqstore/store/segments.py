@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 from rmqstore.io.base import FileEntry, NotRegularFileError, RandomAccessFile, StoreFileSystem
@@ -23,6 +23,8 @@ class Segment:
     base_offset: int
     path: str
     size: int
+    mtime_ns: int | None = field(default=None, compare=False)
+    """A remote file's listed modification time (`FileEntry.mtime_ns`), None for local files."""
 
     @property
     def end_offset(self) -> int:
@@ -66,7 +68,7 @@ def list_segments(fs: StoreFileSystem, directories: Sequence[str], *,
                 raise StoreLayoutError(
                     f"segment {entry.name} exists twice: {found[base].path} and {entry.path}"
                 )
-            found[base] = Segment(base, entry.path, entry.size)
+            found[base] = Segment(base, entry.path, entry.size, entry.mtime_ns)
     segments = [found[base] for base in sorted(found)]
     return segments, problems + _layout_problems(segments)
 

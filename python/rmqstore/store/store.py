@@ -42,6 +42,7 @@ from rmqstore.store.errors import (
     check_mode,
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
+from rmqstore.store.logend import LogEndCache
 from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
 from rmqstore.store.points import read_points
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
@@ -103,7 +104,8 @@ class Store:
         self.commitlog_dirs = self._commitlog_dirs(commitlog_dirs)
         self._files = OpenFiles(self.fs)
         segments, self._layout_problems = list_segments(self.fs, self.commitlog_dirs)
-        self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end)
+        self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end,
+                             end_cache=LogEndCache.for_store(self, check_crc_at_end))
         if index_geometry is not None and (len(index_geometry) != 2 or min(index_geometry) <= 0):
             raise ValueError(f"index_geometry must be (hash slots, index entries) > 0: {index_geometry!r}")
         self._index = IndexFiles(self.fs, self.fs.join(self.path, INDEX_DIR), self._files,
@@ -464,6 +466,12 @@ class Store:
                     and (begin_ms is None or t_ms >= begin_ms) and (end_ms is None or t_ms <= end_ms)):
                 found.add(offset)
         return sorted(found)
+
+    def prefetch_index(self, keys: Sequence[str], topics: Iterable[str] | None = None) -> None:
+        """Before looking up many keys (`find_by_key` / `find_by_uniq_key` with the same `topics`) in a
+        remote store: fetch the slots and first entries of all their probes together, instead of a
+        round trip per probe step. Nothing happens for a local store."""
+        self._index.prefetch(sorted(self.indexed_topics() if topics is None else set(topics)), keys)
 
     def find_by_msg_id(self, msg_id: str) -> list[int]:
         """[offset] when `msg_id` is an offsetMsgId (§3.1) of a record in this store, else [].

@@ -16,7 +16,7 @@ A summary costs one walk of the storeTimestamp column of a segment (compiled dec
 Summaries are cached on disk outside the store (`rmqstore.store.segment_cache`, kind `timeline`):
 a sealed segment is walked once; the segment holding the valid end, when it has grown, only from
 where its cached summary ends (if the record that summary ends with is still there). Remote files
-have no mtime, so a remote store's cached summaries are used only while each segment still ends
+may have no mtime, so a remote store's cached summaries are used only while each segment still ends
 with the record its summary ends with (one small read per segment).
 """
 
@@ -30,7 +30,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqstore.format.layout import OFF_BORNHOST
 from rmqstore.store.commitlog import PROBE_BYTES
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
@@ -83,7 +82,7 @@ def time_runs(store: Store) -> list[TimeRun]:
     cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION, content_checked=True)
     summaries = {base: _Summary.from_entry(entry) for base, entry in
                  (cache.load(store, live) if cache else {}).items()}
-    if cache and not cache.local:  # no mtime: the segment must still end with the same record
+    if cache and not cache.local:  # maybe no mtime: the segment must still end with the same record
         by_base = {s.base_offset: s for s in live}
         summaries = {base: summary for base, summary in summaries.items()
                      if summary.last_start is None or _still_ends(store, by_base[base], summary)}
@@ -186,7 +185,7 @@ def _summarize(store: Store, seg: Segment, grown: _Summary | None) -> _Summary:
 
 def _header(store: Store, seg: Segment, offset: int) -> str:
     """TOTALSIZE to BORNTIMESTAMP of the record at `offset`, hex."""
-    return store.log.read(seg, offset - seg.base_offset, OFF_BORNHOST).tobytes().hex()
+    return store.log.record_header(seg, offset - seg.base_offset)
 
 
 def _first_in_run(store: Store, run: TimeRun, ts_ms: int) -> int:
