@@ -40,9 +40,8 @@ from rmqstore.format.consumequeue import (
 from rmqstore.format.indexfile import INDEX_HEADER_SIZE, IndexFileView, index_key
 from rmqstore.format.javahash import index_key_hash, tags_code
 from rmqstore.format.layout import (
+    QUEUED_TRANSACTION_TYPES,
     SYSFLAG_TRANSACTION_MASK,
-    TRANSACTION_COMMIT,
-    TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK,
 )
 from rmqstore.format.record import SCHEDULE_TOPIC, check_record
@@ -233,7 +232,6 @@ def _expected_units(
     store: Store, records: LogRecords
 ) -> dict[tuple[str, int], dict[int, tuple[int, int, int]]]:
     """(topic, queueId) -> queueOffset -> (phy, size, tagsCode) for every NOT/COMMIT record (§4.1)."""
-    queue_types = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT)
     schedule_rows = [i for i, t in enumerate(records.topic) if t == SCHEDULE_TOPIC]
     schedule_props: dict[int, dict[str, str]] = {}
     if schedule_rows:
@@ -245,7 +243,7 @@ def _expected_units(
     codes: dict[str | None, int] = {}
     expected: dict[tuple[str, int], dict[int, tuple[int, int, int]]] = {}
     for i, phy in enumerate(records.offset.tolist()):
-        if records.sys_flag[i] & SYSFLAG_TRANSACTION_MASK not in queue_types:
+        if records.sys_flag[i] & SYSFLAG_TRANSACTION_MASK not in QUEUED_TRANSACTION_TYPES:
             continue
         topic = records.topic[i]
         if topic == SCHEDULE_TOPIC:

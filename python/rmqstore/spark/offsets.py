@@ -39,9 +39,8 @@ from rmqstore.format.layout import (
     MAGIC_V1,
     MAGIC_V2,
     MIN_RECORD_SIZE,
+    QUEUED_TRANSACTION_TYPES,
     SYSFLAG_TRANSACTION_MASK,
-    TRANSACTION_COMMIT,
-    TRANSACTION_NOT_TYPE,
 )
 from rmqstore.format.record import check_record, decode_record
 from rmqstore.io.base import RandomAccessFile
@@ -176,7 +175,7 @@ class SealConfirmer:
         """True when the record's consume-queue unit exists and points at exactly this record."""
         try:
             record = decode_record(data, pos, decompress=False)
-            if record.sys_flag & SYSFLAG_TRANSACTION_MASK not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT):
+            if record.sys_flag & SYSFLAG_TRANSACTION_MASK not in QUEUED_TRANSACTION_TYPES:
                 return False  # prepared / rollback records never get a unit (§4.1)
             queue = self._store.consume_queue(record.topic, record.queue_id)
         except (OSError, ValueError):

@@ -21,6 +21,8 @@ object Layout {
 
   final val SysFlagCompressed = 0x001
   final val SysFlagTransactionMask = 0x00c
+  final val TransactionNotType = 0x000
+  final val TransactionCommit = 0x008
   final val TransactionRollback = 0x00c
 
   /** Whether a record of this sysFlag gets a consume-queue unit (§4.1): not a transaction, or COMMIT;
@@ -28,7 +30,7 @@ object Layout {
     */
   def isQueued(sysFlag: Int): Boolean = {
     val transaction = sysFlag & SysFlagTransactionMask
-    transaction == 0x000 || transaction == 0x008
+    transaction == TransactionNotType || transaction == TransactionCommit
   }
   final val SysFlagBornHostV6 = 0x010
   final val SysFlagStoreHostV6 = 0x020
