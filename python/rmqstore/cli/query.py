@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from rmqstore.cli.dump import add_columns_argument
 from rmqstore.cli.options import (
@@ -26,6 +24,8 @@ from rmqstore.cli.options import (
 )
 from rmqstore.cli.output import write_jsonl
 from rmqstore.format.table import COLUMN_NAMES
+from rmqstore.plan.confirm import confirm
+from rmqstore.plan.predicates import Compare, KeysContainAny, Predicate, predicate_columns, time_predicates
 from rmqstore.store import IndexUnavailableError, Store
 
 _READ_CHUNK = 4096
@@ -46,30 +46,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _scan_matching(
-    store: Store,
-    start: int,
-    end: int,
-    columns: list[str],
-    keep: Callable[[dict[str, Any]], bool],
-    args: argparse.Namespace,
-) -> list[int]:
-    """Offsets of the records in [start, end) whose row (of `columns`) passes `keep`."""
-    found = []
+def _scan_matching(store: Store, start: int, end: int, predicates: Sequence[Predicate],
+                   args: argparse.Namespace) -> list[int]:
+    """Offsets of the records in [start, end) satisfying every predicate."""
+    found: list[int] = []
     with progress(args, max(end - start, 0), "scan") as bar:
-        for batch in store.scan(start, end, ["commitLogOffset", *columns]):
+        for batch in store.scan(start, end, ["commitLogOffset", *predicate_columns(predicates)]):
             if not batch.num_rows:
                 continue
-            for row in batch.to_pylist():
-                if keep(row):
-                    found.append(row["commitLogOffset"])
+            found += confirm(batch, predicates).column("commitLogOffset").to_pylist()
             bar.update(batch.column("commitLogOffset")[-1].as_py() - start - bar.n)
     return found
 
 
-def _in_time(row: dict[str, Any], args: argparse.Namespace) -> bool:
-    ms = int(row["storeTimestamp"].timestamp() * 1000)
-    return (args.begin is None or ms >= args.begin) and (args.end is None or ms <= args.end)
+def _topic_and_time(args: argparse.Namespace) -> tuple[Predicate, ...]:
+    """--topic, --begin and --end as predicates (the window is inclusive epoch ms)."""
+    topic = () if args.topic is None else (Compare("topic", "=", args.topic),)
+    return (*topic, *time_predicates(args.begin, args.end))
 
 
 def _by_index(store: Store, args: argparse.Namespace, value: str, column: str) -> list[int]:
@@ -82,28 +75,14 @@ def _by_index(store: Store, args: argparse.Namespace, value: str, column: str) -
         return found
     except IndexUnavailableError as exc:
         print(f"index unusable ({exc}); scanning the commit log", file=sys.stderr)
-
-    def keep(row: dict[str, Any]) -> bool:
-        have = row[column]
-        hit = value in (have or ()) if column == "keys" else have == value
-        return hit and (args.topic is None or row["topic"] == args.topic) and _in_time(row, args)
-
-    return _scan_matching(
-        store, store.min_offset, store.max_offset, ["topic", column, "storeTimestamp"], keep, args
-    )
+    match = KeysContainAny((value,)) if column == "keys" else Compare("uniqKey", "=", value)
+    return _scan_matching(store, store.min_offset, store.max_offset, (match, *_topic_and_time(args)), args)
 
 
 def _by_topic_and_time(store: Store, args: argparse.Namespace) -> list[int]:
     ranges = store.time_ranges(args.begin, args.end)  # the first to the last record of the window
     start, end = (ranges[0][0], ranges[-1][1]) if ranges else (store.min_offset, store.min_offset)
-    return _scan_matching(
-        store,
-        start,
-        end,
-        ["topic", "storeTimestamp"],
-        lambda row: row["topic"] == args.topic and _in_time(row, args),
-        args,
-    )
+    return _scan_matching(store, start, end, _topic_and_time(args), args)
 
 
 def find_offsets(store: Store, args: argparse.Namespace) -> list[int]:
@@ -134,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         offsets = find_offsets(store, args)
         if args.msg_id is not None and args.topic is not None:
+            on_topic = (Compare("topic", "=", args.topic),)
             batches = (
-                b.filter(pc.equal(b.column("topic"), args.topic))
+                confirm(b, on_topic)
                 for b in read_in_order(store, offsets, list(dict.fromkeys([*columns, "topic"])))
             )
             for batch in batches:

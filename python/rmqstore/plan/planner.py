@@ -23,19 +23,17 @@ Whatever path is used, every task's rows are confirmed against all predicates by
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 import numpy as np
 
-from rmqstore.format.msgid import decode_offset_msg_id
-from rmqstore.plan.predicates import Compare, InSet, KeysContainAny, NotNull, Predicate, QueueWindows
+from rmqstore.plan.predicates import Bounds, Predicate, ProbeKind, bounds
 from rmqstore.plan.queues import queue_windows_slices
 from rmqstore.plan.tasks import (
     KeyProbeTask,
     OffsetsTask,
-    ProbeKind,
     QueueSlice,
     QueueSliceTask,
     RangesTask,
@@ -76,31 +74,12 @@ class ReadPlan:
     """Fallbacks and other facts worth a log line."""
 
 
-@dataclass
-class _Bounds:
-    """What a conjunction of predicates says about each plannable column."""
-
-    points: set[int] | None = None
-    lo: int | None = None
-    hi: int | None = None
-    begin_ms: int | None = None
-    end_ms: int | None = None
-    probes: dict[ProbeKind, tuple[str, ...]] = field(default_factory=dict)
-    topics: set[str] | None = None
-    queue_ids: set[int] | None = None
-    queue_lo: int | None = None
-    queue_hi: int | None = None
-    tags: set[str] | None = None
-    windows: QueueWindows | None = None
-    empty: bool = False
-
-
 def plan_read(stores: Sequence[Store], predicates: Sequence[Sequence[Predicate]],
               settings: PlanSettings) -> ReadPlan:
     """Tasks reading, for each store, a superset of the rows satisfying that store's predicates."""
     plan = ReadPlan()
     for index, (store, preds) in enumerate(zip(stores, predicates, strict=True)):
-        access, tasks = _plan_store(index, store, _bounds(preds), settings, plan.notes)
+        access, tasks = _plan_store(index, store, bounds(preds), settings, plan.notes)
         plan.access.append(access)
         plan.tasks.extend(tasks)
     for note in plan.notes:
@@ -108,94 +87,7 @@ def plan_read(stores: Sequence[Store], predicates: Sequence[Sequence[Predicate]]
     return plan
 
 
-def _intersect(current: set | None, values: set) -> set:
-    return values if current is None else current & values
-
-
-def _bounds(predicates: Sequence[Predicate]) -> _Bounds:
-    b = _Bounds()
-    for p in predicates:
-        if isinstance(p, NotNull):
-            continue
-        if isinstance(p, QueueWindows):
-            b.windows = p if b.windows is None else b.windows.intersect(p)
-            continue
-        if isinstance(p, KeysContainAny):
-            b.probes["keysContain"] = _narrowest(b.probes.get("keysContain"), p.values)
-            continue
-        values = _equal_values(p)
-        column = p.column
-        if column == "commitLogOffset":
-            if values is not None:
-                b.points = _intersect(b.points, {int(v) for v in values})
-            else:
-                lo, hi = _int_range(p)
-                b.lo, b.hi = _tighter(b.lo, lo, max), _tighter(b.hi, hi, min)
-        elif column == "msgId" and values is not None:
-            b.points = _intersect(b.points, _msg_id_offsets(values))
-        elif column in ("key", "uniqKey") and values is not None:
-            kind: ProbeKind = "key" if column == "key" else "uniqKey"
-            b.probes[kind] = _narrowest(b.probes.get(kind), tuple(str(v) for v in values))
-        elif column == "topic" and values is not None:
-            b.topics = _intersect(b.topics, {str(v) for v in values})
-        elif column == "tags" and values is not None:
-            b.tags = _intersect(b.tags, {str(v) for v in values})
-        elif column == "queueId" and values is not None:
-            b.queue_ids = _intersect(b.queue_ids, {int(v) for v in values})
-        elif column == "queueId":
-            lo, hi = _int_range(p)
-            b.queue_ids = _intersect(b.queue_ids, set(range(max(lo or 0, 0), min(hi or 1 << 16, 1 << 16))))
-        elif column == "queueOffset":
-            lo, hi = (int(min(values)), int(max(values)) + 1) if values else _int_range(p)
-            b.queue_lo, b.queue_hi = _tighter(b.queue_lo, lo, max), _tighter(b.queue_hi, hi, min)
-        elif column == "storeTimestamp":
-            lo, hi = (min(values), max(values) + 1) if values else _int_range(p)
-            begin = None if lo is None else -(-lo // 1000)          # µs -> ms, inclusive
-            end = None if hi is None else -(-hi // 1000) - 1        # exclusive µs -> inclusive ms
-            b.begin_ms, b.end_ms = _tighter(b.begin_ms, begin, max), _tighter(b.end_ms, end, min)
-    b.empty = (b.points is not None and not b.points) or (b.topics is not None and not b.topics) or \
-        (b.queue_ids is not None and not b.queue_ids) or (b.tags is not None and not b.tags)
-    return b
-
-
-def _tighter(current: int | None, new: int | None, pick: Callable[[int, int], int]) -> int | None:
-    """Combine two optional bounds with `pick` (max for lower bounds, min for upper bounds)."""
-    if current is None:
-        return new
-    return current if new is None else pick(current, new)
-
-
-def _narrowest(current: tuple[str, ...] | None, values: tuple[str, ...]) -> tuple[str, ...]:
-    """Of two value lists for the same probe, the shorter one (both are confirmed anyway)."""
-    return values if current is None or len(values) < len(current) else current
-
-
-def _equal_values(p: Predicate) -> tuple | None:
-    if isinstance(p, InSet):
-        return p.values
-    if isinstance(p, Compare) and p.op == "=":
-        return (p.value,)
-    return None
-
-
-def _int_range(p: Predicate) -> tuple[int | None, int | None]:
-    """[lo, hi) of a comparison on an integer-valued column."""
-    assert isinstance(p, Compare)
-    v = int(p.value)
-    return {"<": (None, v), "<=": (None, v + 1), ">": (v + 1, None), ">=": (v, None)}[p.op]
-
-
-def _msg_id_offsets(values: Sequence) -> set[int]:
-    offsets = set()
-    for value in values:
-        try:
-            offsets.add(decode_offset_msg_id(str(value))[1])
-        except ValueError:
-            continue  # not an offsetMsgId: matches no record
-    return offsets
-
-
-def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
+def _plan_store(index: int, store: Store, b: Bounds, settings: PlanSettings,
                 notes: list[str]) -> tuple[str, list[ReadTask]]:
     ranges = _log_ranges(store, b)
     lo, hi = (ranges[0][0], ranges[-1][1]) if ranges else (0, 0)
@@ -222,7 +114,7 @@ def _plan_store(index: int, store: Store, b: _Bounds, settings: PlanSettings,
     return access, _range_tasks(index, store, ranges, settings)
 
 
-def _log_ranges(store: Store, b: _Bounds) -> list[tuple[int, int]]:
+def _log_ranges(store: Store, b: Bounds) -> list[tuple[int, int]]:
     """Commit-log byte ranges, in log order, allowed by offset and time bounds (`Store.time_ranges`:
     one range unless the broker clock stepped back); the other paths are bounded by the first and last."""
     lo = max(store.min_offset, b.lo if b.lo is not None else 0)
@@ -283,7 +175,7 @@ def _scan_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], set
     return tasks
 
 
-def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ...], b: _Bounds,
+def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ...], b: Bounds,
                  bounds: tuple[int, int], settings: PlanSettings, notes: list[str]) -> list[ReadTask] | None:
     try:
         side = store.side_index()  # built here, once, before executors probe it
@@ -372,7 +264,7 @@ task costs some tens of milliseconds, a row about 10 µs (decode, Arrow to the J
 2 MiB of ~400-byte records (5,000 rows, ~50 ms) is where a task pays for itself."""
 
 
-def _topic_plan(index: int, store: Store, b: _Bounds, bounds: tuple[int, int], settings: PlanSettings,
+def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], settings: PlanSettings,
                 notes: list[str]) -> tuple[str, list[ReadTask]]:
     """Consume-queue slices cut along the scan's pieces, except pieces where the selection is dense
     (`DENSE_SHARE`): those are scanned (the reader confirms every row), and so are the bytes no queue
@@ -452,7 +344,7 @@ def _slices_within(slices: Sequence[QueueSlice], units: Sequence[np.ndarray], lo
     return tuple(out)
 
 
-def _queue_slices(store: Store, b: _Bounds) -> list[QueueSlice]:
+def _queue_slices(store: Store, b: Bounds) -> list[QueueSlice]:
     """The queue slices a topic or queue-window plan reads, clipped to the queue-offset bounds."""
     known = set(store.topics())
     slices: list[QueueSlice] = []
@@ -475,7 +367,7 @@ def _queue_slices(store: Store, b: _Bounds) -> list[QueueSlice]:
     return clipped
 
 
-def _queue_tasks(index: int, b: _Bounds, clipped: Sequence[QueueSlice], bounds: tuple[int, int],
+def _queue_tasks(index: int, b: Bounds, clipped: Sequence[QueueSlice], bounds: tuple[int, int],
                  exclude: Sequence[tuple[int, int]], settings: PlanSettings) -> list[ReadTask]:
     """`QueueSliceTask`s over the slices, at most `UNITS_PER_QUEUE_TASK` units each."""
     units_per_task = UNITS_PER_QUEUE_TASK

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import mmh3
 import numpy as np
 
-ProbeKind = Literal["key", "uniqKey", "keysContain"]
+from rmqstore.plan.predicates import ProbeKind
 
 
 @dataclass(frozen=True)

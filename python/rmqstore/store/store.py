@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
@@ -26,6 +25,15 @@ from rmqstore.format.points import PointReader, point_reader, problem_at
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
+from rmqstore.plan.predicates import (  # the predicate model: a pure module over the table's columns
+    Compare,
+    InSet,
+    KeysContainAny,
+    Predicate,
+    mask,
+    predicate_columns,
+    time_predicates,
+)
 from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
@@ -63,7 +71,6 @@ INDEX_TAIL_SCAN_LIMIT = 1 << 30
 past its end, lost index files) in the side index themselves; with more they refuse (scan instead)."""
 GATHER_RANGE_BYTES = 1 << 20
 """`scan_ranges` reads, walks and decodes the ranges of a segment up to this size together."""
-_LOOKUP_COLUMNS = ("commitLogOffset", "topic", "keys", "uniqKey", "storeTimestamp")
 
 
 def _split_dirs(commitlog_dirs: str | Sequence[str]) -> list[str]:
@@ -410,12 +417,12 @@ class Store:
         the rows a table scan returns, and a lookup reads index slots and the matching records only.
         Raises IndexUnavailableError when the index cannot answer completely (see `side_index`).
         """
-        return self._lookup(key, topics, begin_ms, end_ms, lambda t, k: k in (t or ()), "keys")
+        return self._lookup(key, topics, begin_ms, end_ms, KeysContainAny((key,)))
 
     def find_by_uniq_key(self, uniq_key: str, topics: Iterable[str] | None = None,
                          begin_ms: int | None = None, end_ms: int | None = None) -> list[int]:
         """Like `find_by_key` for the UNIQ_KEY property (the client message id), no cap."""
-        return self._lookup(uniq_key, topics, begin_ms, end_ms, lambda u, k: u == k, "uniqKey")
+        return self._lookup(uniq_key, topics, begin_ms, end_ms, Compare("uniqKey", "=", uniq_key))
 
     def side_index(self) -> SideIndex:
         """The side index of the records the broker's index lacks (`rmqstore.store.side_index`), built
@@ -446,7 +453,7 @@ class Store:
         return sorted(set(self.indexed_topics()).union(self.side_index().topics))
 
     def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
-                matches: Any, column: str) -> list[int]:
+                match: Predicate) -> list[int]:
         side = self.side_index()
         probed_topics = self.key_topics() if topics is None else sorted(set(topics))
         candidates: set[int] = set()
@@ -454,18 +461,12 @@ class Store:
             self.stats.index_files_probed += len(self._index.infos)
             candidates.update(self._index.candidates(topic, key))
             candidates.update(side.candidates(topic, key))
-        batch = self.read_offsets(sorted(candidates), _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)
-        wanted_topics = None if topics is None else set(topics)
-        found: set[int] = set()
-        rows = batch.to_pydict()
-        times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_pylist()
-        for offset, topic, value, t_us in zip(rows["commitLogOffset"], rows["topic"], rows[column], times,
-                                               strict=True):
-            t_ms = t_us // 1000
-            if ((wanted_topics is None or topic in wanted_topics) and matches(value, key)
-                    and (begin_ms is None or t_ms >= begin_ms) and (end_ms is None or t_ms <= end_ms)):
-                found.add(offset)
-        return sorted(found)
+        wanted = (match, *time_predicates(begin_ms, end_ms))
+        if topics is not None:
+            wanted += (InSet("topic", tuple(probed_topics)),)
+        batch = self.read_offsets(sorted(candidates), ("commitLogOffset", *predicate_columns(wanted)),
+                                  mode=PERMISSIVE, strict=False)
+        return batch.filter(mask(batch, wanted)).column("commitLogOffset").to_pylist()
 
     def prefetch_index(self, keys: Sequence[str], topics: Iterable[str] | None = None) -> None:
         """Before looking up many keys (`find_by_key` / `find_by_uniq_key` with the same `topics`) in a
