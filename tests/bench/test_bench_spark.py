@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from rmqstore.plan.tasks import split_spans
 from rmqstore.spark import session
 from rmqstore.spark.schema import output_arrow_schema, table_schema
 from rmqstore.store import Store
@@ -59,7 +60,7 @@ def _ceiling_files(store: Path) -> list[str]:
     target = output_arrow_schema(table_schema())
     files = []
     with Store.open(str(store)) as opened:
-        for i, (start, end) in enumerate(opened.split_ranges(PARTITION_BYTES)):
+        for i, (start, end) in enumerate(split_spans(opened.segment_spans(), PARTITION_BYTES)):
             name = str(directory / f"part-{i:04d}.arrow")
             with pa.OSFile(name, "wb") as sink, pa.ipc.new_file(sink, target) as writer:
                 for batch in opened.scan(start, end):

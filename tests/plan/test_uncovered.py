@@ -18,7 +18,7 @@ from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
 from rmqstore.plan.predicates import Compare, InSet, KeysContainAny, Predicate, QueueWindow, QueueWindows
-from rmqstore.plan.tasks import KeyProbeTask, OffsetsTask, QueueSliceTask, RangesTask, RangeTask
+from rmqstore.plan.tasks import KeyProbeTask, OffsetsTask, QueueSliceTask, RangesTask, RangeTask, split_spans
 from rmqstore.store import Store
 from rmqstore.writer import MessageSpec, StoreWriter
 
@@ -266,7 +266,7 @@ def test_topic_tasks_follow_the_scan_pieces(tmp_path: Path, monkeypatch: pytest.
     rows = scan_rows(path, COLUMNS)
     with Store.open(str(path)) as store:
         plan = plan_read([store], [predicates], PlanSettings(max_bytes_per_partition=SEGMENT // 2))
-        pieces = store.split_ranges(SEGMENT // 2)
+        pieces = split_spans(store.segment_spans(), SEGMENT // 2)
     selected = [r["commitLogOffset"] for r in rows if r["topic"] == "X"]
     holding = [p for p in pieces if any(p[0] <= o < p[1] for o in selected)]
     tasks = [t for t in plan.tasks if isinstance(t, QueueSliceTask)]

@@ -9,6 +9,7 @@ from store_builder import BASE_TS, StoreBuilder, fill
 
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.io import ArrowFileSystem, resolve_location
+from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store
 
 
@@ -67,7 +68,7 @@ def test_store_over_s3_equals_the_local_store(s3_server, tmp_path, monkeypatch):
         assert [s.base_offset for s in store.segments] == [s.base_offset for s in local.segments]
         assert (store.min_offset, store.max_offset) == (local.min_offset, local.max_offset)
         assert [b_.to_pylist() for b_ in store.scan()] == [b_.to_pylist() for b_ in local.scan()]
-        ranges = store.split_ranges(1000)
+        ranges = split_spans(store.segment_spans(), 1000)
         assert [r for lo, hi in ranges for r in store.scan(lo, hi, ["msgId"])] != []
         assert store.find_by_key("shared") == local.find_by_key("shared")
         units = store.consume_queue("TopicA", 0).units()

@@ -1,4 +1,4 @@
-"""Scans of physical ranges: split_ranges + scan cover every record exactly once, columns, read_offsets."""
+"""Scans of physical ranges: split segment spans + scan cover every record once, columns, read_offsets."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from store_builder import StoreBuilder, fill, tree_digest
 
 from rmqstore.format.table import COLUMN_NAMES
+from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreCorruptionError
 from rmqstore.store.commitlog import RESYNC_FIRST_WINDOW, TAIL_SLACK
 
@@ -36,7 +37,7 @@ def _offsets(batches):
 def test_split_ranges_cover_every_record_exactly_once(built, max_bytes):
     b, written = built
     store = Store.open(b.root)
-    ranges = store.split_ranges(max_bytes)
+    ranges = split_spans(store.segment_spans(), max_bytes)
     assert ranges[0][0] == store.min_offset and ranges[-1][1] == store.max_offset
     assert all(lo < hi and hi - lo <= max_bytes for lo, hi in ranges)
     assert all(a[1] == b_[0] for a, b_ in pairwise(ranges))

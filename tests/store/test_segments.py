@@ -7,6 +7,7 @@ import os
 import pytest
 from store_builder import StoreBuilder, fill
 
+from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreLayoutError
 
 
@@ -76,4 +77,4 @@ def test_empty_store_has_equal_bounds(tmp_path):
     b.finish()
     store = Store.open(b.root)
     assert store.min_offset == store.max_offset == 0
-    assert list(store.scan()) == [] and store.split_ranges(100) == []
+    assert list(store.scan()) == [] and split_spans(store.segment_spans(), 100) == []

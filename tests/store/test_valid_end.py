@@ -8,6 +8,7 @@ import struct
 import pytest
 from store_builder import StoreBuilder, fill
 
+from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreCorruptionError
 
 
@@ -84,7 +85,7 @@ def test_several_preallocated_zero_segments(tmp_path):
     b.finish()
     store = Store.open(b.root)
     assert store.max_offset == written[-1].offset + written[-1].size
-    assert store.split_ranges(10_000)[-1][1] == store.max_offset
+    assert split_spans(store.segment_spans(), 10_000)[-1][1] == store.max_offset
 
 
 def test_segment_ending_in_blank_ends_at_its_end(tmp_path):

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 
 from rmqstore.cli.options import add_output_arguments, add_store_arguments, format_time, open_store
 from rmqstore.cli.output import print_fields, print_json, print_table
+from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreError
 
 _TAIL_RANGE_BYTES = 16 << 20
@@ -38,7 +39,7 @@ def store_time_span(store: Store) -> tuple[int | None, int | None]:
             break
     if first is None:
         return None, None
-    for start, end in reversed(store.split_ranges(_TAIL_RANGE_BYTES)):
+    for start, end in reversed(split_spans(store.segment_spans(), _TAIL_RANGE_BYTES)):
         times = [t for batch in store.scan(start, end, ["storeTimestamp"]) for t in _times(batch)]
         if times:
             return first, times[-1]

@@ -16,7 +16,7 @@ without queue files), so it returns the rows a scan returns: the queue tasks lea
 out (`exclude`) and a note says they are scanned. Queue windows (startingOffsets / endingOffsets)
 are positions in the queues: they select queue units only.
 4. `commitLogOffset` ranges and `storeTimestamp` ranges (seek by time): commit-log byte ranges.
-5. Otherwise the whole log, split by `Store.split_ranges`.
+5. Otherwise the whole log, split into pieces of its segments (`rmqstore.plan.tasks.split_spans`).
 Whatever path is used, every task's rows are confirmed against all predicates by the reader.
 """
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 import numpy as np
 
@@ -39,9 +38,16 @@ from rmqstore.plan.tasks import (
     RangesTask,
     RangeTask,
     ReadTask,
+    clip_ranges,
+    group_items,
     merge_ranges,
+    pack_ranges,
     probe_bucket,
+    split_offsets,
+    split_spans,
     subtract_ranges,
+    task_count,
+    task_size,
     within,
 )
 from rmqstore.store import IndexUnavailableError, Store
@@ -123,7 +129,7 @@ def _log_ranges(store: Store, b: Bounds) -> list[tuple[int, int]]:
         return []
     if b.begin_ms is None and b.end_ms is None:
         return [(lo, hi)]
-    return list(_within(store.time_ranges(b.begin_ms, b.end_ms), lo, hi))
+    return list(clip_ranges(store.time_ranges(b.begin_ms, b.end_ms), lo, hi))
 
 
 def _probe_values(kind: ProbeKind, values: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -139,11 +145,6 @@ def _probe_values(kind: ProbeKind, values: tuple[str, ...]) -> tuple[str, ...] |
     return tuple(dict.fromkeys(tokens))
 
 
-def _within(ranges: Sequence[tuple[int, int]], lo: int, hi: int) -> tuple[tuple[int, int], ...]:
-    """`ranges` clipped to [lo, hi)."""
-    return tuple((max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) < min(b, hi))
-
-
 UNCOVERED = ("not covered by consume queues (transaction PREPARED/ROLLBACK records, queues behind the log, "
              "topics without queue files)")
 
@@ -157,22 +158,8 @@ def _scan_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], set
     total = sum(b - a for a, b in ranges)
     notes.append(f"store {store.path}: {len(ranges)} commit-log range(s), {total} bytes, {what}, are scanned "
                  f"too: {list(ranges)[:3]}")
-    limit = settings.max_bytes_per_partition
-    tasks: list[ReadTask] = []
-    group: list[tuple[int, int]] = []
-    group_bytes = 0
-    for start, end in ranges:
-        while start < end:
-            piece = min(end, start + limit - group_bytes)
-            group.append((start, piece))
-            group_bytes += piece - start
-            start = piece
-            if group_bytes >= limit or len(group) >= RANGES_PER_TASK:
-                tasks.append(RangesTask(index, tuple(group)))
-                group, group_bytes = [], 0
-    if group:
-        tasks.append(RangesTask(index, tuple(group)))
-    return tasks
+    groups = pack_ranges(ranges, settings.max_bytes_per_partition, RANGES_PER_TASK)
+    return [RangesTask(index, tuple((start, end) for _, start, end in group)) for group in groups]
 
 
 def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ...], b: Bounds,
@@ -188,7 +175,7 @@ def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ..
         notes.append(f"store {store.path}: {side.note}")
     lo, hi = bounds
     if len(probe) > settings.key_probe_partition_threshold:
-        buckets = max(settings.min_partitions or 1, -(-len(probe) // settings.key_probe_partition_threshold))
+        buckets = task_count(len(probe), settings.key_probe_partition_threshold, settings.min_partitions)
         grouped: list[list[str]] = [[] for _ in range(buckets)]
         for value in probe:
             grouped[probe_bucket(value, buckets)].append(value)
@@ -218,28 +205,23 @@ def probe_offsets(store: Store, kind: ProbeKind, values: Sequence[str], topics: 
 def _offset_tasks(index: int, offsets: list[int], settings: PlanSettings, *,
                   user_points: bool) -> list[ReadTask]:
     """Sorted offsets in few tasks: consecutive chunks, hence grouped by segment."""
-    if not offsets:
-        return []
-    pieces = max(settings.min_partitions or 1, -(-len(offsets) // OFFSETS_PER_TASK))
-    pieces = min(pieces, len(offsets))
-    bounds = [len(offsets) * i // pieces for i in range(pieces + 1)]
-    return [OffsetsTask(index, tuple(offsets[a:b]), user_points) for a, b in pairwise(bounds)]
+    return [OffsetsTask(index, chunk, user_points)
+            for chunk in split_offsets(offsets, OFFSETS_PER_TASK, settings.min_partitions)]
 
 
 def _range_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]],
                  settings: PlanSettings) -> list[ReadTask]:
-    """A task per piece of `store.split_ranges` inside each of `ranges` (sorted, disjoint)."""
+    """A task per piece of `_pieces` (sorted, disjoint `ranges`)."""
     return [RangeTask(index, start, end) for start, end in _pieces(store, ranges, settings)]
 
 
 def _pieces(store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings) -> list[tuple[int, int]]:
-    """`ranges` cut like a scan's tasks: pieces of `store.split_ranges` (never across segments, at
-    most `max_bytes_per_partition`, at least `min_partitions` of them)."""
+    """`ranges` cut like a scan's tasks: the store's segment spans split into pieces (never across
+    segments, at most `max_bytes_per_partition`, at least `min_partitions` of them), clipped to `ranges`."""
     total = sum(hi - lo for lo, hi in ranges)
-    max_bytes = settings.max_bytes_per_partition
-    if settings.min_partitions:
-        max_bytes = max(1, min(max_bytes, -(-total // settings.min_partitions)))
-    return [part for piece in store.split_ranges(max_bytes) for part in _within(ranges, *piece)]
+    max_bytes = task_size(total, settings.max_bytes_per_partition, settings.min_partitions)
+    pieces = split_spans(store.segment_spans(), max_bytes)
+    return [part for piece in pieces for part in clip_ranges(ranges, *piece)]
 
 
 DENSE_SHARE = 0.8
@@ -276,7 +258,7 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
     pieces = _pieces(store, [(lo, hi)], settings)
     selected = _selected_bytes(pieces, units)
     dense = [p for p, n in zip(pieces, selected, strict=True) if n >= DENSE_SHARE * (p[1] - p[0])]
-    uncovered = _within(store.uncovered_ranges(), lo, hi)
+    uncovered = clip_ranges(store.uncovered_ranges(), lo, hi)
     if dense:
         notes.append(f"store {store.path}: the selection fills >= {DENSE_SHARE:.0%} of the bytes of "
                      f"{len(dense)} commit-log range(s), {sum(z - a for a, z in dense)} bytes: scanned "
@@ -284,7 +266,7 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
     groups = _piece_groups(pieces, selected, set(dense))
     queue_tasks: list[ReadTask] = [
         QueueSliceTask(index, _slices_within(slices, units, a, z), None if b.tags is None else
-                       tuple(sorted(b.tags)), a, z, _within(uncovered, a, z)) for a, z in groups]
+                       tuple(sorted(b.tags)), a, z, clip_ranges(uncovered, a, z)) for a, z in groups]
     dense = merge_ranges(dense)
     tasks = (_range_tasks(index, store, dense, settings) + queue_tasks
              + _scan_tasks(index, store, subtract_ranges(uncovered, dense), settings, notes, UNCOVERED))
@@ -311,18 +293,15 @@ def _piece_groups(pieces: Sequence[tuple[int, int]], selected: Sequence[float],
     """Ranges of consecutive pieces with selected records, none dense, each closed once its selected
     bytes reach MIN_QUEUE_TASK_BYTES (or at a dense piece)."""
     groups: list[tuple[int, int]] = []
-    start, end, held = None, None, 0.0
-    for piece, chosen in zip(pieces, selected, strict=True):
-        if piece in dense or (start is not None and held >= MIN_QUEUE_TASK_BYTES):
-            if start is not None and held:
-                groups.append((start, end))
-            start, held = None, 0.0
-        if piece in dense or not chosen:
-            continue
-        start = piece[0] if start is None else start
-        end, held = piece[1], held + chosen
-    if start is not None and held:
-        groups.append((start, end))
+    run: list[int] = []  # the pieces with selected records since the last dense piece
+    for number, piece in enumerate([*pieces, None]):
+        if piece is None or piece in dense:
+            weights = [selected[i] for i in run]
+            groups += [(pieces[run[g[0]]][0], pieces[run[g[-1]]][1])
+                       for g in group_items(weights, at_least=MIN_QUEUE_TASK_BYTES)]
+            run = []
+        elif selected[number]:
+            run.append(number)
     return groups
 
 
@@ -370,25 +349,10 @@ def _queue_slices(store: Store, b: Bounds) -> list[QueueSlice]:
 def _queue_tasks(index: int, b: Bounds, clipped: Sequence[QueueSlice], bounds: tuple[int, int],
                  exclude: Sequence[tuple[int, int]], settings: PlanSettings) -> list[ReadTask]:
     """`QueueSliceTask`s over the slices, at most `UNITS_PER_QUEUE_TASK` units each."""
-    units_per_task = UNITS_PER_QUEUE_TASK
     total_units = sum(s.end - s.start for s in clipped)
-    if settings.min_partitions and total_units:
-        units_per_task = max(1, min(units_per_task, -(-total_units // settings.min_partitions)))
+    units_per_task = task_size(total_units, UNITS_PER_QUEUE_TASK, settings.min_partitions)
     tags = None if b.tags is None else tuple(sorted(b.tags))
     lo, hi = bounds
-    tasks: list[ReadTask] = []
-    group: list[QueueSlice] = []
-    group_units = 0
-    for s in clipped:
-        start = s.start
-        while start < s.end:
-            take = min(s.end - start, units_per_task - group_units)
-            group.append(QueueSlice(s.topic, s.queue_id, start, start + take))
-            group_units += take
-            start += take
-            if group_units >= units_per_task:
-                tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi, tuple(exclude)))
-                group, group_units = [], 0
-    if group:
-        tasks.append(QueueSliceTask(index, tuple(group), tags, lo, hi, tuple(exclude)))
-    return tasks
+    return [QueueSliceTask(index, tuple(QueueSlice(clipped[i].topic, clipped[i].queue_id, start, end)
+                                        for i, start, end in group), tags, lo, hi, tuple(exclude))
+            for group in pack_ranges([(s.start, s.end) for s in clipped], units_per_task)]

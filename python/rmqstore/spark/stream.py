@@ -31,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from rmqstore.format.compression import MAX_MESSAGE_SIZE
+from rmqstore.plan.tasks import grid_spans, group_items
 from rmqstore.spark.offsets import (
     NO_LIMITS,
     CommitLogTail,
@@ -378,13 +379,8 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         end: int) -> list[StreamPartition]:
         """One partition per segment touched (records never span segments, §2.1)."""
         size = store.segment_size or (end - start)
-        parts = []
-        position = start
-        while position < end:
-            boundary = min(end, position - position % size + size)
-            parts.append(self._partition(broker, location, start=position, end=boundary, log_end=boundary))
-            position = boundary
-        return parts
+        return [self._partition(broker, location, start=a, end=z, log_end=z)
+                for a, z in grid_spans(start, end, size)]
 
     def _queue_partitions(self, broker: str, location: str, store: Store, first: StoreOffset,
                           last: StoreOffset) -> list[StreamPartition]:
@@ -393,21 +389,17 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         A queue that appeared after `first` starts at its earliest offset (like a new Kafka partition).
         """
         known = first.queues or {}
-        groups: list[list[QueueSlice]] = [[]]
-        group_bytes = 0
+        slices: list[QueueSlice] = []
+        sizes: list[int] = []
         for queue, stop in sorted((last.queues or {}).items()):
             cq = store.consume_queue(*queue)
             begin = known.get(queue, cq.min_offset)
-            if stop <= begin:
-                continue
-            nbytes = int(cq.units(begin, stop)["size"].sum())
-            if groups[-1] and group_bytes + nbytes > self.opts.max_bytes_per_partition:
-                groups.append([])
-                group_bytes = 0
-            groups[-1].append((queue[0], queue[1], begin, stop))
-            group_bytes += nbytes
-        return [self._partition(broker, location, slices=tuple(group), log_end=store.max_offset)
-                for group in groups if group]
+            if stop > begin:
+                slices.append((queue[0], queue[1], begin, stop))
+                sizes.append(int(cq.units(begin, stop)["size"].sum()))
+        groups = group_items(sizes, at_most=self.opts.max_bytes_per_partition)
+        return [self._partition(broker, location, slices=tuple(slices[i] for i in group),
+                                log_end=store.max_offset) for group in groups]
 
     def _partition(self, broker: str, location: str, *, start: int = 0, end: int = 0,
                    slices: tuple[QueueSlice, ...] = (), log_end: int | None = None) -> StreamPartition:

@@ -9,7 +9,6 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -293,24 +292,16 @@ class Store:
         for start, end in sorted(by_scan):
             yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
 
-    def split_ranges(self, max_bytes: int) -> list[tuple[int, int]]:
-        """Byte ranges of at most `max_bytes` covering [min_offset, max_offset), never crossing segments.
+    def segment_spans(self) -> list[tuple[int, int]]:
+        """Each segment's part of [min_offset, max_offset), in log order, empty parts left out.
 
-        Scanning each range with `scan(a, b)` yields every record exactly once: a range owns the
-        records whose start is in it (alignment happens at read time by resync).
+        Scanning ranges that cover a span with `scan(a, b)` yields every record exactly once: a
+        range owns the records whose start is in it (alignment happens at read time by resync).
+        `rmqstore.plan.tasks.split_spans` cuts spans into task-sized pieces.
         """
-        if max_bytes <= 0:
-            raise ValueError(f"max_bytes must be positive, got {max_bytes}")
-        ranges = []
-        lo_limit, hi_limit = self.min_offset, self.max_offset
-        for seg in self.segments:
-            lo, hi = max(lo_limit, seg.base_offset), min(hi_limit, seg.end_offset)
-            if lo >= hi:
-                continue
-            pieces = -(-(hi - lo) // max_bytes)
-            bounds = [lo + (hi - lo) * i // pieces for i in range(pieces)] + [hi]
-            ranges.extend(pairwise(bounds))
-        return ranges
+        spans = [(max(self.min_offset, seg.base_offset), min(self.max_offset, seg.end_offset))
+                 for seg in self.segments]
+        return [(lo, hi) for lo, hi in spans if lo < hi]
 
     def read_offsets(self, offsets: Iterable[int], columns: Sequence[str] | None = None, *,
                      mode: str = FAILFAST, decompress: bool = True, check_crc: bool = False,
