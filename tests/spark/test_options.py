@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from rmqstore.plan.predicates import Compare, bounds
 from rmqstore.spark.options import OptionError, parse_offsets, parse_options
+from rmqstore.spark.reader import _option_predicates
 
 
 def test_names_are_case_insensitive_and_values_parsed() -> None:
@@ -78,3 +80,12 @@ def test_max_message_size_is_a_byte_size_defaulting_to_16_times_rocketmq() -> No
     assert parse_options({"path": "/s", "MAXMESSAGESIZE": "128m"}).max_message_size == 128 * 1024 * 1024
     with pytest.raises(OptionError, match="'maxMessageSize'"):
         parse_options({"path": "/s", "maxMessageSize": "huge"})
+
+
+def test_timestamp_options_are_a_half_open_window_of_store_times() -> None:
+    """startingTimestamp is inclusive, endingTimestamp exclusive (like Kafka's), both epoch ms."""
+    opts = parse_options({"path": "/s", "startingTimestamp": "1000", "endingTimestamp": "2000"})
+    preds = _option_predicates(opts, None)  # type: ignore[arg-type]  # no queue offsets: no store needed
+    assert preds == (Compare("storeTimestamp", ">=", 1_000_000), Compare("storeTimestamp", "<", 2_000_000))
+    window = bounds(preds)
+    assert (window.begin_ms, window.end_ms) == (1000, 1999)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import reduce, singledispatch
+from functools import reduce
 from typing import Generic, Literal, TypeVar
 
 import numpy as np
@@ -124,35 +124,18 @@ class PredicateVisitor(ABC, Generic[T]):
     def visit_queue_windows(self, p: QueueWindows) -> T: ...
 
 
-@singledispatch
+_METHOD: dict[type, str] = {
+    Compare: "visit_compare", InSet: "visit_in_set", NotNull: "visit_not_null",
+    KeysContainAny: "visit_keys_contain_any", QueueWindows: "visit_queue_windows",
+}
+
+
 def visit(predicate: Predicate, visitor: PredicateVisitor[T]) -> T:
     """Dispatch `predicate` to the visitor's method for its kind."""
-    raise TypeError(f"not a predicate: {predicate!r}")
-
-
-@visit.register
-def _(p: Compare, visitor: PredicateVisitor[T]) -> T:
-    return visitor.visit_compare(p)
-
-
-@visit.register
-def _(p: InSet, visitor: PredicateVisitor[T]) -> T:
-    return visitor.visit_in_set(p)
-
-
-@visit.register
-def _(p: NotNull, visitor: PredicateVisitor[T]) -> T:
-    return visitor.visit_not_null(p)
-
-
-@visit.register
-def _(p: KeysContainAny, visitor: PredicateVisitor[T]) -> T:
-    return visitor.visit_keys_contain_any(p)
-
-
-@visit.register
-def _(p: QueueWindows, visitor: PredicateVisitor[T]) -> T:
-    return visitor.visit_queue_windows(p)
+    method = _METHOD.get(type(predicate))
+    if method is None:
+        raise TypeError(f"not a predicate: {predicate!r}")
+    return getattr(visitor, method)(predicate)
 
 
 # ---- bounds (planning) ------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from rmqstore.plan.predicates import (
     Predicate,
     describe,
     predicate_columns,
+    time_predicates,
 )
 from rmqstore.plan.queues import resolve_windows
 from rmqstore.plan.tasks import RangesTask, RangeTask, ReadTask
@@ -177,10 +178,8 @@ def _option_predicates(options: RmqOptions, store: Store) -> tuple[Predicate, ..
         preds.append(InSet("topic", options.topics))
     if options.keys is not None:
         preds.append(KeysContainAny(options.keys))
-    if options.starting_timestamp is not None:
-        preds.append(Compare("storeTimestamp", ">=", options.starting_timestamp * 1000))
-    if options.ending_timestamp is not None:
-        preds.append(Compare("storeTimestamp", "<", options.ending_timestamp * 1000))
+    ending_ms = options.ending_timestamp  # exclusive, like Kafka's endingTimestamp
+    preds.extend(time_predicates(options.starting_timestamp, None if ending_ms is None else ending_ms - 1))
     if options.starting_offsets.kind == "physical":
         preds.append(Compare("commitLogOffset", ">=", options.starting_offsets.physical))
     if options.ending_offsets.kind == "physical":
