@@ -3,9 +3,12 @@ package io.rmqstore.spark.io
 import java.io.{FileNotFoundException, IOException}
 import java.net.URI
 import java.nio.ByteBuffer
+import java.util.concurrent.ExecutionException
+
+import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, Path}
+import org.apache.hadoop.fs.{FSDataInputStream, FileRange, FileStatus, FileSystem, Path}
 
 /** Stores behind a Hadoop `FileSystem` (hdfs://, s3a://, ...): listings and ranged reads
   * (`readFully(pos, ...)`), so a lookup reads a few kilobytes of a segment, not the segment.
@@ -40,7 +43,9 @@ final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSy
   def close(): Unit = () // FileSystem instances are cached and shared by Hadoop.
 }
 
-/** A remote file read with positioned ranged reads; every `read` is one request. */
+/** A remote file read with positioned ranged reads; every `read` is one request, `readRanges` one vectored
+  * read (`FSDataInputStream.readVectored`: S3A runs the ranges concurrently, merging close ones).
+  */
 final class HadoopFile(val path: String, in: FSDataInputStream, val length: Long) extends RandomAccess {
   def zeroCopy: Boolean = false
 
@@ -53,6 +58,26 @@ final class HadoopFile(val path: String, in: FSDataInputStream, val length: Long
         throw new IOException(s"$path: short read at offset $pos: file shrank below $length bytes", e)
     }
     ByteBuffer.wrap(bytes)
+  }
+
+  override def readRanges(ranges: Seq[(Long, Int)]): Seq[ByteBuffer] = {
+    val wanted = ranges.map { case (pos, len) => (pos, clip(pos, len)) }.filter(_._2 > 0).distinct.sorted
+    val disjoint = wanted.zip(wanted.drop(1)).forall { case ((a, n), (b, _)) => a + n <= b }
+    if (wanted.length <= 1 || !disjoint) return super.readRanges(ranges)
+    val requests = wanted.map { case (pos, n) => FileRange.createFileRange(pos, n) }
+    in.readVectored(requests.asJava, (n: Int) => ByteBuffer.allocate(n))
+    val fetched = wanted.zip(requests).map { case (key, r) =>
+      val data =
+        try r.getData.get()
+        catch {
+          case e: ExecutionException =>
+            throw new IOException(s"$path: ranged read at offset ${key._1} failed: ${e.getCause}", e.getCause)
+        }
+      if (data.remaining != key._2)
+        throw new IOException(s"$path: short read at offset ${key._1}: file shrank below $length bytes")
+      key -> data.slice()
+    }.toMap
+    ranges.map { case (pos, len) => fetched.getOrElse((pos, clip(pos, len)), ByteBuffer.allocate(0)) }
   }
 
   def close(): Unit = in.close()

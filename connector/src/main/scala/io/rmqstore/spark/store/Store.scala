@@ -246,7 +246,9 @@ final class Store private (
   def indexLookup(topics: Seq[String], keys: Seq[String], unindexed: Seq[(Long, Long)]): Array[Long] = {
     checkIndexAnswers()
     val found = mutable.ArrayBuilder.make[Long]
-    for (topic <- topics; key <- keys) found ++= index.candidates(topic, key)
+    val probes = for (topic <- topics; key <- keys) yield (topic, key)
+    index.prefetch(probes)
+    for ((topic, key) <- probes) found ++= index.candidates(topic, key)
     val (topicSet, wanted) = (topics.toSet, keys.toSet)
     val tailStart = indexTailStart
     val before = unindexed.iterator.filter(_._1 < tailStart).map { case (s, e) => (s, math.min(e, tailStart)) }

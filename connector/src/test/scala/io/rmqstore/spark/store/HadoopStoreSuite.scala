@@ -1,6 +1,8 @@
 package io.rmqstore.spark.store
 
 import java.net.URI
+import java.nio.ByteBuffer
+import java.nio.file.{Files, Path, Paths}
 
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
@@ -8,7 +10,9 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rmqstore.spark.io.{HadoopFileSystem, StoreFileSystem}
+import io.rmqstore.spark.format.{ByteSource, IndexFile}
+import io.rmqstore.spark.format.Encode.IndexBuilder
+import io.rmqstore.spark.io.{CachedPages, CountingFileSystem, HadoopFileSystem, StoreFileSystem}
 
 /** The Hadoop FileSystem path (ranged reads, no maps) reads a RocketMQ fixture like the local one. */
 class HadoopStoreSuite extends AnyFunSuite {
@@ -49,6 +53,77 @@ class HadoopStoreSuite extends AnyFunSuite {
       assert(remote.topics == local.topics)
       val (lo, hi) = remote.queueRange("TopicTest", 0)
       assert(remote.queueUnits("TopicTest", 0, lo, hi).toSeq == local.queueUnits("TopicTest", 0, lo, hi).toSeq)
+    } finally {
+      remote.close()
+      local.close()
+    }
+  }
+
+  /** A copy of fixture `name` whose index files hold RocketMQ's entries (hash, offset, time) re-laid at the
+    * broker's default geometry (5M slots, 20M entries: 420 MB each, written sparse).
+    */
+  private def withDefaultGeometryIndex(dir: Path): Path = {
+    val from = Paths.get(Oracle.storeDir(name))
+    val to = dir.resolve("store")
+    Files.walk(from).iterator.asScala.foreach { p =>
+      val target = to.resolve(from.relativize(p).toString)
+      if (Files.isDirectory(p)) Files.createDirectories(target)
+      else if (!p.getParent.endsWith("index")) Files.copy(p, target)
+    }
+    val (slots, entries) = Oracle.geometry(name)
+    var (prevPhy, prevTs) = (0L, 0L)
+    for (file <- Files.list(from.resolve("index")).iterator.asScala.toSeq.sortBy(_.getFileName.toString)) {
+      val view = new IndexFile.View(ByteSource(ByteBuffer.wrap(Files.readAllBytes(file))), slots, entries)
+      val h = view.header
+      val b = new IndexBuilder(IndexFile.DefaultHashSlots, IndexFile.DefaultIndexEntries, prevPhy, prevTs)
+      for (e <- 1 to h.entryCount)
+        b.putHash(view.entryHash(e), view.entryPhy(e), h.beginTimestamp + view.entryTimeDiff(e) * 1000L)
+      b.writeSparse(to.resolve("index").resolve(file.getFileName))
+      prevPhy = h.endPhyOffset
+      prevTs = h.endTimestamp
+    }
+    to
+  }
+
+  test("an index probe through Hadoop reads the header, one slot and its chain entries, never the file") {
+    val dir = Files.createTempDirectory("rmq-remote-index")
+    val root = withDefaultGeometryIndex(dir)
+    val indexDir = root.resolve("index").toString
+    def indexBytes = CountingFileSystem.reads(indexDir).map(_.bytes.toLong).sum
+    val remote = Store.open(StoreLocation(CountingFileSystem.uri(root.toString)), CountingFileSystem.conf, None)
+    val local = Oracle.open(name)
+    try {
+      val files = remote.indexFiles
+      assert(files.length == 7 && files.forall(f => f.problem.isEmpty && f.size == 420000040L))
+      assert(files.forall(_.geometry.contains((IndexFile.DefaultHashSlots, IndexFile.DefaultIndexEntries))))
+      val opened = indexBytes // header + geometry samples (64 entries, 64 slots and what they link to) per file
+      assert(opened <= files.length * (400L << 10), s"opening the index read $opened bytes")
+      val records = Oracle.records(name)
+      val probes = records.flatMap { r =>
+        val keys = Option(Oracle.text(r, "key")).toSeq.flatMap(_.split(" ")).filter(_.nonEmpty)
+        (keys ++ Option(Oracle.text(r, "uniqKey"))).map(k => (Oracle.text(r, "topic"), k))
+      }.distinct
+      assert(probes.length > 100)
+      val (topic, key) = ("TopicTest", "order-1")
+      val before = indexBytes
+      val one = remote.indexCandidates(topic, key)
+      val probed = indexBytes - before
+      assert(one.nonEmpty && one.toSeq == local.indexCandidates(topic, key).toSeq)
+      assert(probed <= files.length * 2L * CachedPages.PageSize, s"one probe read $probed bytes")
+      for ((t, k) <- probes) assert(remote.indexCandidates(t, k).toSeq == local.indexCandidates(t, k).toSeq, (t, k))
+      val all = indexBytes
+      assert(all <= files.length * (1L << 20), s"${probes.length} probes read $all bytes")
+      info(f"index bytes read: opening ${files.length} files $opened%,d, one probe $probed%,d, " +
+        f"${probes.length} probes $all%,d (the files hold ${files.map(_.size).sum}%,d)")
+      def rows(store: Store) = {
+        val found = store.indexLookup(Seq(topic), Seq(key), Nil)
+        val out = mutable.ArrayBuffer.empty[(Long, String)]
+        store.readAt(found, verifyCrc = true, permissive = false, strict = false) { v =>
+          if (v.topic == topic && Option(v.keys).exists(_.contains(key))) out += ((v.physicalOffset, v.msgId))
+        }
+        out.toSeq
+      }
+      assert(rows(remote).nonEmpty && rows(remote) == rows(local))
     } finally {
       remote.close()
       local.close()
