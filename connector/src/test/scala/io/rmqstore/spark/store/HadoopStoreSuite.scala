@@ -129,4 +129,31 @@ class HadoopStoreSuite extends AnyFunSuite {
       local.close()
     }
   }
+
+  test("finding a queue's ends through Hadoop reads its units, not the zeros pre-allocated after them") {
+    val root = Files.createTempDirectory("rmq-remote-cq").resolve("store")
+    val from = Paths.get(Oracle.storeDir(name))
+    Files.walk(from).iterator.asScala.foreach { p =>
+      val target = root.resolve(from.relativize(p).toString)
+      if (Files.isDirectory(p)) Files.createDirectories(target) else Files.copy(p, target)
+    }
+    val queueFile = root.resolve("consumequeue/TopicTest/0/00000000000000000000")
+    val used = Files.size(queueFile)
+    val preallocated = 300000L * 20 // the broker's default mappedFileSizeConsumeQueue
+    val out = java.nio.channels.FileChannel.open(queueFile, java.nio.file.StandardOpenOption.WRITE)
+    try out.write(ByteBuffer.allocate(1), preallocated - 1)
+    finally out.close()
+    val remote = Store.open(StoreLocation(CountingFileSystem.uri(root.toString)), CountingFileSystem.conf, None)
+    val local = Oracle.open(name)
+    try {
+      val range = remote.queueRange("TopicTest", 0)
+      assert(range == local.queueRange("TopicTest", 0) && range._2 > 0)
+      val read = CountingFileSystem.reads(queueFile.toString).map(_.bytes.toLong).sum
+      assert(read <= ConsumeQueue.RemoteFirstWindowUnits * 20 + used, s"read $read of $preallocated bytes")
+      info(f"queue ends: read $read%,d bytes of a $preallocated%,d-byte queue file holding $used%,d bytes of units")
+    } finally {
+      remote.close()
+      local.close()
+    }
+  }
 }
