@@ -9,11 +9,14 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FSDataInputStream, FileRange, FileStatus, FileSystem, Path}
+import org.apache.hadoop.util.functional.FutureIO
 
 /** Stores behind a Hadoop `FileSystem` (hdfs://, s3a://, ...): listings and ranged reads
   * (`readFully(pos, ...)`), so a lookup reads a few kilobytes of a segment, not the segment.
   */
 final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSystem {
+  import HadoopFileSystem._
+
   private val fs: FileSystem = FileSystem.get(root, conf)
 
   def join(base: String, names: String*): String =
@@ -31,9 +34,17 @@ final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSy
       if (s.isFile || s.isDirectory) Some(entry(s, path)) else None
     } catch { case _: FileNotFoundException => None }
 
+  /** Opened for random reads (`fs.option.openfile.read.policy` = random): every read is a ranged request of
+    * what was asked (S3A adds its readahead), never a stream to the end of the file; the listed status saves
+    * the file system a second lookup.
+    */
   def open(path: String, finished: Boolean): RandomAccess = {
-    val entry = info(path).filter(!_.isDir).getOrElse(throw new FileNotFoundException(s"$path: no such file"))
-    new HadoopFile(path, fs.open(new Path(path)), entry.size)
+    val status =
+      try fs.getFileStatus(new Path(path))
+      catch { case _: FileNotFoundException => null }
+    if (status == null || !status.isFile) throw new FileNotFoundException(s"$path: no such file")
+    val in = FutureIO.awaitFuture(fs.openFile(status.getPath).withFileStatus(status).opt(ReadPolicy, "random").build())
+    new HadoopFile(path, in, status.getLen)
   }
 
   private def entry(s: FileStatus, path: String): FileEntry =
@@ -41,6 +52,12 @@ final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSy
     else FileEntry(s.getPath.getName, path, 0, isDir = true, 0)
 
   def close(): Unit = () // FileSystem instances are cached and shared by Hadoop.
+}
+
+object HadoopFileSystem {
+
+  /** `Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY` (Hadoop 3.3.5+). */
+  final val ReadPolicy = "fs.option.openfile.read.policy"
 }
 
 /** A remote file read with positioned ranged reads; every `read` is one request, `readRanges` one vectored

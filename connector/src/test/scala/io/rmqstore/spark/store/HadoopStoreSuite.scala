@@ -59,35 +59,9 @@ class HadoopStoreSuite extends AnyFunSuite {
     }
   }
 
-  /** A copy of fixture `name` whose index files hold RocketMQ's entries (hash, offset, time) re-laid at the
-    * broker's default geometry (5M slots, 20M entries: 420 MB each, written sparse).
-    */
-  private def withDefaultGeometryIndex(dir: Path): Path = {
-    val from = Paths.get(Oracle.storeDir(name))
-    val to = dir.resolve("store")
-    Files.walk(from).iterator.asScala.foreach { p =>
-      val target = to.resolve(from.relativize(p).toString)
-      if (Files.isDirectory(p)) Files.createDirectories(target)
-      else if (!p.getParent.endsWith("index")) Files.copy(p, target)
-    }
-    val (slots, entries) = Oracle.geometry(name)
-    var (prevPhy, prevTs) = (0L, 0L)
-    for (file <- Files.list(from.resolve("index")).iterator.asScala.toSeq.sortBy(_.getFileName.toString)) {
-      val view = new IndexFile.View(ByteSource(ByteBuffer.wrap(Files.readAllBytes(file))), slots, entries)
-      val h = view.header
-      val b = new IndexBuilder(IndexFile.DefaultHashSlots, IndexFile.DefaultIndexEntries, prevPhy, prevTs)
-      for (e <- 1 to h.entryCount)
-        b.putHash(view.entryHash(e), view.entryPhy(e), h.beginTimestamp + view.entryTimeDiff(e) * 1000L)
-      b.writeSparse(to.resolve("index").resolve(file.getFileName))
-      prevPhy = h.endPhyOffset
-      prevTs = h.endTimestamp
-    }
-    to
-  }
-
   test("an index probe through Hadoop reads the header, one slot and its chain entries, never the file") {
     val dir = Files.createTempDirectory("rmq-remote-index")
-    val root = withDefaultGeometryIndex(dir)
+    val root = Oracle.copyRelayingIndex(name, dir, IndexFile.DefaultHashSlots, IndexFile.DefaultIndexEntries)
     val indexDir = root.resolve("index").toString
     def indexBytes = CountingFileSystem.reads(indexDir).map(_.bytes.toLong).sum
     val remote = Store.open(StoreLocation(CountingFileSystem.uri(root.toString)), CountingFileSystem.conf, None)
@@ -131,12 +105,7 @@ class HadoopStoreSuite extends AnyFunSuite {
   }
 
   test("finding a queue's ends through Hadoop reads its units, not the zeros pre-allocated after them") {
-    val root = Files.createTempDirectory("rmq-remote-cq").resolve("store")
-    val from = Paths.get(Oracle.storeDir(name))
-    Files.walk(from).iterator.asScala.foreach { p =>
-      val target = root.resolve(from.relativize(p).toString)
-      if (Files.isDirectory(p)) Files.createDirectories(target) else Files.copy(p, target)
-    }
+    val root = Oracle.copy(name, Files.createTempDirectory("rmq-remote-cq"))
     val queueFile = root.resolve("consumequeue/TopicTest/0/00000000000000000000")
     val used = Files.size(queueFile)
     val preallocated = 300000L * 20 // the broker's default mappedFileSizeConsumeQueue
