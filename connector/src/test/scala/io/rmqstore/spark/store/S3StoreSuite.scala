@@ -13,7 +13,7 @@ import org.apache.hadoop.fs.FileSystem
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rmqstore.spark.RmqStores
+import io.rmqstore.spark.{RmqOptions, RmqStores}
 
 /** A store read through Hadoop's S3A (org.apache.hadoop:hadoop-aws, a test dependency) from a moto S3 server
   * on loopback (the one the Python tests use, tests/conftest.py `s3_server`): the same answers as the local
@@ -22,6 +22,7 @@ import io.rmqstore.spark.RmqStores
 class S3StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
   private val name = "rmq-5.5.0"
   private val (slots, entries) = (50000, 200000) // 4.2 MB per index file
+  private val Location = "s3://rmqstore/store" // read through S3A, as a user's s3:// path is
   private var server: Process = _
   private var endpoint: String = _
 
@@ -61,16 +62,20 @@ class S3StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     server.waitFor()
   }
 
+  /** The read's Hadoop configuration as the s3.* options make it (`RmqStores.hadoopSettings`). */
   private def conf: Configuration = {
+    val options = RmqOptions.parse(
+      Map(
+        "path" -> Location,
+        "s3.endpoint" -> endpoint,
+        "s3.scheme" -> "http",
+        "s3.region" -> "us-east-1",
+        "s3.accessKey" -> "testing",
+        "s3.secretKey" -> "testing"
+      ).asJava
+    )
     val c = new Configuration()
-    Map(
-      "fs.s3a.endpoint" -> s"http://$endpoint",
-      "fs.s3a.endpoint.region" -> "us-east-1",
-      "fs.s3a.access.key" -> "testing",
-      "fs.s3a.secret.key" -> "testing",
-      "fs.s3a.path.style.access" -> "true",
-      "fs.s3a.connection.ssl.enabled" -> "false"
-    ).foreach { case (k, v) => c.set(k, v) }
+    RmqStores.hadoopSettings(options).foreach { case (k, v) => c.set(k, v) }
     c
   }
 
@@ -78,11 +83,11 @@ class S3StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(Class.forName(RmqStores.S3AFileSystemClass) != null)
   }
 
-  private def open(): Store = Store.open(StoreLocation("s3a://rmqstore/store"), conf, Some((slots, entries)))
+  private def open(): Store = Store.open(StoreLocation(Location), conf, Some((slots, entries)))
 
   /** S3A's counters (the file system the stores share; a stream's are added when it is closed). */
   private def counter(name: String): Long =
-    FileSystem.get(URI.create("s3a://rmqstore/"), conf).getStorageStatistics.getLong(name)
+    FileSystem.get(URI.create(Location), conf).getStorageStatistics.getLong(name)
 
   test(s"$name on S3 through S3A: the same records and index answers as the local store") {
     val remote = open()
