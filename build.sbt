@@ -119,11 +119,35 @@ lazy val root = (project in file("."))
     conformanceRmq497, conformanceRmq514, conformanceRmq531)
   .settings(publish / skip := true)
 
+// S3A for the connector's S3 test (S3StoreSuite, against a moto server on loopback): hadoop-aws of the Hadoop
+// that the chosen Spark ships, with the AWS SDK v2 modules S3A loads instead of the SDK's ~500 MB `bundle`
+// (about 18 MB; their netty, commons-codec and slf4j are Spark's own). One SDK release for every Hadoop: Hadoop
+// 3.4.1's (2.24.6) has no s3-transfer-manager on Maven Central. 3.4.2 and later also load the analytics
+// accelerator (versions from hadoop-project's pom).
+val hadoopOfSpark = Map("4.0.1" -> "3.4.1", "4.1.1" -> "3.4.2", "4.2.0" -> "3.5.0")
+val awsSdkForTests = "2.35.4"
+val analyticsAcceleratorOfHadoop = Map("3.4.2" -> "1.2.1", "3.5.0" -> "1.3.1")
+
+lazy val s3aForTests: Seq[Setting[_]] = Seq(libraryDependencies ++= {
+  val hadoop =
+    if (!sparkFromPyspark) hadoopOfSpark.getOrElse(sparkChoice, sys.error(s"no Hadoop version known for Spark $sparkChoice"))
+    else pysparkJars.map(_.getName).collectFirst { case n if n.startsWith("hadoop-client-api-") =>
+      n.stripPrefix("hadoop-client-api-").stripSuffix(".jar")
+    }.getOrElse(sys.error("pyspark's jars/ has no hadoop-client-api"))
+  val sparkHas = Seq("io.netty", "commons-codec", "commons-logging", "org.slf4j")
+  val sdk = Seq("s3", "sts", "s3-transfer-manager").map(a => "software.amazon.awssdk" % a % awsSdkForTests)
+  val accelerator = analyticsAcceleratorOfHadoop.get(hadoop).toSeq
+    .map(v => "software.amazon.s3.analyticsaccelerator" % "analyticsaccelerator-s3" % v)
+  ("org.apache.hadoop" % "hadoop-aws" % hadoop % Test intransitive ()) +:
+    (sdk ++ accelerator).map(m => (m % Test).excludeAll(sparkHas.map(ExclusionRule(_)): _*))
+})
+
 lazy val connector = (project in file("connector"))
   .settings(
     name := "rmqstore-connector",
     scalaOptions,
     sparkProvided,
+    s3aForTests,
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
     // Tests read the conformance fixtures by paths relative to the repository root.
     Test / fork := true,

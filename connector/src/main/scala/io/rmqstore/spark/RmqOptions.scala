@@ -314,7 +314,10 @@ object RmqOptions {
       if (pinned.contains("s3.sessionToken"))
         Map("fs.s3a.aws.credentials.provider" -> "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider")
       else Map.empty
-    S3Settings(hadoop ++ temporary)
+    // pyarrow's S3FileSystem addresses buckets by path; S3A by host name, which an endpoint such as
+    // 127.0.0.1:9000 (MinIO, moto) cannot serve: with s3.endpoint both engines address by path.
+    val pathStyle = if (pinned.contains("s3.endpoint")) Map("fs.s3a.path.style.access" -> "true") else Map.empty
+    S3Settings(hadoop ++ temporary ++ pathStyle)
   }
 
   private def parseBrokerNames(raw: Map[String, String], paths: IndexedSeq[String]): IndexedSeq[String] =

@@ -25,6 +25,7 @@ class OptionsSuite extends AnyFunSuite {
       "fs.s3a.session.token" -> "token-value",
       "fs.s3a.endpoint.region" -> "eu-west-1",
       "fs.s3a.endpoint" -> "127.0.0.1:9000",
+      "fs.s3a.path.style.access" -> "true",
       "fs.s3a.connection.ssl.enabled" -> "false",
       "fs.s3a.aws.credentials.provider" -> "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
       "fs.s3.impl" -> RmqStores.S3AFileSystemClass

@@ -1,9 +1,9 @@
 package io.rmqstore.spark.format
 
-import java.nio.ByteBuffer
-
 /** IndexFile: 40-byte header, S hash slots, N 20-byte entries numbered from 1 (docs/format.md §5), read-only.
-  * Mirrors python/rmqstore/format/indexfile.py (chain walk, geometry detection and validation).
+  * Mirrors python/rmqstore/format/indexfile.py (chain walk, geometry detection and validation). Files are
+  * `ByteSource`s: a probe reads the header, one slot and the entries its chain walk visits, and validation
+  * samples a large file, so a remote file is never read whole unless its geometry must be searched for.
   */
 object IndexFile {
   final val HeaderSize = 40
@@ -44,34 +44,48 @@ object IndexFile {
   }
 
   /** Read the header from the first 40 bytes (§5.1). */
-  def header(data: ByteBuffer): Header = {
-    if (data.limit() < HeaderSize)
-      throw new IllegalArgumentException(s"${data.limit()} bytes are too short for the $HeaderSize-byte index header")
-    Header(data.getLong(0), data.getLong(8), data.getLong(16), data.getLong(24), data.getInt(32), data.getInt(36))
+  def header(data: ByteSource): Header = {
+    if (data.length < HeaderSize)
+      throw new IllegalArgumentException(s"${data.length} bytes are too short for the $HeaderSize-byte index header")
+    val h = data.bytes(0, HeaderSize)
+    Header(h.getLong(0), h.getLong(8), h.getLong(16), h.getLong(24), h.getInt(32), h.getInt(36))
   }
 
+  private def slotAt(slotNo: Int): Long = HeaderSize + SlotSize.toLong * slotNo
+
   /** Read-only view of one whole index file with `hashSlots` S and `indexEntries` N (§5.1). */
-  final class View(data: ByteBuffer, val hashSlots: Int, val indexEntries: Int) {
-    if (hashSlots <= 0 || indexEntries <= 0 || data.limit() != fileSize(hashSlots, indexEntries))
+  final class View(data: ByteSource, val hashSlots: Int, val indexEntries: Int) {
+    if (hashSlots <= 0 || indexEntries <= 0 || data.length != fileSize(hashSlots, indexEntries))
       throw new IllegalArgumentException(
-        s"index file of ${data.limit()} bytes does not match $hashSlots slots and $indexEntries entries " +
+        s"index file of ${data.length} bytes does not match $hashSlots slots and $indexEntries entries " +
           s"(${fileSize(hashSlots, indexEntries)} bytes)"
       )
-    private val entryBase = HeaderSize + SlotSize * hashSlots
+    private val entryBase = HeaderSize + SlotSize.toLong * hashSlots
     val header: Header = IndexFile.header(data)
 
     /** Entry number of the newest entry in slot `slotNo` (0 = empty). */
-    def slot(slotNo: Int): Int = data.getInt(HeaderSize + SlotSize * slotNo)
+    def slot(slotNo: Int): Int = data.getInt(slotAt(slotNo))
 
     def entryHash(number: Int): Int = data.getInt(entryAt(number))
     def entryPhy(number: Int): Long = data.getLong(entryAt(number) + 4)
     def entryTimeDiff(number: Int): Int = data.getInt(entryAt(number) + 12)
     def entryPrev(number: Int): Int = data.getInt(entryAt(number) + 16)
 
-    private def entryAt(number: Int): Int = {
+    private def entryAt(number: Int): Long = {
       if (number < 0 || number >= indexEntries)
         throw new IllegalArgumentException(s"entry number $number outside the entry area (0..${indexEntries - 1})")
-      entryBase + EntrySize * number
+      entryBase + EntrySize.toLong * number
+    }
+
+    /** Read the slots of these key hashes, then the newest entries they point at, in two batches (a remote
+      * source keeps them for the probes that follow): many probes cost two rounds of requests, not one per
+      * chain step.
+      */
+    def prefetch(keyHashes: Seq[Int]): Unit = {
+      val slots = keyHashes.map(h => java.lang.Math.floorMod(h, hashSlots)).distinct
+      data.prefetch(slots.map(s => (slotAt(s), SlotSize)))
+      val newest = slots.map(slot).filter(n => n > 0 && n < indexEntries && n < header.indexCount)
+      data.prefetch(newest.map(n => (entryAt(n), EntrySize)))
     }
 
     /** Physical offsets whose entry hash equals `keyHash`, newest first (`selectPhyOffset`, §5.6).
@@ -111,8 +125,8 @@ object IndexFile {
     * it) and the survivors are validated (`geometryProblem`). Throws IllegalArgumentException naming the
     * reason when no or several geometries fit, or when the file has no entries to judge by.
     */
-  def detectGeometry(data: ByteBuffer): (Int, Int) = {
-    val size = data.limit().toLong
+  def detectGeometry(data: ByteSource): (Int, Int) = {
+    val size = data.length
     val h = header(data)
     if (
       size == fileSize(DefaultHashSlots, DefaultIndexEntries) &&
@@ -127,7 +141,8 @@ object IndexFile {
         s"index file of $size bytes has no entries (indexCount ${h.indexCount}); " +
           "its slot and entry counts cannot be inferred, pass them explicitly"
       )
-    val slots = slotCandidates(data, h, body)
+    val mem = data.inMemory // the candidates are checked at strided places all over the file
+    val slots = slotCandidates(mem, h, body)
     if (slots.length > MaxGeometryCandidates)
       throw new IllegalArgumentException(
         s"index file geometry is ambiguous: ${slots.length} slot counts pass the quick checks " +
@@ -135,7 +150,7 @@ object IndexFile {
       )
     val judged = slots.map { s =>
       val n = ((body - SlotSize.toLong * s) / EntrySize).toInt
-      (s, n, geometryProblem(data, s, n))
+      (s, n, geometryProblem(mem, s, n))
     }
     val fitting = judged.collect { case (s, n, None) => (s, n) }
     if (fitting.length == 1) fitting.head
@@ -155,7 +170,7 @@ object IndexFile {
   }
 
   // Slot counts S allowed by the size whose entry area agrees with the header.
-  private def slotCandidates(data: ByteBuffer, h: Header, body: Long): Array[Int] = {
+  private def slotCandidates(data: ByteSource, h: Header, body: Long): Array[Int] = {
     val count = h.indexCount - 1
     val s0 = { val r = ((body / SlotSize) % 5).toInt; if (r == 0) 5 else r }
     val maxSlots = (body - EntrySize.toLong * (count + 1)) / SlotSize
@@ -166,18 +181,18 @@ object IndexFile {
       val entryArea = HeaderSize + SlotSize * s
       val newest = entryArea + EntrySize.toLong * count
       if (
-        data.getLong((entryArea + EntrySize + 4).toInt) == h.beginPhyOffset &&
-        data.getLong((newest + 4).toInt) == h.endPhyOffset && zeroEntry(data, entryArea.toInt)
+        data.getLong(entryArea + EntrySize + 4) == h.beginPhyOffset &&
+        data.getLong(newest + 4) == h.endPhyOffset && zeroEntry(data, entryArea)
       ) {
-        val newestHash = data.getInt(newest.toInt)
-        if (newestHash >= 0 && data.getInt(HeaderSize + SlotSize * (newestHash % s).toInt) == count) out += s.toInt
+        val newestHash = data.getInt(newest)
+        if (newestHash >= 0 && data.getInt(slotAt((newestHash % s).toInt)) == count) out += s.toInt
       }
       s += 5
     }
     out.result()
   }
 
-  private def zeroEntry(data: ByteBuffer, at: Int): Boolean =
+  private def zeroEntry(data: ByteSource, at: Long): Boolean =
     data.getLong(at) == 0 && data.getLong(at + 8) == 0 && data.getInt(at + 16) == 0
 
   /** Why (S, N) cannot be this file's geometry, None when every checked structural rule holds (§5.1-§5.5).
@@ -189,39 +204,55 @@ object IndexFile {
     * entries fit in `FullCheckBytes` is checked completely (including the used-slot count); a larger
     * one at the first, the newest and `GeometrySamples` evenly spread entries and slots.
     */
-  def geometryProblem(data: ByteBuffer, hashSlots: Int, indexEntries: Int): Option[String] = {
+  def geometryProblem(data: ByteSource, hashSlots: Int, indexEntries: Int): Option[String] = {
     val expected = fileSize(hashSlots, indexEntries)
-    if (hashSlots <= 0 || indexEntries <= 0 || data.limit() != expected)
-      return Some(s"${data.limit()} bytes do not match $hashSlots slots and $indexEntries entries ($expected bytes)")
+    if (hashSlots <= 0 || indexEntries <= 0 || data.length != expected)
+      return Some(s"${data.length} bytes do not match $hashSlots slots and $indexEntries entries ($expected bytes)")
     val h = header(data)
     if (h.indexCount < 0 || h.indexCount > indexEntries)
       return Some(s"indexCount ${h.indexCount} outside 0..$indexEntries")
     val count = h.entryCount
     if (h.usedSlots < 0 || h.usedSlots > math.min(hashSlots, count))
       return Some(s"hashSlotCount ${h.usedSlots} outside 0..${math.min(hashSlots, count)}")
-    val entryBase = HeaderSize + SlotSize * hashSlots
-    if (!zeroEntry(data, entryBase)) return Some("entry #0 is not empty")
-    def slot(i: Int): Int = data.getInt(HeaderSize + SlotSize * i)
-    def hash(e: Int): Int = data.getInt(entryBase + EntrySize * e)
+    val entryBase = HeaderSize + SlotSize.toLong * hashSlots
+    def entryAt(e: Int): Long = entryBase + EntrySize.toLong * e
+    def slot(i: Int): Int = data.getInt(slotAt(i))
+    def hash(e: Int): Int = data.getInt(entryAt(e))
     val full = SlotSize.toLong * hashSlots + EntrySize.toLong * count <= FullCheckBytes
     val (numbers, slotNumbers) =
       if (full) {
-        val used = (0 until hashSlots).count(slot(_) != 0)
-        if (used != h.usedSlots) return Some(s"$used non-empty slots but the header says ${h.usedSlots}")
+        data.prefetch(Seq((slotAt(0), SlotSize * hashSlots), (entryBase, EntrySize * (count + 1))))
         ((1 to count).toArray, (0 until hashSlots).toArray)
-      } else (if (count > 0) spread(1, count) else Array.emptyIntArray, spread(0, hashSlots - 1))
+      } else {
+        val sampled = (if (count > 0) spread(1, count) else Array.emptyIntArray, spread(0, hashSlots - 1))
+        data.prefetch(((0 +: sampled._1).map(e => (entryAt(e), EntrySize)) ++
+          sampled._2.map(i => (slotAt(i), SlotSize))).toSeq)
+        sampled
+      }
+    if (!zeroEntry(data, entryBase)) return Some("entry #0 is not empty")
+    if (full) {
+      val used = (0 until hashSlots).count(slot(_) != 0)
+      if (used != h.usedSlots) return Some(s"$used non-empty slots but the header says ${h.usedSlots}")
+    }
     if (count > 0) {
-      val phys = numbers.map(e => data.getLong(entryBase + EntrySize * e + 4))
+      val phys = numbers.map(e => data.getLong(entryAt(e) + 4))
       if (phys.head != h.beginPhyOffset || phys.last != h.endPhyOffset)
         return Some("first/last entry offsets differ from the header's begin/end offsets")
-      if (numbers.exists(e => hash(e) < 0 || data.getInt(entryBase + EntrySize * e + 12) < 0))
+      if (numbers.exists(e => hash(e) < 0 || data.getInt(entryAt(e) + 12) < 0))
         return Some("an entry has a negative key hash or time difference")
       if (phys.indices.drop(1).exists(i => phys(i) < phys(i - 1)))
         return Some("entry offsets decrease although entries are added in log order")
-      val prevs = numbers.map(e => data.getInt(entryBase + EntrySize * e + 16))
+      val prevs = numbers.map(e => data.getInt(entryAt(e) + 16))
       val bad = numbers.indices.find(i => prevs(i) < 0 || prevs(i) >= numbers(i))
       if (bad.isDefined)
         return Some(s"entry ${numbers(bad.get)} chains to entry ${prevs(bad.get)}, not to an older entry")
+      if (!full) // what the samples link to, in one batch
+        data.prefetch(
+          (numbers.map(e => (slotAt(hash(e) % hashSlots), SlotSize)) ++ prevs.filter(_ > 0).map(e =>
+            (entryAt(e), EntrySize)
+          ) ++
+            slotNumbers.map(slot).filter(v => v > 0 && v <= count).map(e => (entryAt(e), EntrySize))).toSeq
+        )
       val misplaced = numbers.exists { e =>
         val pointed = slot(hash(e) % hashSlots)
         pointed < e || pointed > count

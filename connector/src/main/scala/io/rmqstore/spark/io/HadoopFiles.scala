@@ -3,14 +3,20 @@ package io.rmqstore.spark.io
 import java.io.{FileNotFoundException, IOException}
 import java.net.URI
 import java.nio.ByteBuffer
+import java.util.concurrent.ExecutionException
+
+import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, Path}
+import org.apache.hadoop.fs.{FSDataInputStream, FileRange, FileStatus, FileSystem, Path}
+import org.apache.hadoop.util.functional.FutureIO
 
 /** Stores behind a Hadoop `FileSystem` (hdfs://, s3a://, ...): listings and ranged reads
   * (`readFully(pos, ...)`), so a lookup reads a few kilobytes of a segment, not the segment.
   */
 final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSystem {
+  import HadoopFileSystem._
+
   private val fs: FileSystem = FileSystem.get(root, conf)
 
   def join(base: String, names: String*): String =
@@ -28,9 +34,17 @@ final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSy
       if (s.isFile || s.isDirectory) Some(entry(s, path)) else None
     } catch { case _: FileNotFoundException => None }
 
+  /** Opened for random reads (`fs.option.openfile.read.policy` = random): every read is a ranged request of
+    * what was asked (S3A adds its readahead), never a stream to the end of the file; the listed status saves
+    * the file system a second lookup.
+    */
   def open(path: String, finished: Boolean): RandomAccess = {
-    val entry = info(path).filter(!_.isDir).getOrElse(throw new FileNotFoundException(s"$path: no such file"))
-    new HadoopFile(path, fs.open(new Path(path)), entry.size)
+    val status =
+      try fs.getFileStatus(new Path(path))
+      catch { case _: FileNotFoundException => null }
+    if (status == null || !status.isFile) throw new FileNotFoundException(s"$path: no such file")
+    val in = FutureIO.awaitFuture(fs.openFile(status.getPath).withFileStatus(status).opt(ReadPolicy, "random").build())
+    new HadoopFile(path, in, status.getLen)
   }
 
   private def entry(s: FileStatus, path: String): FileEntry =
@@ -40,7 +54,15 @@ final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSy
   def close(): Unit = () // FileSystem instances are cached and shared by Hadoop.
 }
 
-/** A remote file read with positioned ranged reads; every `read` is one request. */
+object HadoopFileSystem {
+
+  /** `Options.OpenFileOptions.FS_OPTION_OPENFILE_READ_POLICY` (Hadoop 3.3.5+). */
+  final val ReadPolicy = "fs.option.openfile.read.policy"
+}
+
+/** A remote file read with positioned ranged reads; every `read` is one request, `readRanges` one vectored
+  * read (`FSDataInputStream.readVectored`: S3A runs the ranges concurrently, merging close ones).
+  */
 final class HadoopFile(val path: String, in: FSDataInputStream, val length: Long) extends RandomAccess {
   def zeroCopy: Boolean = false
 
@@ -53,6 +75,26 @@ final class HadoopFile(val path: String, in: FSDataInputStream, val length: Long
         throw new IOException(s"$path: short read at offset $pos: file shrank below $length bytes", e)
     }
     ByteBuffer.wrap(bytes)
+  }
+
+  override def readRanges(ranges: Seq[(Long, Int)]): Seq[ByteBuffer] = {
+    val wanted = ranges.map { case (pos, len) => (pos, clip(pos, len)) }.filter(_._2 > 0).distinct.sorted
+    val disjoint = wanted.zip(wanted.drop(1)).forall { case ((a, n), (b, _)) => a + n <= b }
+    if (wanted.length <= 1 || !disjoint) return super.readRanges(ranges)
+    val requests = wanted.map { case (pos, n) => FileRange.createFileRange(pos, n) }
+    in.readVectored(requests.asJava, (n: Int) => ByteBuffer.allocate(n))
+    val fetched = wanted.zip(requests).map { case (key, r) =>
+      val data =
+        try r.getData.get()
+        catch {
+          case e: ExecutionException =>
+            throw new IOException(s"$path: ranged read at offset ${key._1} failed: ${e.getCause}", e.getCause)
+        }
+      if (data.remaining != key._2)
+        throw new IOException(s"$path: short read at offset ${key._1}: file shrank below $length bytes")
+      key -> data.slice()
+    }.toMap
+    ranges.map { case (pos, len) => fetched.getOrElse((pos, clip(pos, len)), ByteBuffer.allocate(0)) }
   }
 
   def close(): Unit = in.close()

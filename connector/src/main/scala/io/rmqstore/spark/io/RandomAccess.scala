@@ -20,6 +20,11 @@ trait RandomAccess extends AutoCloseable {
     */
   def read(pos: Long, len: Int): ByteBuffer
 
+  /** `read` of each range (position, length), in order; a remote file fetches them in one batch of
+    * concurrent requests.
+    */
+  def readRanges(ranges: Seq[(Long, Int)]): Seq[ByteBuffer] = ranges.map { case (pos, len) => read(pos, len) }
+
   protected final def clip(pos: Long, len: Int): Int = {
     if (pos < 0 || len < 0) throw new IllegalArgumentException(s"invalid read range: offset $pos, length $len")
     math.max(0L, math.min(len.toLong, length - pos)).toInt

@@ -99,6 +99,13 @@ private[store] final class CommitLog(
     buf
   }
 
+  /** `read` of several ranges of a segment in one batch (`RandomAccess.readRanges`), counted in `stats`. */
+  def readRanges(seg: Segment, ranges: Seq[(Long, Int)], stats: ScanStats, finished: Boolean): Seq[ByteBuffer] = {
+    val buffers = file(seg, finished).readRanges(ranges)
+    buffers.foreach(b => stats.bytesRead += b.limit())
+    buffers
+  }
+
   private def windowCap(seg: Segment, finished: Boolean): Int =
     if (file(seg, finished).zeroCopy) Int.MaxValue else RemoteWindow
 

@@ -16,14 +16,24 @@ final case class QueueUnit(queueOffset: Long, phyOffset: Long, size: Int, tagsCo
   * offset of its first byte. The valid units run to the first unit with phyOffset < 0 or size <= 0
   * (recovery's rule); pre-blank fillers are skipped; units pointing before the commit log's min offset
   * are gone (retention), units at or past the log's valid end are truncated by recovery, so neither is
-  * returned. The last file may still be written by the broker, so it is read by positioned reads.
+  * returned. The last file may still be written by the broker, so it is read by positioned reads. Finding
+  * a queue's first and last unit reads a remote file in growing windows (`windows`), not the zeros the
+  * broker pre-allocated past the queue's end.
   */
+private[store] object ConsumeQueue {
+
+  /** Units (80 KiB) of the first read of a remote queue file searched for its first or last unit. */
+  final val RemoteFirstWindowUnits = 4096L
+}
+
 private[store] final class ConsumeQueue(
     fs: StoreFileSystem,
     val segments: IndexedSeq[Segment],
     logMin: Long,
     logMax: Long
 ) {
+  import ConsumeQueue._
+
   private def data(seg: Segment, firstUnit: Long, count: Long): ByteBuffer = {
     val file = fs.open(seg.path, finished = seg ne segments.last)
     try {
@@ -35,18 +45,39 @@ private[store] final class ConsumeQueue(
 
   private def firstOffset: Long = if (segments.isEmpty) 0L else segments.head.baseOffset / Unit20
 
+  /** `f(first unit index, units)` over a segment's units [0, stop) in order while it returns true: one view
+    * of a mapped file; a remote file in reads growing from `RemoteFirstWindowUnits` units (x4 each), so a
+    * caller that stops early reads at most about 4x what it looked at (python/rmqstore/store/consumequeue.py
+    * `_windows`).
+    */
+  private def windows(seg: Segment, stop: Long)(f: (Long, ByteBuffer) => Boolean): Unit = {
+    val file = fs.open(seg.path, finished = seg ne segments.last)
+    try {
+      var (first, window, going) = (0L, if (file.zeroCopy) stop else RemoteFirstWindowUnits, true)
+      while (going && first < stop) {
+        val units = file.read(first * Unit20, (math.min(window, stop - first) * Unit20).toInt)
+        units.limit(units.limit() - units.limit() % Unit20)
+        going = units.limit() > 0 && f(first, units)
+        first += units.limit() / Unit20
+        window *= 4
+      }
+    } finally file.close()
+  }
+
   /** One past the last unit that is valid and points before the log's valid end. */
   lazy val maxOffset: Long = {
     val found = segments.reverseIterator.map { seg =>
-      val units = data(seg, 0, seg.size / Unit20)
-      val n = units.limit() / Unit20
-      var count = 0
-      while (count < n && ConsumeQueueUnit.isValid(units, count * Unit20)) count += 1
-      var last = count - 1
-      while (
-        last >= 0 && !(ConsumeQueueUnit.phyOffset(units, last * Unit20) < logMax ||
-          ConsumeQueueUnit.isFiller(units, last * Unit20))
-      ) last -= 1
+      var last = -1L // the last valid unit (recovery's end: the first invalid one, §4.3) reaching before logMax
+      windows(seg, seg.size / Unit20) { (first, units) =>
+        val n = units.limit() / Unit20
+        var i = 0
+        while (i < n && ConsumeQueueUnit.isValid(units, i * Unit20)) {
+          if (ConsumeQueueUnit.phyOffset(units, i * Unit20) < logMax || ConsumeQueueUnit.isFiller(units, i * Unit20))
+            last = first + i
+          i += 1
+        }
+        i == n
+      }
       if (last >= 0) seg.baseOffset / Unit20 + last + 1 else -1L
     }.find(_ >= 0)
     found.getOrElse(firstOffset)
@@ -57,11 +88,15 @@ private[store] final class ConsumeQueue(
     val end = maxOffset
     val found = segments.iterator.takeWhile(_.baseOffset / Unit20 < end).map { seg =>
       val first = seg.baseOffset / Unit20
-      val units = data(seg, 0, math.min(seg.size / Unit20, end - first))
-      val n = units.limit() / Unit20
-      var i = 0
-      while (i < n && !usable(units, i * Unit20)) i += 1
-      if (i < n) first + i else -1L
+      var at = -1L
+      windows(seg, math.min(seg.size / Unit20, end - first)) { (from, units) =>
+        val n = units.limit() / Unit20
+        var i = 0
+        while (i < n && !usable(units, i * Unit20)) i += 1
+        if (i < n) at = first + from + i
+        i == n
+      }
+      at
     }.find(_ >= 0)
     found.getOrElse(end)
   }

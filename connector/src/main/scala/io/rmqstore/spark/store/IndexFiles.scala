@@ -2,8 +2,8 @@ package io.rmqstore.spark.store
 
 import scala.collection.mutable
 
-import io.rmqstore.spark.format.{IndexFile, JavaHash}
-import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
+import io.rmqstore.spark.format.{ByteSource, IndexFile, JavaHash}
+import io.rmqstore.spark.io.{CachedPages, RandomAccess, StoreFileSystem}
 
 /** One index file and whether it can be used: `problem` says why not (None when it can). */
 final case class IndexFileInfo(
@@ -21,7 +21,10 @@ final case class IndexFileInfo(
   * Each file's geometry (hash slots S, entries N) is detected from the file unless the user gave it.
   * A file that cannot be read as an index is listed with its `problem`; lookups then refuse to answer
   * (IndexUnavailableException) so the caller scans instead and no row is lost. Index files are never
-  * truncated by the broker (created full size, deleted whole), so local ones are memory-mapped.
+  * truncated by the broker (created full size, deleted whole), so local ones are memory-mapped; remote ones
+  * are read through `CachedPages`: opening one reads its header and the samples that validate its geometry,
+  * a probe its slot and the entries its chain walk visits (design §3), never the whole file unless its
+  * geometry has to be searched for (a file of other than the default size, geometry not given).
   */
 private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, geometry: Option[(Int, Int)])
     extends AutoCloseable {
@@ -45,7 +48,7 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
       return IndexFileInfo(name, path, size, None, None, Some(s"$size bytes: too large for an index file"))
     val file = fs.open(path, finished = true)
     opened += file
-    val data = file.read(0, size.toInt)
+    val data = if (file.zeroCopy) ByteSource(file.read(0, size.toInt)) else new CachedPages(file)
     def unusable(e: IllegalArgumentException, header: Option[IndexFile.Header]) =
       IndexFileInfo(name, path, size, None, header, Some(e.getMessage))
     try {
@@ -77,13 +80,24 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
     */
   def candidates(topic: String, key: String): Array[Long] = {
     val keyHash = JavaHash.indexKeyHash(IndexFile.indexKey(topic, key))
-    val found = infos.reverseIterator.flatMap(info => views.get(info.path)).filter(_.header.entryCount > 0)
-      .flatMap { view =>
-        probeCount += 1
-        view.candidates(keyHash, Long.MinValue, Long.MaxValue)
-      }
+    val found = usable.reverseIterator.flatMap { view =>
+      probeCount += 1
+      view.candidates(keyHash, Long.MinValue, Long.MaxValue)
+    }
     found.toArray.distinct.sorted
   }
+
+  /** Read the slots and first chain entries of many `(topic, key)` probes in two batches per file (remote
+    * files; nothing for mapped ones), before `candidates` walks them one by one.
+    */
+  def prefetch(probes: Seq[(String, String)]): Unit = {
+    val hashes = probes.map { case (topic, key) => JavaHash.indexKeyHash(IndexFile.indexKey(topic, key)) }.distinct
+    if (hashes.length > 1) usable.foreach(_.prefetch(hashes))
+  }
+
+  // Views of the usable files with entries, oldest first.
+  private def usable: IndexedSeq[IndexFile.View] =
+    infos.flatMap(info => views.get(info.path)).filter(_.header.entryCount > 0)
 
   def close(): Unit = {
     opened.foreach(_.close())

@@ -1,5 +1,6 @@
 package io.rmqstore.spark.store
 
+import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.collection.mutable
@@ -130,6 +131,7 @@ final class Store private (
     val wanted = offsets.filter(o => o >= minOffset && o < end).distinct.sorted
     val view = new RecordView()
     view.maxBodySize = maxMessageSize
+    val runs = mutable.ArrayBuffer.empty[(Segment, Array[Long])]
     var i = 0
     while (i < wanted.length) {
       Segments.find(segments, wanted(i)) match {
@@ -137,17 +139,41 @@ final class Store private (
         case Some(seg) =>
           var j = i + 1
           while (j < wanted.length && wanted(j) < seg.endOffset && wanted(j) - wanted(j - 1) < ReadRunGap) j += 1
-          readRun(seg, wanted.slice(i, j), verifyCrc, permissive, strict, stats, view, f)
+          runs += ((seg, wanted.slice(i, j)))
           i = j
       }
+    }
+    // The first reads of consecutive runs of one segment, up to ReadBatchBytes, are one batch (`readRanges`:
+    // a remote file fetches them concurrently, a mapped one hands out slices).
+    var k = 0
+    while (k < runs.length) {
+      val seg = runs(k)._1
+      var end = k + 1
+      var bytes = firstRead(seg, runs(k)._2)._2.toLong
+      while (end < runs.length && (runs(end)._1 eq seg) && bytes + firstRead(seg, runs(end)._2)._2 <= ReadBatchBytes) {
+        bytes += firstRead(seg, runs(end)._2)._2
+        end += 1
+      }
+      val batch = runs.slice(k, end)
+      val buffers = log.readRanges(seg, batch.map(r => firstRead(seg, r._2)).toSeq, stats, log.isSealed(seg))
+      for (((_, run), buf) <- batch.zip(buffers)) readRun(seg, run, buf, verifyCrc, permissive, strict, stats, view, f)
+      k = end
     }
     stats
   }
 
-  // One window over a run of offsets of one segment; records cut by the window get a longer read.
+  // (position, length) of the first read of a run of offsets of one segment: the run and a record's worth after.
+  private def firstRead(seg: Segment, run: Array[Long]): (Long, Int) = {
+    val first = run.head - seg.baseOffset
+    (first, math.min(run.last - run.head + ProbeBytes, seg.size - first).toInt)
+  }
+
+  // One window over a run of offsets of one segment (`initial`: its first read); records cut by the window get
+  // a longer read.
   private def readRun(
       seg: Segment,
       run: Array[Long],
+      initial: ByteBuffer,
       verifyCrc: Boolean,
       permissive: Boolean,
       strict: Boolean,
@@ -156,11 +182,13 @@ final class Store private (
       f: RecordView => Unit
   ): Unit = {
     val finished = log.isSealed(seg)
-    val first = run.head - seg.baseOffset
-    var length = math.min(run.last - run.head + ProbeBytes, seg.size - first)
+    val (first, firstLength) = firstRead(seg, run)
+    var length = firstLength.toLong
     var done = false
+    var next = initial
     while (!done) {
-      val buf = log.read(seg, first, length.toInt, stats, finished)
+      val buf = if (next != null) next else log.read(seg, first, length.toInt, stats, finished)
+      next = null
       val lim = buf.limit()
       var longest = length
       val good = mutable.ArrayBuilder.make[Int]
@@ -246,7 +274,9 @@ final class Store private (
   def indexLookup(topics: Seq[String], keys: Seq[String], unindexed: Seq[(Long, Long)]): Array[Long] = {
     checkIndexAnswers()
     val found = mutable.ArrayBuilder.make[Long]
-    for (topic <- topics; key <- keys) found ++= index.candidates(topic, key)
+    val probes = for (topic <- topics; key <- keys) yield (topic, key)
+    index.prefetch(probes)
+    for ((topic, key) <- probes) found ++= index.candidates(topic, key)
     val (topicSet, wanted) = (topics.toSet, keys.toSet)
     val tailStart = indexTailStart
     val before = unindexed.iterator.filter(_._1 < tailStart).map { case (s, e) => (s, math.min(e, tailStart)) }
@@ -462,6 +492,9 @@ object Store {
 
   /** `readAt` reads records closer than this in one request. */
   final val ReadRunGap = 64L << 10
+
+  /** `readAt` fetches the first reads of a segment's runs in batches of at most this many bytes. */
+  final val ReadBatchBytes: Long = 8L << 20
 
   private final val ProbeBytes = CommitLog.ProbeBytes
 

@@ -64,26 +64,30 @@ object Encode {
   /** The 8-byte end-of-segment BLANK covering `size` bytes (§2.6). */
   def blank(size: Int): Array[Byte] = ByteBuffer.allocate(8).putInt(size).putInt(Layout.BlankMagic).array
 
-  /** An index file built exactly like `IndexFile.putKey` (§5.5), roll-over quirk included. */
+  /** An index file built exactly like `IndexFile.putKey` (§5.5), roll-over quirk included; kept sparse (the
+    * slots and entries written), so files of the broker's default geometry (420 MB) can be written as sparse
+    * files.
+    */
   final class IndexBuilder(slots: Int, entries: Int, prevEndPhy: Long = 0, prevEndTs: Long = 0) {
-    val buf: ByteBuffer = ByteBuffer.allocate(IndexFile.fileSize(slots, entries).toInt)
+    private val slotValues = scala.collection.mutable.HashMap.empty[Int, Int]
+    private val entryArea = new ByteArrayOutputStream() // entries 1, 2, ...
     private var beginTs, endTs = math.max(prevEndTs, 0L)
     private var beginPhy, endPhy = math.max(prevEndPhy, 0L)
     private var used = 0
     private var count = 1
     private var written = false
 
-    def put(key: String, phy: Long, storeTs: Long): Unit = {
+    def put(key: String, phy: Long, storeTs: Long): Unit = putHash(JavaHash.indexKeyHash(key), phy, storeTs)
+
+    /** `put` of a key whose `JavaHash.indexKeyHash` is `h`. */
+    def putHash(h: Int, phy: Long, storeTs: Long): Unit = {
       require(count < entries)
-      val h = JavaHash.indexKeyHash(key)
-      val slotPos = 40 + 4 * (h % slots)
-      var slotValue = buf.getInt(slotPos)
+      var slotValue = slotValues.getOrElse(h % slots, 0)
       if (slotValue <= 0 || slotValue > count) slotValue = 0
       val diff = storeTs - beginTs
       val timeDiff = if (beginTs <= 0 || diff < 0) 0 else math.min(diff / 1000, Int.MaxValue.toLong).toInt
-      val at = 40 + 4 * slots + 20 * count
-      buf.putInt(at, h).putLong(at + 4, phy).putInt(at + 12, timeDiff).putInt(at + 16, slotValue)
-      buf.putInt(slotPos, count)
+      entryArea.write(ByteBuffer.allocate(20).putInt(h).putLong(phy).putInt(timeDiff).putInt(slotValue).array)
+      slotValues(h % slots) = count
       if (count <= 1) { beginPhy = phy; beginTs = storeTs }
       if (slotValue == 0) used += 1
       count += 1
@@ -92,10 +96,34 @@ object Encode {
       written = true
     }
 
+    private def header: ByteBuffer =
+      ByteBuffer.allocate(40).putLong(beginTs).putLong(endTs).putLong(beginPhy).putLong(endPhy).putInt(used)
+        .putInt(if (written) count else 0).flip()
+
+    /** The whole file. */
     def bytes: Array[Byte] = {
-      buf.putLong(0, beginTs).putLong(8, endTs).putLong(16, beginPhy).putLong(24, endPhy)
-      buf.putInt(32, used).putInt(36, if (written) count else 0)
-      buf.array.clone
+      val buf = ByteBuffer.allocate(IndexFile.fileSize(slots, entries).toInt)
+      buf.put(0, header, 0, 40)
+      slotValues.foreach { case (slot, value) => buf.putInt(40 + 4 * slot, value) }
+      buf.put(40 + 4 * slots + 20, entryArea.toByteArray)
+      buf.array
+    }
+
+    /** Write the file at `path` as a sparse file: only the header, the used slots and the entries. */
+    def writeSparse(path: java.nio.file.Path): Unit = {
+      val out = java.nio.channels.FileChannel.open(
+        path,
+        java.nio.file.StandardOpenOption.CREATE_NEW,
+        java.nio.file.StandardOpenOption.WRITE
+      )
+      try {
+        out.write(ByteBuffer.allocate(1), IndexFile.fileSize(slots, entries) - 1)
+        out.write(header, 0)
+        slotValues.foreach { case (slot, value) =>
+          out.write(ByteBuffer.allocate(4).putInt(value).flip(), 40 + 4L * slot)
+        }
+        out.write(ByteBuffer.wrap(entryArea.toByteArray), 40 + 4L * slots + 20)
+      } finally out.close()
     }
   }
 

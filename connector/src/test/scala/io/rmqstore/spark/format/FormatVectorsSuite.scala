@@ -124,22 +124,22 @@ class FormatVectorsSuite extends AnyFunSuite {
     assert(buf.getInt(400) == 1 && buf.getInt(136) == 4 && buf.getInt(140) == 3)
     assert(toHex(bytes.slice(460, 480)) == "5E460BFA" + "0" * 32)
     assert(toHex(bytes.slice(520, 540)) == "6D0746D0" + "00000000000000B2" + "00000001" + "00000002")
-    val view = new IndexFile.View(buf, 100, 400)
+    val view = new IndexFile.View(ByteSource(buf), 100, 400)
     assert(view.header == IndexFile.Header(t, t + 1500, 0, 178, 3, 5))
     def look(key: String, begin: Long = 0, end: Long = Long.MaxValue) =
       view.candidates(JavaHash.indexKeyHash(s"TopicTest#$key"), begin, end).toSeq
     assert(look("k1") == Seq(0L) && look("k2") == Seq(0L) && look("order-1") == Seq(178L) && look(Uniq) == Seq(0L))
     assert(look("k1", begin = t + 1000).isEmpty)
     assert(look("absent").isEmpty)
-    assert(IndexFile.geometryProblem(buf, 100, 400).isEmpty)
-    assert(IndexFile.detectGeometry(buf) == ((100, 400)))
+    assert(IndexFile.geometryProblem(ByteSource(buf), 100, 400).isEmpty)
+    assert(IndexFile.detectGeometry(ByteSource(buf)) == ((100, 400)))
   }
 
   test("§5.5 roll-over quirk: the first entry of a new file is timed against the previous end") {
     val t = 1700000000123L
     val b = new IndexBuilder(100, 400, prevEndPhy = 178, prevEndTs = t + 1500)
     b.put("TopicTest#k1", 356, t + 66500)
-    val view = new IndexFile.View(ByteBuffer.wrap(b.bytes), 100, 400)
+    val view = new IndexFile.View(ByteSource(ByteBuffer.wrap(b.bytes)), 100, 400)
     assert(view.header.beginTimestamp == t + 66500 && view.header.endTimestamp == t + 66500)
     assert(view.entryTimeDiff(1) == 65)
     val k1 = JavaHash.indexKeyHash("TopicTest#k1")
@@ -155,18 +155,22 @@ class FormatVectorsSuite extends AnyFunSuite {
     val buf = ByteBuffer.wrap(bytes)
     val entry1 = 40 + 4 + 20
     buf.putInt(entry1 + 16, 2) // entry 1 links back to entry 2: a loop
-    val view = new IndexFile.View(buf, 1, 8)
+    val view = new IndexFile.View(ByteSource(buf), 1, 8)
     val all = view.candidates(JavaHash.indexKeyHash("a"), Long.MinValue, Long.MaxValue)
     assert(all.toSeq == Seq(10L))
-    assert(IndexFile.geometryProblem(buf, 1, 8).contains("entry 1 chains to entry 2, not to an older entry"))
+    assert(IndexFile.geometryProblem(
+      ByteSource(buf),
+      1,
+      8
+    ).contains("entry 1 chains to entry 2, not to an older entry"))
   }
 
   test("geometry detection refuses files without entries and ambiguous sizes") {
     val empty = ByteBuffer.wrap(new IndexBuilder(100, 400).bytes)
-    val e = intercept[IllegalArgumentException](IndexFile.detectGeometry(empty))
+    val e = intercept[IllegalArgumentException](IndexFile.detectGeometry(ByteSource(empty)))
     assert(e.getMessage.contains("has no entries (indexCount 0)"))
     val odd = ByteBuffer.allocate(43)
-    assert(intercept[IllegalArgumentException](IndexFile.detectGeometry(odd)).getMessage
+    assert(intercept[IllegalArgumentException](IndexFile.detectGeometry(ByteSource(odd))).getMessage
       .contains("is not 40 + 4*S + 20*N"))
   }
 }

@@ -1,11 +1,15 @@
 package io.rmqstore.spark.store
 
 import java.net.InetAddress
+import java.nio.ByteBuffer
 import java.nio.file.{Files, Path, Paths}
 
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+import io.rmqstore.spark.format.{ByteSource, IndexFile}
+import io.rmqstore.spark.format.Encode.IndexBuilder
 
 /** RocketMQ's answers about the conformance fixtures (tests/conformance/fixtures/NAME/oracle.json),
   * the Scala twin of tests/conformance/oracle.py (fields: tests/conformance/README.md).
@@ -30,6 +34,38 @@ object Oracle {
   def geometry(name: String): (Int, Int) = {
     val config = all(name).get("config")
     (config.get("maxHashSlotNum").asInt, config.get("maxIndexNum").asInt)
+  }
+
+  /** A copy of fixture `name`'s store as `dir`/store (`skip`: files left out). */
+  def copy(name: String, dir: Path, skip: Path => Boolean = _ => false): Path = {
+    val from = Paths.get(storeDir(name))
+    val to = dir.resolve("store")
+    Files.walk(from).iterator.asScala.foreach { p =>
+      val target = to.resolve(from.relativize(p).toString)
+      if (Files.isDirectory(p)) Files.createDirectories(target) else if (!skip(p)) Files.copy(p, target)
+    }
+    to
+  }
+
+  /** `copy` whose index files hold RocketMQ's entries (hash, offset, time) re-laid at another geometry, written
+    * as sparse files (the broker's default one is 420 MB per file).
+    */
+  def copyRelayingIndex(name: String, dir: Path, slots: Int, entries: Int): Path = {
+    val to = copy(name, dir, _.getParent.endsWith("index"))
+    val (fixtureSlots, fixtureEntries) = geometry(name)
+    var (prevPhy, prevTs) = (0L, 0L)
+    for (file <- Files.list(Paths.get(storeDir(name), "index")).iterator.asScala.toSeq.sortBy(_.getFileName.toString)) {
+      val data = ByteSource(ByteBuffer.wrap(Files.readAllBytes(file)))
+      val view = new IndexFile.View(data, fixtureSlots, fixtureEntries)
+      val h = view.header
+      val b = new IndexBuilder(slots, entries, prevPhy, prevTs)
+      for (e <- 1 to h.entryCount)
+        b.putHash(view.entryHash(e), view.entryPhy(e), h.beginTimestamp + view.entryTimeDiff(e) * 1000L)
+      b.writeSparse(to.resolve("index").resolve(file.getFileName))
+      prevPhy = h.endPhyOffset
+      prevTs = h.endTimestamp
+    }
+    to
   }
 
   def open(name: String, detect: Boolean = false): Store =

@@ -10,6 +10,7 @@ import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.rmqstore.spark.format.Encode
+import io.rmqstore.spark.io.CountingFileSystem
 import io.rmqstore.spark.plan.{Compare, Predicate, RangeTask, ScanPlanner}
 import io.rmqstore.spark.format.Encode.{blank, properties, record}
 
@@ -293,6 +294,20 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(e.offset == inside && e.reason.startsWith("no valid record: "))
       assert(store.readAt(Array(inside), verifyCrc = false, permissive = true)(_ => ()).skippedRecords == 1)
       assert(store.readAt(Array(inside), verifyCrc = false, permissive = false, strict = false)(_ => ()).records == 0)
+    } finally store.close()
+  }
+
+  test("readAt through Hadoop: the first reads of a segment's scattered runs are one vectored read") {
+    val (root, offsets) = writeStore(120, 1 << 20, bodySize = 8000)
+    val wanted = offsets.indices.filter(_ % 10 == 0).map(offsets).filter(_ < (1 << 20)).toArray // 80 KB apart
+    val store = Store.open(StoreLocation(CountingFileSystem.uri(root.toString)), CountingFileSystem.conf, None)
+    try {
+      val got = mutable.ArrayBuffer.empty[Long]
+      val segment = root.resolve("commitlog").resolve(f"${0}%020d").toString
+      val before = CountingFileSystem.batches(segment).length
+      store.readAt(wanted, verifyCrc = true, permissive = false)(v => got += v.physicalOffset)
+      assert(wanted.length > 5 && got.toSeq == wanted.toSeq)
+      assert(CountingFileSystem.batches(segment).drop(before) == Seq(wanted.length))
     } finally store.close()
   }
 
