@@ -1,8 +1,9 @@
-"""One side index for both engines: the cache files python/rmqstore/store/side_index.py writes are the
-ones the JVM engine's store/SideIndex.scala reads and writes, so whichever engine builds it first, the
-other answers a key query from it without scanning what the broker's index lacks. Proven by the
-commit-log bytes each engine reads (the JVM's `bytesRead` / `recordsDecoded` scan metrics, driver and
-tasks; the Python Store's file reads)."""
+"""One side index and one coverage cache for both engines: the cache files python/rmqstore/store/
+side_index.py and coverage.py write are the ones the JVM engine's store/SideIndex.scala and
+Coverage.scala read and write, so whichever engine builds them first, the other answers from them. The
+side index is proven by the commit-log bytes each engine reads (the JVM's `bytesRead` /
+`recordsDecoded` scan metrics, driver and tasks; the Python Store's file reads); the coverage by
+emptying the queues after the first engine decided it (the second then still sees the first's gaps)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,42 @@ def test_built_by_python_used_by_the_jvm(spark: SparkSession, rollback_heavy: Pa
     assert not any(BUILT in note for note in notes), notes
     assert metrics["bytesRead"] < 0.01 * size, metrics  # index slots and the matching record only
     assert metrics["recordsDecoded"] <= 2, metrics
+
+
+def _empty_queues(path: Path) -> None:
+    """Truncate every consume-queue file (names kept: the coverage cache's salt is the set of queues)."""
+    for file in (path / "consumequeue").rglob("*"):
+        if file.is_file():
+            file.write_bytes(b"")
+
+
+def _jvm_uncovered_note(spark: SparkSession, path: Path, stats_dir: Path) -> str:
+    """The plan note of `topic = 'Orders'` on the JVM engine naming the bytes no queue covers."""
+    df = spark.read.format(PROVIDER_CLASS).option("statsDir", str(stats_dir)).load(str(path))
+    df.where(F.col("topic") == "Orders").select("commitLogOffset").collect()
+    plans = [line for line in read_stats(stats_dir) if line["event"] == "plan"]
+    assert len(plans) == 1, plans
+    notes = [note for note in plans[0]["notes"] if "not covered by consume queues" in note]
+    assert len(notes) == 1, plans[0]["notes"]
+    return notes[0]
+
+
+@pytest.mark.parametrize("first", ["jvm", "python"])
+def test_coverage_decided_by_one_engine_serves_the_other(spark: SparkSession, rollback_heavy: Path,
+                                                         tmp_path: Path, first: str) -> None:
+    with Store.open(rollback_heavy) as store:
+        uncovered = store.uncovered_ranges()  # the ROLLBACK records: the queues cover everything else
+    assert len(uncovered) == RECORDS // 30
+    note = f"{len(uncovered)} commit-log range(s), {sum(b - a for a, b in uncovered)} bytes"
+    path = copy_store(rollback_heavy, tmp_path / "store")
+    if first == "jvm":
+        assert note in _jvm_uncovered_note(spark, path, tmp_path / "jvm")
+    else:
+        with Store.open(path) as store:
+            assert store.uncovered_ranges() == uncovered
+    _empty_queues(path)  # decided again, every byte would be uncovered
+    if first == "jvm":
+        with Store.open(path) as store:
+            assert store.uncovered_ranges() == uncovered
+    else:
+        assert note in _jvm_uncovered_note(spark, path, tmp_path / "jvm")

@@ -105,6 +105,14 @@ private[store] object SegmentCache {
     new SegmentCache(SegmentCache.root.resolve(kind).resolve(digest + ".json"), version, salt)
   }
 
+  /** Byte ranges cached as `[[start, end], ...]`, None when `node` is not that shape. */
+  def ranges(node: JsonNode): Option[IndexedSeq[(Long, Long)]] = {
+    val pairs = node.elements.asScala.toIndexedSeq
+    val ok = node.isArray &&
+      pairs.forall(p => p.isArray && p.size == 2 && p.get(0).isIntegralNumber && p.get(1).isIntegralNumber)
+    if (ok) Some(pairs.map(p => (p.get(0).asLong, p.get(1).asLong))) else None
+  }
+
   /** Replace `target` by `source`, atomically where the file system can. */
   def moveAtomically(source: Path, target: Path): Unit =
     try Files.move(source, target, StandardCopyOption.ATOMIC_MOVE)

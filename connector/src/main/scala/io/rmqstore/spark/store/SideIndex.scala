@@ -113,7 +113,7 @@ private[store] object SideIndex {
   def open(store: Store, ranges: Seq[(Long, Long)]): SideIndexParts = {
     val live = store.segments.filter(_.baseOffset < store.logEnd)
     val needed = live.map(seg => seg -> Ranges.within(ranges, seg.baseOffset, seg.endOffset)).filter(_._2.nonEmpty)
-    val cache = store.localCache(CacheKind, CacheVersion)
+    val cache = store.localCache(CacheKind, CacheVersion, salt = "")
     val known = cache.fold(Map.empty[Long, IndexedSeq[com.fasterxml.jackson.databind.JsonNode]])(
       _.load(live, store.logEnd)
     )
@@ -124,7 +124,7 @@ private[store] object SideIndex {
     for ((seg, wanted) <- needed) {
       val cached = known.get(seg.baseOffset).flatMap { entry =>
         for {
-          covered <- rangesOf(entry(0)) if entry.size >= 3 && inside(wanted, covered)
+          covered <- SegmentCache.ranges(entry(0)) if entry.size >= 3 && inside(wanted, covered)
           part <- load(cache.get, entry(2).asText)
         } yield (covered, entry(1).elements.asScala.map(_.asText).toIndexedSeq, entry(2).asText, part)
       }
@@ -188,15 +188,6 @@ private[store] object SideIndex {
       while (i < covered.length && covered(i)._2 <= start) i += 1
       i < covered.length && covered(i)._1 <= start && start < end && end <= covered(i)._2
     }
-  }
-
-  /** A cached entry's ranges ([[a, b], ...]), None when it is not that shape. */
-  private def rangesOf(node: com.fasterxml.jackson.databind.JsonNode): Option[IndexedSeq[(Long, Long)]] = {
-    val pairs = node.elements.asScala.toIndexedSeq
-    val ok = node.isArray && pairs.forall(p =>
-      p.isArray && p.size == 2 && p.get(0).canConvertToLong && p.get(1).canConvertToLong
-    )
-    if (ok) Some(pairs.map(p => (p.get(0).asLong, p.get(1).asLong))) else None
   }
 
   /** The directory of a cache's arrays: its JSON file's path without `.json`. */

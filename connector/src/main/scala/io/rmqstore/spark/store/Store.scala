@@ -283,9 +283,9 @@ final class Store private (
   def keyTopics(side: SideIndexParts): Seq[String] = (indexedTopics ++ side.topics).distinct.sorted
 
   /** The cache of `kind` in the cache directory for a local store, None for a remote one. */
-  private[store] def localCache(kind: String, version: Int): Option[SegmentCache] =
+  private[store] def localCache(kind: String, version: Int, salt: String): Option[SegmentCache] =
     if (fs.isInstanceOf[io.rmqstore.spark.io.LocalFileSystem])
-      Some(SegmentCache.forLocalStore(root, commitlogDir, kind, version))
+      Some(SegmentCache.forLocalStore(root, commitlogDir, kind, version, salt))
     else None
 
   private[store] def commitLog: CommitLog = log
@@ -399,11 +399,16 @@ final class Store private (
   // ---- coverage -------------------------------------------------------------------------------
 
   private lazy val coverage: IndexedSeq[SegmentVerdict] =
-    Coverage.verdicts(log, for (t <- topics; q <- queueIds(t)) yield (s"$t/$q", queue(t, q)))
+    Coverage.verdicts(
+      log,
+      for (t <- topics; q <- queueIds(t)) yield (s"$t/$q", queue(t, q)),
+      digest => localCache(Coverage.CacheKind, Coverage.CacheVersion, digest)
+    )
 
   /** Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to: transaction
     * PREPARED / ROLLBACK records (§4.1), records the queues have not caught up with and records of topics
-    * without a queue directory; everything else is found through the queues (`Coverage`, cached per JVM).
+    * without a queue directory; everything else is found through the queues (`Coverage`, cached per JVM
+    * and, for a local store, in the cache directory).
     */
   def uncoveredRanges: IndexedSeq[(Long, Long)] = coverage.flatMap(_.gaps)
 
