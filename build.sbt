@@ -152,7 +152,9 @@ lazy val connector = (project in file("connector"))
     // Tests read the conformance fixtures by paths relative to the repository root.
     Test / fork := true,
     Test / baseDirectory := (LocalRootProject / baseDirectory).value,
-    Test / javaOptions ++= Seq("-Xmx1g", "-Duser.timezone=UTC")
+    Test / javaOptions ++= Seq("-Xmx1g", "-Duser.timezone=UTC"),
+    // rmqstore's own caches (side index) of the test stores go under target/, not ~/.cache/rmqstore
+    Test / envVars += "RMQSTORE_CACHE_DIR" -> (target.value / "rmqstore-test-cache").toString
   )
 
 lazy val examples = (project in file("examples"))

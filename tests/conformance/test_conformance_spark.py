@@ -125,15 +125,15 @@ def test_topic_filter_returns_every_record_of_its_topics(
 
 @pytest.mark.parametrize("name", ["rmq-5.5.0-broker"])
 def test_a_topic_filter_selecting_every_record_is_scanned(
-    spark: SparkSession, engine: str, engine_format: str, tmp_path: Path, name: str
+    spark: SparkSession, engine_format: str, tmp_path: Path, name: str
 ) -> None:
-    """`topic IN (every topic)` on a store the queues cover: reading by offset would cost the Python
-    engine more than the scan (planner.DENSE_SHARE), so its pushed plan scans and confirms; every record
-    comes back. The JVM planner has no cost model yet and reads the queues (issue #9, to port)."""
+    """`topic IN (every topic)` on a store the queues cover: reading by offset would cost more than the
+    scan (planner.DENSE_SHARE, ScanPlanner.DenseShare), so each engine's pushed plan scans and confirms;
+    every record comes back."""
     topics = sorted({r["topic"] for r in records(name)})
     read = Read(spark, engine_format, name, True, tmp_path)
     _assert_rows_match_message_decoder(_rows(read.df.where(F.col("topic").isin(topics)), *COLUMN_NAMES), name)
-    read.assert_access("scan" if engine == "python" else "queues")
+    read.assert_access("scan")
 
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)

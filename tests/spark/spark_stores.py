@@ -49,3 +49,19 @@ def read_stats(stats_dir: Path) -> list[dict]:
     if not stats_dir.is_dir():
         return []
     return [json.loads(line) for f in sorted(stats_dir.iterdir()) for line in f.read_text().splitlines()]
+
+
+def scan_metrics(df: DataFrame) -> tuple[list, dict[str, int]]:
+    """Collect `df` once: its rows and the SQL metrics of its one rmqstore scan node of the JVM engine
+    (driver and tasks summed)."""
+    rows = df.collect()
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        plan = plan.executedPlan()
+    leaves = plan.collectLeaves()
+    nodes = [leaves.apply(i) for i in range(leaves.size())]
+    scans = [node for node in nodes if node.nodeName().startswith("BatchScan")]
+    assert len(scans) == 1, plan.toString()
+    metrics = scans[0].metrics()
+    names = metrics.keys().toSeq()
+    return rows, {names.apply(i): metrics.apply(names.apply(i)).value() for i in range(names.size())}

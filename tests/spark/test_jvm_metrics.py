@@ -13,26 +13,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from spark_expected import expected_offsets, store_rows
-from spark_stores import KEY_POOL, read_stats
+from spark_stores import KEY_POOL, read_stats, scan_metrics
 
 from rmqstore.spark.jar import PROVIDER_CLASS
 from rmqstore.store import Store
-
-
-def _collect(df: DataFrame) -> tuple[list, dict[str, int]]:
-    """Collect `df` once: its rows and the SQL metrics of its one rmqstore scan node (driver and tasks
-    summed)."""
-    rows = df.collect()
-    plan = df._jdf.queryExecution().executedPlan()
-    if plan.nodeName() == "AdaptiveSparkPlan":
-        plan = plan.executedPlan()
-    leaves = plan.collectLeaves()
-    nodes = [leaves.apply(i) for i in range(leaves.size())]
-    scans = [node for node in nodes if node.nodeName().startswith("BatchScan")]
-    assert len(scans) == 1, plan.toString()
-    metrics = scans[0].metrics()
-    names = metrics.keys().toSeq()
-    return rows, {names.apply(i): metrics.apply(names.apply(i)).value() for i in range(names.size())}
 
 
 def _read(spark: SparkSession, store: Path, stats_dir: Path, **options: str) -> DataFrame:
@@ -60,7 +44,7 @@ def test_index_probes_are_counted_on_the_driver_and_on_executors_alike(spark: Sp
 
     key = KEY_POOL[1]
     df = _read(spark, small_store, tmp_path / "key").where(F.col("key") == key).select("commitLogOffset")
-    _, metrics = _collect(df)
+    _, metrics = scan_metrics(df)
     assert metrics["indexProbes"] == topics * index_files
     assert _stats_probes(tmp_path / "key") == (topics * index_files, 0)
     assert metrics["recordsDecoded"] < len(rows)
@@ -71,7 +55,7 @@ def test_index_probes_are_counted_on_the_driver_and_on_executors_alike(spark: Sp
         stats = tmp_path / where
         df = _read(spark, small_store, stats, keyProbePartitionThreshold=threshold) \
             .where(F.col("key").isin(keys)).select("commitLogOffset")
-        got, metrics = _collect(df)
+        got, metrics = scan_metrics(df)
         assert sorted(r.commitLogOffset for r in got) == expected_offsets(rows, lambda r: r["key"] in keys)
         totals[where] = metrics["indexProbes"]
         planned, tasks = _stats_probes(stats)
@@ -82,7 +66,7 @@ def test_index_probes_are_counted_on_the_driver_and_on_executors_alike(spark: Sp
 
 
 def test_a_scan_makes_no_index_probe(spark: SparkSession, small_store: Path, tmp_path: Path) -> None:
-    _, metrics = _collect(_read(spark, small_store, tmp_path).select("commitLogOffset"))
+    _, metrics = scan_metrics(_read(spark, small_store, tmp_path).select("commitLogOffset"))
     assert metrics["indexProbes"] == 0
     assert metrics["recordsDecoded"] == len(store_rows(small_store))
     assert _stats_probes(tmp_path) == (0, 0)

@@ -229,3 +229,21 @@ def test_a_remote_stores_side_index_travels_with_the_pickled_store(s3_server, tm
     assert found == expected_offsets(rows, "keys", "k37") != [] and shipped.side_index().note is None
     assert shipped.stats.segments_touched == {found[0] // (64 << 10) * (64 << 10)}  # no scan: one read
     assert shipped.find_by_uniq_key("u7", topics=TOPICS) == expected_offsets(rows, "uniqKey", "u7")
+
+
+def test_a_record_split_between_index_files_lacks_when_the_next_file_is_lost(tmp_path: Path) -> None:
+    """RocketMQ puts the entries of a record that no longer fit a full index file into the next file,
+    which begins with that record (rmq-5.5.0-broker, written by RocketMQ: its third and fourth files
+    share the record at 35032). With the newest file lost, the record's last keys are in no index file:
+    the side index has them."""
+    fixture = Path(__file__).parents[1] / "conformance" / "fixtures" / "rmq-5.5.0-broker" / "store"
+    store_path = copy_store(fixture, tmp_path / "store")
+    shared = delete_index_file(store_path, -1)
+    rows = scanned_rows(store_path)
+    with Store.open(store_path) as store:
+        newest = store.index_files[-1]
+        assert newest.geometry and newest.header and newest.header.index_count == newest.geometry[1]  # full
+        assert index_holes(store) == [(newest.header.end_phy_offset, store.max_offset)]
+        for key in sorted({token for _, keys, _ in rows for token in keys or ()}):
+            assert store.find_by_key(key) == expected_offsets(rows, "keys", key), key
+    assert shared.name > newest.name

@@ -8,8 +8,14 @@ The broker's index has every record of the log but (`lacking_ranges`):
   the checkpoint's indexMsgTimestamp, §5.7, apache/rocketmq#8007): the log before the oldest file's
   beginPhyOffset and between one file's endPhyOffset and the next one's beginPhyOffset. A file
   indexes the records from the one at its beginPhyOffset to the one at its endPhyOffset (§5.5 steps
-  6-7); such a hole may also hold records without keys, which only cost a scan at build time.
-  Where a file's last record ends is read from its header (8 bytes per index file).
+  6-7), those two maybe only in part: a file that fills up in the middle of a record's entries gets
+  the rest put into the next file, which then begins with that record (RocketMQ's
+  `IndexService.buildIndex`; the conformance fixture rmq-5.5.0-broker has two). So the record at a
+  full file's endPhyOffset is lacking unless the next file begins with it or with the record after
+  it, and the one at a file's beginPhyOffset unless the file before ends with it or with the record
+  before it, or it is the log's first record (no older file can hold it). A hole may also hold
+  records without keys, which only cost a scan at build time. Where a file's first and last records
+  end is read from the log (8 bytes each).
 
 The side index holds, for every record in those ranges whatever its type, the entries the broker
 writes (§5.4): UNIQ_KEY, then each KEYS token, as the hash of `topic#key` (§5.3) with the record's
@@ -91,22 +97,30 @@ def lacking_ranges(store: Store) -> list[Range]:
 def index_holes(store: Store) -> list[Range]:
     """The parts of [min_offset, max_offset) outside every usable index file's span: records past
     the newest file's end or of lost files (module docstring), sorted and disjoint."""
-    spans = sorted((info.header.begin_phy_offset, info.header.end_phy_offset) for info in store.index_files
+    spans = sorted((info.header.begin_phy_offset, info.header.end_phy_offset,
+                    info.geometry is not None and info.header.index_count >= info.geometry[1])
+                   for info in store.index_files
                    if info.problem is None and info.header is not None and info.header.entry_count > 0)
     holes: list[Range] = []
     position, end = store.min_offset, store.max_offset
-    for begin, last in spans:
-        if begin > position:
-            holes.append((position, min(begin, end)))
-        position = max(position, _after_record(store, last))
+    previous: tuple[int, int] | None = None  # the last file's endPhyOffset and where that record ends
+    for begin, last, full in spans:
+        if previous is not None and begin == previous[1]:
+            position = max(position, begin)  # the last file's last record was whole: the next one begins here
+        whole = begin <= position if previous is None else begin in previous
+        start = begin if whole else _after_record(store, begin)
+        if start > position:
+            holes.append((position, min(start, end)))
+        previous = (last, _after_record(store, last))
+        position = max(position, last if full else previous[1])
     if position < end:
         holes.append((position, end))
     return [(a, b) for a, b in holes if a < b]
 
 
 def _after_record(store: Store, offset: int) -> int:
-    """The end of the record at `offset` (a file's endPhyOffset, indexed) from its TOTALSIZE and
-    MAGICCODE (§2.2); `offset` itself when no message starts there (the hole then starts with it)."""
+    """The end of the record at `offset` (a file's beginPhyOffset or endPhyOffset) from its TOTALSIZE
+    and MAGICCODE (§2.2); `offset` itself when no message starts there (a hole then starts with it)."""
     seg = store.log.segment_at(offset)
     if seg is None or offset >= store.max_offset:
         return offset

@@ -68,7 +68,8 @@ final class RmqColumnarReader(
     case RangesTask(_, ranges) => scanChunks(ranges)
     case OffsetsTask(_, offsets) => readChunks(offsets, keep)
     case t: KeyProbeTask =>
-      val found = store.indexLookup(t.topics, t.values, t.unindexed)
+      val found = store.indexLookup(t.topics, t.values, t.lacking)
+      stats.add(store.lookupStats)
       readChunks(found.filter(o => o >= t.lo && o < t.hi), keepOwned(t))
     case t: QueueSliceTask =>
       val phys = t.slices.iterator.flatMap(s => store.queueOffsets(s.topic, s.queueId, s.start, s.end, t.tags))

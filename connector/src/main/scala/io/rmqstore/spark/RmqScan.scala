@@ -70,6 +70,9 @@ class RmqScan(
   /** Index probes made while planning (`Store.indexProbes`), 0 until planned: never planned for a stream. */
   @volatile private var plannedProbes = 0L
 
+  /** Bytes and records that planning read besides what the tasks read (`Store.lookupStats`: side index builds). */
+  @volatile private var plannedReads = (0L, 0L)
+
   private lazy val planned: (ReadPlan, IndexedSeq[(Long, Seq[Predicate])]) = {
     RmqScan.checkBatchOffsets(options)
     val stores = options.paths.map(p => RmqStores.open(options, p, hadoopConf))
@@ -83,6 +86,7 @@ class RmqScan(
         ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions, options.keyProbePartitionThreshold)
       )
       plannedProbes = stores.map(_.indexProbes).sum
+      plannedReads = (stores.map(_.lookupStats.bytesRead).sum, stores.map(_.lookupStats.records).sum)
       report(plan, plannedProbes)
       (plan, perStore)
     } finally stores.foreach(_.close())
@@ -148,7 +152,11 @@ class RmqScan(
 
   /** The index probes made while planning (a key lookup probes on the driver); the tasks report theirs. */
   override def reportDriverMetrics(): Array[CustomTaskMetric] =
-    Array(RmqMetrics.task(RmqMetrics.IndexProbes, plannedProbes))
+    Array(
+      RmqMetrics.task(RmqMetrics.IndexProbes, plannedProbes),
+      RmqMetrics.task(RmqMetrics.BytesRead, plannedReads._1),
+      RmqMetrics.task(RmqMetrics.RecordsDecoded, plannedReads._2)
+    )
 }
 
 object RmqScan {

@@ -21,14 +21,25 @@ class PlannerSuite extends AnyFunSuite {
   private val schema = StructType(Seq(StructField("commitLogOffset", LongType)))
 
   /** (access, tasks, notes, commitLogOffsets in task order) of reading `path` with `predicates` pushed. */
-  private def read(path: String, predicates: Seq[Predicate], options: (String, String)*): Read = {
+  private def read(path: String, predicates: Seq[Predicate], options: (String, String)*): Read =
+    readWith(ScanPlanner.DenseShare)(path, predicates, options: _*)
+
+  /** `read` with the queue path wherever a topic predicate allows it (`ScanPlanner.DenseShare` out of reach). */
+  private def readQueues(path: String, predicates: Seq[Predicate], options: (String, String)*): Read =
+    readWith(Double.PositiveInfinity)(path, predicates, options: _*)
+
+  private def readWith(denseShare: Double)(path: String, predicates: Seq[Predicate], options: (String, String)*) = {
     val opts = RmqOptions.parse((Map("path" -> path) ++ options).asJava)
     val store = RmqStores.open(opts, path, null)
     val (plan, consumed, end) =
       try {
         val consumed = predicates ++ OptionPredicates.forStore(opts, store)
-        val settings =
-          ScanPlanner.Settings(opts.maxBytesPerPartition, opts.minPartitions, opts.keyProbePartitionThreshold)
+        val settings = ScanPlanner.Settings(
+          opts.maxBytesPerPartition,
+          opts.minPartitions,
+          opts.keyProbePartitionThreshold,
+          denseShare
+        )
         (ScanPlanner.plan(IndexedSeq(store), IndexedSeq(consumed), settings), consumed, store.logEnd)
       } finally store.close()
     val rows = plan.tasks.zipWithIndex.flatMap { case (task, i) =>
@@ -119,9 +130,14 @@ class PlannerSuite extends AnyFunSuite {
       val byUniq = read(path, Seq(InSet("uniqKey", uniqKeys.toIndexedSeq)))
       byUniq.assertExact("uniqKey IN")
       assert(byUniq.access == "key-index")
-      // the lookup scans what the index lacks (ROLLBACK records, the log past its end): one offsets task
+      // what the index lacks (ROLLBACK records, the log past its end) is probed in the side index: one offsets task
       assert(byKey.tasks.map(_.getClass) == Seq(classOf[OffsetsTask]), byKey.tasks)
-      if (all.exists(r => txType(r) == 12)) assert(byKey.notes.exists(_.contains(ScanPlanner.Unindexed)), byKey.notes)
+      val store = Oracle.open(name)
+      try {
+        val side = store.sideIndex(store.lackingRanges)
+        for (r <- all if txType(r) == 12; key <- Option(Oracle.text(r, "uniqKey")))
+          assert(side.candidates(r.get("topic").asText, key).contains(r.get("commitLogOffset").asLong), key)
+      } finally store.close()
       val allKeysAbsentOnes = read(path, Seq(KeysContainAny(IndexedSeq("no-such-key"))))
       allKeysAbsentOnes.assertExact("absent key")
     }
@@ -160,20 +176,20 @@ class PlannerSuite extends AnyFunSuite {
       assert(scan.access == "scan")
     }
 
-    test(s"$name: topic, queue and tags filters read consume queues plus what they do not cover") {
+    test(s"$name: topic, queue and tags filters read consume queues plus what they do not cover (DenseShare aside)") {
       for (topic <- topics) {
-        val r = read(path, Seq(InSet("topic", IndexedSeq(topic))))
+        val r = readQueues(path, Seq(InSet("topic", IndexedSeq(topic))))
         r.assertExact(s"topic $topic")
         assert(r.access == "queues")
       }
       val tagged = all.filter(r => Oracle.text(r, "tags") != null)
       for (tags <- tagged.map(r => Oracle.text(r, "tags")).distinct.take(5)) {
         val topic = tagged.find(r => Oracle.text(r, "tags") == tags).get.get("topic").asText
-        val r = read(path, Seq(Compare("topic", Predicate.Eq, topic), Compare("tags", Predicate.Eq, tags)))
+        val r = readQueues(path, Seq(Compare("topic", Predicate.Eq, topic), Compare("tags", Predicate.Eq, tags)))
         r.assertExact(s"topic $topic tags $tags")
         assert(r.access == "queues")
       }
-      val slice = read(
+      val slice = readQueues(
         path,
         Seq(
           InSet("topic", topics.toIndexedSeq),
@@ -199,6 +215,56 @@ class PlannerSuite extends AnyFunSuite {
       )
       k.assertExact("windows and a key")
     }
+  }
+
+  private def indexFiles(name: String) = Files.list(Paths.get(storeDir(name), "index")).count()
+
+  for (name <- Oracle.main if indexFiles(name) >= 2)
+    test(s"$name: a deleted newest index file: lookups probe a side index built once, cached") {
+      val copy = Files.createTempDirectory("rmqstore-planner-suite")
+      try {
+        copyTree(Paths.get(storeDir(name)), copy)
+        Files.delete(Files.list(copy.resolve("index")).iterator.asScala.toSeq.sorted.last)
+        val store = RmqStores.open(RmqOptions.parse(Map("path" -> copy.toString).asJava), copy.toString, null)
+        val hole =
+          try {
+            val holes = store.indexHoles
+            assert(holes.size == 1 && holes.head._2 == store.logEnd && holes.head._1 > store.minOffset, holes)
+            holes.head
+          } finally store.close()
+        val keys = records(name).flatMap(r => Option(Oracle.text(r, "key"))).filter(_.trim.nonEmpty).distinct
+        val inHole = records(name).filter { r =>
+          val o = r.get("commitLogOffset").asLong
+          hole._1 <= o && o < hole._2 && Oracle.text(r, "key") != null
+        }
+        assert(inHole.nonEmpty)
+        val first = read(copy.toString, Seq(InSet("key", keys.toIndexedSeq)))
+        first.assertExact("key IN, newest index file deleted")
+        assert(first.access == "key-index" && first.notes.exists(_.contains("built a side index")), first.notes)
+        val again = read(copy.toString, Seq(InSet("key", keys.toIndexedSeq)))
+        again.assertExact("key IN, side index from the cache")
+        assert(again.access == "key-index" && !again.notes.exists(_.contains("built a side index")), again.notes)
+        assert(inHole.map(_.get("commitLogOffset").asLong).toSet.subsetOf(again.rows.toSet))
+        val reopened = RmqStores.open(RmqOptions.parse(Map("path" -> copy.toString).asJava), copy.toString, null)
+        try {
+          reopened.indexLookup(reopened.topics, keys.map(_.trim.split(" ").head), reopened.lackingRanges)
+          assert(reopened.lookupStats.bytesRead <= 8L * reopened.indexFiles.size, "the side index was not rescanned")
+        } finally reopened.close()
+      } finally
+        Files.walk(copy).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.delete(p))
+    }
+
+  // a store the queues cover, like tests/conformance/test_conformance_spark.py's dense-topic test
+  for (name <- Seq("rmq-5.5.0-broker")) test(s"$name: a topic plan whose records fill the log is a scan (DenseShare)") {
+    val topics = records(name).map(_.get("topic").asText).distinct
+    val every = read(storeDir(name), Seq(InSet("topic", topics.toIndexedSeq)))
+    every.assertExact("every topic")
+    assert(every.access == "scan" && every.notes.exists(_.contains("scanned instead of read by offset")), every.notes)
+    assert(every.tasks.forall(_.isInstanceOf[RangeTask]), every.tasks)
+    val rarest = topics.minBy(t => records(name).count(_.get("topic").asText == t))
+    val rare = read(storeDir(name), Seq(Compare("topic", Predicate.Eq, rarest)))
+    rare.assertExact(s"topic = $rarest")
+    assert(rare.access == "queues", rare.notes)
   }
 
   test("a damaged index file falls back to the next path and says so") {

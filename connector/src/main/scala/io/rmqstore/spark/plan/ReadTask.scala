@@ -25,7 +25,8 @@ final case class OffsetsTask(store: Int, offsets: Array[Long]) extends ReadTask
   * spread over `buckets` tasks by `ProbeBucket`; a record matching values of several buckets is returned
   * only by its owner, the bucket of its smallest matching token among `allValues`, so no row is read
   * twice. `kind`: "key", "uniqKey" or "keysContain" (the token a record is owned by: a KEYS token, or
-  * its UNIQ_KEY). `unindexed`: the byte ranges the lookup scans for records the index lacks.
+  * its UNIQ_KEY). `lacking`: the byte ranges whose records the index lacks (`Store.lackingRanges`), whose
+  * side index the lookup probes (from the cache the planner filled).
   */
 final case class KeyProbeTask(
     store: Int,
@@ -37,7 +38,7 @@ final case class KeyProbeTask(
     topics: IndexedSeq[String],
     lo: Long,
     hi: Long,
-    unindexed: IndexedSeq[(Long, Long)]
+    lacking: IndexedSeq[(Long, Long)]
 ) extends ReadTask
 
 /** Units [start, end) of one consume queue. */

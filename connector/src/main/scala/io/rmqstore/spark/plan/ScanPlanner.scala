@@ -13,13 +13,14 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   *    whole KEYS string is v is indexed under each token) and is confirmed on the whole string. An OR whose
   *    every branch has points or probe values reads the union of its branches' offsets. A damaged index,
   *    or a log running far past the index's end, falls back to the next path and says so in `notes`.
-  * 3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices.
+  * 3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices, except where the
+  *    selected records fill most of the log's bytes (`DenseShare`): those pieces are scanned.
   * Paths 2 and 3 also scan the records their index or queues cannot find, so they return the rows a scan
   * returns: path 3 the bytes no consume queue covers (`Store.uncoveredRanges`: transaction PREPARED /
   * ROLLBACK records, queues behind the log, topics without queue files) in range tasks, which the queue
-  * tasks leave out (`exclude`); path 2 the part of those the index lacks (`Store.unindexedRanges`:
-  * ROLLBACK records, §5.4) and the log past the index's end, inside the lookup (`Store.indexLookup`, as
-  * Python's `Store._lookup`), so a key lookup is one small task. A note says what is scanned. Queue windows
+  * tasks leave out (`exclude`); path 2 probes the side index of what the broker's index lacks
+  * (`Store.sideIndex`: ROLLBACK records, §5.4, the log past the index's end, lost index files) beside the
+  * index, built and cached once (a note says so), as Python's `Store._lookup`. Queue windows
   * (startingOffsets / endingOffsets) are positions in the queues: they select queue units only.
   * 4. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`).
   * 5. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).
@@ -30,13 +31,19 @@ object ScanPlanner {
   val RangesPerTask = 10000
   val UnitsPerQueueTask = 1000000L
 
-  /** `keyProbePartitionThreshold`: up to this many probe values are probed while planning, more on executors. */
-  final case class Settings(maxBytesPerPartition: Long, minPartitions: Option[Int], keyProbePartitionThreshold: Int)
+  /** `keyProbePartitionThreshold`: up to this many probe values are probed while planning, more on executors;
+    * `denseShare`: `DenseShare` (tests of the queue path raise it).
+    */
+  final case class Settings(
+      maxBytesPerPartition: Long,
+      minPartitions: Option[Int],
+      keyProbePartitionThreshold: Int,
+      denseShare: Double = DenseShare
+  )
 
   final val Uncovered =
     "not covered by consume queues (transaction PREPARED/ROLLBACK records, queues behind the log, " +
       "topics without queue files)"
-  final val Unindexed = "not in the index (transaction ROLLBACK records)"
 
   /** What a conjunction of predicates says about each plannable column. `probes`: (kind, values) in the
     * order met; `anyOf`: the branches of an OR whose every branch has points or probes.
@@ -195,16 +202,63 @@ object ScanPlanner {
       }
     if (keyIndex.isDefined) return ("key-index", keyIndex.get)
     if (b.windows.isDefined) return ("queues", queueTasks(index, store, b, lo, hi, IndexedSeq.empty, settings))
-    if (b.topics.isDefined) {
-      val uncovered = Ranges.within(store.uncoveredRanges, lo, hi)
-      return (
-        "queues",
-        queueTasks(index, store, b, lo, hi, uncovered, settings) ++
-          scanTasks(index, store, uncovered, settings, notes, Uncovered)
-      )
-    }
+    if (b.topics.isDefined) return topicPlan(index, store, b, lo, hi, settings, notes)
     val access = if (ranges == Seq((store.minOffset, store.logEnd))) "scan" else "range"
     (access, rangeTasks(index, store, ranges, settings))
+  }
+
+  /** A piece of the log (a scan task's range) where the records a topic plan selects (the sizes of their
+    * consume-queue units) fill at least this share of the bytes is scanned and filtered instead of read by
+    * offset: python/rmqstore/plan/planner.py `DENSE_SHARE`, where it is measured, so both engines take the
+    * same plan.
+    */
+  final val DenseShare = 0.8
+
+  /** Consume-queue slices, except in the pieces of the log (`rangePieces`) where the selection is dense
+    * (`DenseShare`): those are scanned (the reader confirms every row), and so are the bytes no queue covers;
+    * the queue tasks leave both out. "scan" (or "range") when every selected record lies in dense pieces.
+    */
+  private def topicPlan(
+      index: Int,
+      store: Store,
+      b: Bounds,
+      lo: Long,
+      hi: Long,
+      settings: Settings,
+      notes: collection.mutable.Builder[String, Vector[String]]
+  ): (String, Seq[ReadTask]) = {
+    val pieces = rangePieces(store, Seq((lo, hi)), settings).toIndexedSeq
+    val starts = pieces.map(_._1).toArray
+    val selected = new Array[Long](pieces.length)
+    val tags = b.tags.map(_.toSeq.sorted)
+    for {
+      s <- topicSlices(store, b)
+      (phy, size) <- store.queueSelection(s.topic, s.queueId, s.start, s.end, tags) if phy >= lo && phy < hi
+    } {
+      val owner = java.util.Arrays.binarySearch(starts, phy) match {
+        case found if found >= 0 => found
+        case missing => -missing - 2
+      }
+      if (owner >= 0 && phy < pieces(owner)._2) selected(owner) += size
+    }
+    val isDense = pieces.indices.map(i => selected(i) >= settings.denseShare * (pieces(i)._2 - pieces(i)._1))
+    val dense = Ranges.union(pieces.indices.filter(isDense).map(pieces))
+    val uncovered = Ranges.within(store.uncoveredRanges, lo, hi)
+    if (dense.nonEmpty)
+      notes += s"store ${store.root}: the selection fills >= ${(settings.denseShare * 100).round}% of the bytes of " +
+        s"${dense.size} commit-log range(s), ${dense.map(r => r._2 - r._1).sum} bytes: scanned instead of read " +
+        s"by offset: ${dense.take(3).mkString("[", ", ", "]")}"
+    val sparse = pieces.indices.exists(i => !isDense(i) && selected(i) > 0)
+    val queued =
+      if (sparse || dense.isEmpty) queueTasks(index, store, b, lo, hi, Ranges.union(uncovered ++ dense), settings)
+      else Seq.empty
+    val tasks = rangeTasks(index, store, dense, settings) ++ queued ++
+      scanTasks(index, store, Ranges.subtract(uncovered, dense), settings, notes, Uncovered)
+    val access =
+      if (queued.nonEmpty || dense.isEmpty) "queues"
+      else if (dense == Seq((store.minOffset, store.logEnd))) "scan"
+      else "range"
+    (access, tasks)
   }
 
   /** Commit-log byte ranges, in log order, allowed by the offset and time bounds (`Store.timeRanges`: one
@@ -227,7 +281,8 @@ object ScanPlanner {
     }
 
   /** Index probes of `probes` (kind -> values, their offsets united with `points`), on the driver or, for
-    * many values of one kind, on executors; each probe also scans what the index lacks (`Store.indexLookup`).
+    * many values of one kind, on executors; each probe also probes the side index of what the index lacks
+    * (`Store.sideIndex`, built here when needed).
     * None (and a note) when the index cannot answer.
     */
   private def keyIndexTasks(
@@ -248,21 +303,23 @@ object ScanPlanner {
         notes += s"store ${store.root}: index cannot answer the $kinds lookup (${e.getMessage}); scanning instead"
         return None
     }
+    // the side index of what the broker's index lacks (ROLLBACK records, the log past its end, lost index
+    // files): built here, once, before executors probe it
+    val lacking = store.lackingRanges
+    val side = store.sideIndex(lacking)
+    side.note.foreach(n => notes += s"store ${store.root}: $n")
     // without a topic predicate, every topic that can have indexed records
-    val topics = b.topics.fold(store.indexedTopics.toIndexedSeq)(_.toIndexedSeq.sorted)
-    // the index lacks ROLLBACK records, which the lookup scans for; queue windows never select one (in no queue)
-    val unindexed = if (b.windows.isDefined) IndexedSeq.empty else Ranges.within(store.unindexedRanges, lo, hi)
-    if (unindexed.nonEmpty) notes += scanNote(store, unindexed, Unindexed, "by the index lookup")
+    val topics = b.topics.fold(store.keyTopics(side).toIndexedSeq)(_.toIndexedSeq.sorted)
     val probeTasks = probes match {
       case Seq((kind, values)) if values.size > settings.keyProbePartitionThreshold && points.isEmpty =>
         val buckets =
           math.max(settings.minPartitions.getOrElse(1), ceilDiv(values.size, settings.keyProbePartitionThreshold).toInt)
         val grouped = values.groupBy(v => ProbeBucket(v, buckets))
         (0 until buckets).filter(grouped.contains).map { i =>
-          KeyProbeTask(index, kind, grouped(i), i, buckets, values.toSet, topics, lo, hi, unindexed)
+          KeyProbeTask(index, kind, grouped(i), i, buckets, values.toSet, topics, lo, hi, lacking)
         }
       case _ =>
-        val found = store.indexLookup(topics, probes.flatMap(_._2).distinct, unindexed) ++ points
+        val found = store.indexLookup(topics, probes.flatMap(_._2).distinct, lacking) ++ points
         offsetTasks(index, found.distinct.sorted.filter(o => o >= lo && o < hi), settings)
     }
     Some(probeTasks)
@@ -319,20 +376,22 @@ object ScanPlanner {
       }
     }
 
-  /** A task per piece of `Store.splitRanges` inside each of `ranges` (sorted, disjoint). */
-  private def rangeTasks(index: Int, store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[ReadTask] = {
+  /** A task per piece of `rangePieces`. */
+  private def rangeTasks(index: Int, store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[ReadTask] =
+    rangePieces(store, ranges, settings).map { case (s, e) => RangeTask(index, s, e) }
+
+  /** `ranges` (sorted, disjoint) cut like a scan's tasks: pieces of `Store.splitRanges` (never across
+    * segments, at most `maxBytesPerPartition`, at least `minPartitions` of them).
+    */
+  private def rangePieces(store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[(Long, Long)] = {
     val total = ranges.map { case (lo, hi) => hi - lo }.sum
     val maxBytes = settings.minPartitions.fold(settings.maxBytesPerPartition) { n =>
       math.max(1L, math.min(settings.maxBytesPerPartition, ceilDiv(total, n)))
     }
-    store.splitRanges(maxBytes).flatMap { case (start, end) =>
-      Ranges.within(ranges, start, end).map { case (s, e) => RangeTask(index, s, e) }
-    }
+    store.splitRanges(maxBytes).flatMap { case (start, end) => Ranges.within(ranges, start, end) }
   }
 
-  /** Slices of the selected queues (windows, or every queue of the topics), clipped to the queue-offset
-    * bounds and the queues' files, grouped into tasks of about `UnitsPerQueueTask` units.
-    */
+  /** The slices of `topicSlices`, grouped into tasks of about `UnitsPerQueueTask` units. */
   private def queueTasks(
       index: Int,
       store: Store,
@@ -342,25 +401,7 @@ object ScanPlanner {
       exclude: IndexedSeq[(Long, Long)],
       settings: Settings
   ): Seq[ReadTask] = {
-    val slices = b.windows match {
-      case Some(ws) =>
-        ws.filter(w => b.topics.forall(_.contains(w.topic)) && b.queueIds.forall(_.contains(w.queueId)))
-          .map(w => QueueSlice(w.topic, w.queueId, w.start, w.end))
-      case None =>
-        val known = store.topics.toSet
-        for {
-          topic <- b.topics.get.toIndexedSeq.sorted if known.contains(topic)
-          queueId <- store.queueIds(topic) if b.queueIds.forall(_.contains(queueId))
-        } yield {
-          val (first, last) = store.queueRange(topic, queueId)
-          QueueSlice(topic, queueId, first, last)
-        }
-    }
-    val clipped = slices.flatMap { s =>
-      val start = b.queueLo.fold(s.start)(math.max(s.start, _))
-      val end = b.queueHi.fold(s.end)(math.min(s.end, _))
-      store.queueSpans(s.topic, s.queueId, start, end).map { case (a, z) => QueueSlice(s.topic, s.queueId, a, z) }
-    }
+    val clipped = topicSlices(store, b)
     val totalUnits = clipped.map(s => s.end - s.start).sum
     val unitsPerTask = settings.minPartitions.filter(_ => totalUnits > 0).fold(UnitsPerQueueTask) { n =>
       math.max(1L, math.min(UnitsPerQueueTask, ceilDiv(totalUnits, n)))
@@ -385,6 +426,31 @@ object ScanPlanner {
     }
     if (group.nonEmpty) tasks += QueueSliceTask(index, group, tags, lo, hi, exclude)
     tasks.result()
+  }
+
+  /** The queue slices a topic or queue-window plan reads (windows, or every queue of the topics), clipped to
+    * the queue-offset bounds and the queues' files.
+    */
+  private def topicSlices(store: Store, b: Bounds): IndexedSeq[QueueSlice] = {
+    val slices = b.windows match {
+      case Some(ws) =>
+        ws.filter(w => b.topics.forall(_.contains(w.topic)) && b.queueIds.forall(_.contains(w.queueId)))
+          .map(w => QueueSlice(w.topic, w.queueId, w.start, w.end))
+      case None =>
+        val known = store.topics.toSet
+        for {
+          topic <- b.topics.get.toIndexedSeq.sorted if known.contains(topic)
+          queueId <- store.queueIds(topic) if b.queueIds.forall(_.contains(queueId))
+        } yield {
+          val (first, last) = store.queueRange(topic, queueId)
+          QueueSlice(topic, queueId, first, last)
+        }
+    }
+    slices.flatMap { s =>
+      val start = b.queueLo.fold(s.start)(math.max(s.start, _))
+      val end = b.queueHi.fold(s.end)(math.min(s.end, _))
+      store.queueSpans(s.topic, s.queueId, start, end).map { case (a, z) => QueueSlice(s.topic, s.queueId, a, z) }
+    }
   }
 
   private def ceilDiv(a: Long, b: Long): Long = -Math.floorDiv(-a, b)

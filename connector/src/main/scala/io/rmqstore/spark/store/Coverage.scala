@@ -1,8 +1,10 @@
 package io.rmqstore.spark.store
 
+import java.nio.charset.StandardCharsets.UTF_8
 import java.security.MessageDigest
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 
 import io.rmqstore.spark.format.Layout
 
@@ -33,11 +35,17 @@ final case class SegmentVerdict(
   * topic of PREPARED records only has no queue, yet is in the index).
   *
   * Verdicts are cached in memory per JVM by segment identity (path, size, last-modified time, where its
-  * records end) and the set of queues. While those are the same, queues can only gain units, so a cached
-  * gap may since have been filled: it is scanned for nothing, never a record missed. Unlike Python there
-  * is no on-disk cache.
+  * records end) and the set of queues, and for a local store on disk outside the store in the files of
+  * python/rmqstore/store/coverage.py (`SegmentCache` kind `coverage`, salted with the sha256 of the JSON list
+  * of queue names), so a new JVM, or the Python engine, does not read every consume queue again. While those
+  * are the same, queues can only gain units, so a cached gap may since have been filled: it is scanned for
+  * nothing, never a record missed.
   */
 private[store] object Coverage {
+
+  /** python/rmqstore/store/coverage.py `CACHE_KIND` and `CACHE_VERSION`: the same files. */
+  final val CacheKind = "coverage"
+  final val CacheVersion = 4
 
   /** Verdicts kept per JVM (least recently used dropped first). */
   final val CachedSegments = 1 << 16
@@ -52,27 +60,49 @@ private[store] object Coverage {
   )
 
   /** A verdict for every segment holding records (base offset below the valid end), in log order.
-    * `queues`: every consume queue of the store, named "topic/queueId".
+    * `queues`: every consume queue of the store, named "topic/queueId"; `diskCache`: the store's cache of
+    * kind `CacheKind` salted with the given digest of the queue names (None for a remote store).
     */
-  def verdicts(log: CommitLog, queues: Seq[(String, ConsumeQueue)]): IndexedSeq[SegmentVerdict] = {
+  def verdicts(
+      log: CommitLog,
+      queues: Seq[(String, ConsumeQueue)],
+      diskCache: String => Option[SegmentCache]
+  ): IndexedSeq[SegmentVerdict] = {
     val live = log.segments.filter(_.baseOffset < log.end)
     if (live.isEmpty) return IndexedSeq.empty
     val digest = queuesDigest(queues.map(_._1).sorted)
+    val disk = diskCache(digest)
     val identities =
       live.map(seg => Identity(seg.path, seg.size, seg.modifiedMs, math.min(seg.endOffset, log.end), digest))
-    val known = identities.map(id => Option(verdictCache.get(id)))
+    lazy val stored = disk.fold(Map.empty[Long, IndexedSeq[com.fasterxml.jackson.databind.JsonNode]])(
+      _.load(live, log.end)
+    )
+    val known = live.indices.map { i =>
+      Option(verdictCache.get(identities(i))).orElse(stored.get(live(i).baseOffset).flatMap(fromEntry))
+    }
     val missing = live.indices.filter(i => known(i).isEmpty)
     val fresh = compute(log, missing.map(live), queues.map(_._2))
-    missing.zip(fresh).foreach { case (i, v) => verdictCache.put(identities(i), v) }
     val byIndex = missing.zip(fresh).toMap
-    live.indices.map(i => known(i).getOrElse(byIndex(i)))
+    val all = live.indices.map(i => known(i).getOrElse(byIndex(i)))
+    live.indices.foreach(i => verdictCache.put(identities(i), all(i)))
+    if (fresh.nonEmpty)
+      disk.foreach(_.save(live.indices.map(i => live(i) -> Seq(all(i).gaps, all(i).unindexed, all(i).topics)), log.end))
+    all
   }
 
-  private def queuesDigest(names: Seq[String]): String = {
-    val sha = MessageDigest.getInstance("SHA-256")
-    names.foreach(n => sha.update((n + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8)))
-    sha.digest().map(b => f"$b%02x").mkString
-  }
+  /** A verdict from its cached entry (`[gaps, unindexed, topics]`), None when it is not that shape. */
+  private def fromEntry(entry: IndexedSeq[com.fasterxml.jackson.databind.JsonNode]): Option[SegmentVerdict] =
+    if (entry.size < 3 || !entry(2).isArray || !entry(2).elements.asScala.forall(_.isTextual)) None
+    else
+      for {
+        gaps <- SegmentCache.ranges(entry(0))
+        unindexed <- SegmentCache.ranges(entry(1))
+      } yield SegmentVerdict(gaps, unindexed, entry(2).elements.asScala.map(_.asText).toIndexedSeq)
+
+  /** coverage.py's salt: the sha256 (hex) of the JSON list of queue names, sorted. */
+  private def queuesDigest(names: Seq[String]): String =
+    MessageDigest.getInstance("SHA-256").digest(SegmentCache.pythonJson(names).getBytes(UTF_8))
+      .map(b => f"$b%02x").mkString
 
   /** Verdicts for `segments` (in log order) from the units of every queue. */
   private def compute(

@@ -23,6 +23,16 @@ object Ranges {
     out.toIndexedSeq
   }
 
+  /** The union of `ranges` (any order, may overlap or touch), sorted and disjoint. */
+  def union(ranges: Seq[(Long, Long)]): IndexedSeq[(Long, Long)] = {
+    val merged = mutable.ArrayBuffer.empty[(Long, Long)]
+    for ((start, end) <- ranges.sorted)
+      if (merged.nonEmpty && start <= merged.last._2)
+        merged(merged.length - 1) = (merged.last._1, math.max(merged.last._2, end))
+      else merged += ((start, end))
+    merged.toIndexedSeq
+  }
+
   /** `ranges` clipped to [lo, hi). */
   def within(ranges: Seq[(Long, Long)], lo: Long, hi: Long): IndexedSeq[(Long, Long)] =
     ranges.iterator.map { case (a, b) => (math.max(a, lo), math.min(b, hi)) }.filter { case (a, b) => a < b }

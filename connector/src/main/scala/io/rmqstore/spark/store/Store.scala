@@ -246,47 +246,79 @@ final class Store private (
     index.candidates(topic, key)
   }
 
-  /** Where key lookups scan from: records from here on are not indexed yet (§5.5, §5.7). */
-  def indexTailStart: Long = math.max(indexedEnd, minOffset)
-
   /** IndexUnavailableException when the index cannot answer a lookup completely: an index file is unusable,
-    * or the log runs more than `IndexTailScanLimit` bytes past `indexTailStart` (e.g. no index at all), a
-    * tail the lookup would have to scan: scan instead (python/rmqstore/store/store.py `_lookup`).
+    * or the index lacks more than `IndexTailScanLimit` bytes besides ROLLBACK records (records past its end
+    * or of lost index files, `SideIndex.indexHoles`; e.g. no index at all): scan instead
+    * (python/rmqstore/store/store.py `side_index`).
     */
   def checkIndexAnswers(): Unit = {
     val bad = index.problems
     if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
-    val tail = logEnd - indexTailStart
-    if (tail > IndexTailScanLimit)
+    val holes = indexHoles
+    val lacking = holes.map { case (a, b) => b - a }.sum
+    if (lacking > IndexTailScanLimit)
       throw new IndexUnavailableException(
-        s"the index ends at physical offset $indexTailStart, $tail bytes before the end of the log " +
-          s"(limit $IndexTailScanLimit): scan instead"
+        s"the index lacks $lacking bytes of the log in ${holes.size} range(s) from physical offset " +
+          s"${holes.head._1} (records past its end or of lost index files; limit $IndexTailScanLimit): scan instead"
       )
   }
 
-  /** Offsets of the records that may have one of `keys` as a KEYS token or UNIQ_KEY in one of `topics`,
-    * sorted and distinct, unconfirmed: the index's hash candidates of `topic#key` (§5.6), and the records
-    * the index lacks whose topic and a token or UNIQ_KEY match, found by scanning (PERMISSIVE) the
-    * `unindexed` ranges before the index's end (ROLLBACK records, §5.4: the caller's part of
-    * `unindexedRanges`) and the log past it (`indexTailStart`). Raises IndexUnavailableException as
-    * `checkIndexAnswers`.
+  /** The parts of [minOffset, logEnd) outside every usable index file's span: records past the newest
+    * file's end or of lost files, sorted and disjoint (`SideIndex.indexHoles`).
     */
-  def indexLookup(topics: Seq[String], keys: Seq[String], unindexed: Seq[(Long, Long)]): Array[Long] = {
+  lazy val indexHoles: IndexedSeq[(Long, Long)] = SideIndex.indexHoles(this)
+
+  /** The commit-log ranges whose records may be missing from the broker's index, sorted and disjoint:
+    * `unindexedRanges` (ROLLBACK records), the log past the index's end and the records of lost index files
+    * (`SideIndex.lackingRanges`).
+    */
+  def lackingRanges: IndexedSeq[(Long, Long)] = SideIndex.lackingRanges(this)
+
+  private var side: SideIndexParts = _
+
+  /** The side index of `lacking` (`lackingRanges`, here or on the driver), opened once per Store: from the
+    * cache directory where it holds, else built from a scan of only those ranges (counted in `lookupStats`)
+    * and cached; its `note` says when it was built (`SideIndex`).
+    */
+  def sideIndex(lacking: Seq[(Long, Long)]): SideIndexParts = {
+    if (side == null) side = SideIndex.open(this, lacking)
+    side
+  }
+
+  /** Commit-log bytes and records read by key lookups through this Store besides the records they return:
+    * side index builds and the index headers' last records (`bytesRead` of the planning or probing task).
+    */
+  val lookupStats: ScanStats = ScanStats()
+
+  /** Offsets of the records that may have one of `keys` as a KEYS token or UNIQ_KEY in one of `topics`,
+    * sorted and distinct, unconfirmed: the hash candidates of `topic#key` (§5.6) in the index files and in
+    * the side index of `lacking` (`sideIndex`). Raises IndexUnavailableException as `checkIndexAnswers`.
+    */
+  def indexLookup(topics: Seq[String], keys: Seq[String], lacking: Seq[(Long, Long)]): Array[Long] = {
     checkIndexAnswers()
+    val extra = sideIndex(lacking)
     val found = mutable.ArrayBuilder.make[Long]
     val probes = for (topic <- topics; key <- keys) yield (topic, key)
     index.prefetch(probes)
-    for ((topic, key) <- probes) found ++= index.candidates(topic, key)
-    val (topicSet, wanted) = (topics.toSet, keys.toSet)
-    val tailStart = indexTailStart
-    val before = unindexed.iterator.filter(_._1 < tailStart).map { case (s, e) => (s, math.min(e, tailStart)) }
-    for ((start, end) <- before ++ Iterator((tailStart, logEnd)))
-      scan(start, end, verifyCrc = false, permissive = true) { v =>
-        if (topicSet(v.topic) && (wanted(v.uniqKey) || Option(v.keys).exists(_.exists(wanted))))
-          found += v.physicalOffset
-      }
+    for ((topic, key) <- probes) {
+      found ++= index.candidates(topic, key)
+      found ++= extra.candidates(topic, key)
+    }
     found.result().distinct.sorted
   }
+
+  /** The topics a key lookup without a topic predicate probes, sorted: `indexedTopics` and the topics of
+    * the side index's records.
+    */
+  def keyTopics(side: SideIndexParts): Seq[String] = (indexedTopics ++ side.topics).distinct.sorted
+
+  /** The cache of `kind` in the cache directory for a local store, None for a remote one. */
+  private[store] def localCache(kind: String, version: Int, salt: String): Option[SegmentCache] =
+    if (fs.isInstanceOf[io.rmqstore.spark.io.LocalFileSystem])
+      Some(SegmentCache.forLocalStore(root, commitlogDir, kind, version, salt))
+    else None
+
+  private[store] def commitLog: CommitLog = log
 
   /** Index probes made through this Store so far by `indexLookup` and `indexCandidates` (`IndexFiles.probes`):
     * topics x keys x usable index files with entries per lookup; the scan's `indexProbes` metric.
@@ -371,25 +403,42 @@ final class Store private (
     * record). A tagsCode that is not a tag hash is kept: ConsumeQueueExt addresses (§4.4) and every unit of
     * SCHEDULE_TOPIC_XXXX (a delivery time, §4.2).
     */
-  def queueOffsets(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]): Iterator[Long] = {
+  def queueOffsets(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]): Iterator[Long] =
+    selectedUnits(topic, queueId, start, end, tags).map(_.phyOffset)
+
+  /** (physical offset, size) of the units `queueOffsets` keeps: what a plan reading them selects. */
+  def queueSelection(
+      topic: String,
+      queueId: Int,
+      start: Long,
+      end: Long,
+      tags: Option[Seq[String]]
+  ): Iterator[(Long, Int)] =
+    selectedUnits(topic, queueId, start, end, tags).map(u => (u.phyOffset, u.size))
+
+  private def selectedUnits(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]) = {
     val units = queue(topic, queueId).units(start, end)
     val codes = tags.map(_.map(JavaHash.tagsCode).toSet)
-    val kept = codes match {
+    codes match {
       case Some(c) if topic != Layout.ScheduleTopic =>
         units.filter(u => c.contains(u.tagsCode) || ConsumeQueueUnit.isExtAddress(u.tagsCode))
       case _ => units
     }
-    kept.map(_.phyOffset)
   }
 
   // ---- coverage -------------------------------------------------------------------------------
 
   private lazy val coverage: IndexedSeq[SegmentVerdict] =
-    Coverage.verdicts(log, for (t <- topics; q <- queueIds(t)) yield (s"$t/$q", queue(t, q)))
+    Coverage.verdicts(
+      log,
+      for (t <- topics; q <- queueIds(t)) yield (s"$t/$q", queue(t, q)),
+      digest => localCache(Coverage.CacheKind, Coverage.CacheVersion, digest)
+    )
 
   /** Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to: transaction
     * PREPARED / ROLLBACK records (§4.1), records the queues have not caught up with and records of topics
-    * without a queue directory; everything else is found through the queues (`Coverage`, cached per JVM).
+    * without a queue directory; everything else is found through the queues (`Coverage`, cached per JVM
+    * and, for a local store, in the cache directory).
     */
   def uncoveredRanges: IndexedSeq[(Long, Long)] = coverage.flatMap(_.gaps)
 
@@ -498,8 +547,10 @@ object Store {
 
   private final val ProbeBytes = CommitLog.ProbeBytes
 
-  /** Key lookups scan at most this many bytes past the index's end, else they refuse (scan instead). */
-  final val IndexTailScanLimit: Long = 64L << 20
+  /** Key lookups index at most this many bytes the index lacks besides ROLLBACK records (records past its
+    * end, lost index files) in the side index, else they refuse (scan instead); Python's INDEX_TAIL_SCAN_LIMIT.
+    */
+  final val IndexTailScanLimit: Long = 1L << 30
 
   /** Open a store read-only.
     *

@@ -1,0 +1,148 @@
+package io.rmqstore.spark.store
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.{AtomicMoveNotSupportedException, Files, Path, Paths, StandardCopyOption}
+import java.security.MessageDigest
+import java.util.concurrent.TimeUnit
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+/** Facts about the commit-log segments of a local store cached on disk outside the store, in the files of
+  * python/rmqstore/store/segment_cache.py, so that what one engine built serves the other.
+  *
+  * The entries of one store live in one JSON file, `<kind>/<sha256 of the store's identity>.json` under
+  * `SegmentCache.root` (never inside the store), keyed by segment file name: `{"version", "salt",
+  * "segments": {name: [size, mtime in ns, records' end or null, *entry]}}`. An entry is reused while its
+  * segment has the same size and mtime and, for the segment holding the valid end, the same records' end,
+  * and while the salt and the version are the same. The identity is Python's `json.dumps([realpath of the
+  * root, [realpath of the commit-log directory]])`. Remote stores have no cache here.
+  */
+private[store] final class SegmentCache(val path: Path, version: Int, salt: String) {
+  import SegmentCache._
+
+  /** Base offset -> cached entry (the JSON values after the key), for the segments of `live` whose entry
+    * is still valid; `logEnd`: the store's valid end.
+    */
+  def load(live: Seq[Segment], logEnd: Long): Map[Long, IndexedSeq[JsonNode]] = {
+    val entries = read()
+    live.flatMap { seg =>
+      entries.get(seg.name).collect {
+        case entry if entry.size >= 3 && keyMatches(entry, key(seg, logEnd)) => seg.baseOffset -> entry.drop(3)
+      }
+    }.toMap
+  }
+
+  /** Write these entries (JSON values) as the whole cache, by atomic rename; failures are only ignored
+    * (a cache that cannot be written is built again next time).
+    */
+  def save(entries: Seq[(Segment, Seq[Any])], logEnd: Long): Unit = {
+    val segments = new java.util.LinkedHashMap[String, Any]()
+    entries.foreach { case (seg, entry) => segments.put(seg.name, toJava(key(seg, logEnd) ++ entry)) }
+    val doc = new java.util.LinkedHashMap[String, Any]()
+    doc.put("version", version)
+    doc.put("salt", salt)
+    doc.put("segments", segments)
+    try {
+      Files.createDirectories(path.getParent)
+      val tmp = Files.createTempFile(path.getParent, "", ".tmp")
+      try {
+        Files.write(tmp, Mapper.writeValueAsBytes(doc))
+        moveAtomically(tmp, path)
+      } finally Files.deleteIfExists(tmp)
+    } catch { case NonFatal(_) => () }
+  }
+
+  private def read(): Map[String, IndexedSeq[JsonNode]] =
+    try {
+      val doc = Mapper.readTree(Files.readAllBytes(path))
+      val fits = doc != null && doc.isObject && doc.path("version").isInt && doc.path("version").asInt == version &&
+        doc.path("salt").isTextual && doc.path("salt").asText == salt && doc.path("segments").isObject
+      if (!fits) Map.empty
+      else
+        doc.get("segments").fields.asScala.collect {
+          case e if e.getValue.isArray => e.getKey -> e.getValue.elements.asScala.toIndexedSeq
+        }.toMap
+    } catch { case NonFatal(_) => Map.empty }
+
+  /** Size, mtime (ns) and, for the segment holding the valid end, where its records end. */
+  private def key(seg: Segment, logEnd: Long): Seq[Any] = Seq(
+    seg.size,
+    Files.getLastModifiedTime(Paths.get(seg.path)).to(TimeUnit.NANOSECONDS),
+    if (seg.contains(logEnd)) logEnd - seg.baseOffset else null
+  )
+
+  private def keyMatches(entry: IndexedSeq[JsonNode], wanted: Seq[Any]): Boolean =
+    entry.take(3).zip(wanted).forall {
+      case (node, null) => node.isNull
+      case (node, value: Long) => node.canConvertToLong && node.isIntegralNumber && node.asLong == value
+      case _ => false
+    }
+}
+
+private[store] object SegmentCache {
+
+  /** python/rmqstore/cachedir.py: where rmqstore keeps caches of its own. */
+  final val CacheDirEnv = "RMQSTORE_CACHE_DIR"
+
+  private val Mapper = new ObjectMapper()
+
+  /** `$RMQSTORE_CACHE_DIR`, else `$XDG_CACHE_HOME/rmqstore`, else `~/.cache/rmqstore` (cachedir.py). */
+  def root: Path =
+    Option(System.getenv(CacheDirEnv)).filter(_.nonEmpty).map(Paths.get(_)).getOrElse {
+      val base = Option(System.getenv("XDG_CACHE_HOME")).filter(_.nonEmpty).map(Paths.get(_))
+        .getOrElse(Paths.get(System.getProperty("user.home"), ".cache"))
+      base.resolve("rmqstore")
+    }
+
+  /** The cache of kind `kind` of the local store at `root` whose log is in `commitlogDir`. */
+  def forLocalStore(root: String, commitlogDir: String, kind: String, version: Int, salt: String = ""): SegmentCache = {
+    val real = (p: String) => Paths.get(p).toRealPath().toString
+    val identity = pythonJson(Seq[Any](real(root), Seq(real(commitlogDir))))
+    val digest = MessageDigest.getInstance("SHA-256").digest(identity.getBytes(UTF_8)).map(b => f"$b%02x").mkString
+    new SegmentCache(SegmentCache.root.resolve(kind).resolve(digest + ".json"), version, salt)
+  }
+
+  /** Byte ranges cached as `[[start, end], ...]`, None when `node` is not that shape. */
+  def ranges(node: JsonNode): Option[IndexedSeq[(Long, Long)]] = {
+    val pairs = node.elements.asScala.toIndexedSeq
+    val ok = node.isArray &&
+      pairs.forall(p => p.isArray && p.size == 2 && p.get(0).isIntegralNumber && p.get(1).isIntegralNumber)
+    if (ok) Some(pairs.map(p => (p.get(0).asLong, p.get(1).asLong))) else None
+  }
+
+  /** Replace `target` by `source`, atomically where the file system can. */
+  def moveAtomically(source: Path, target: Path): Unit =
+    try Files.move(source, target, StandardCopyOption.ATOMIC_MOVE)
+    catch {
+      case _: AtomicMoveNotSupportedException => Files.move(source, target, StandardCopyOption.REPLACE_EXISTING)
+    }
+
+  /** Python's `json.dumps` of strings and lists with its default separators and `ensure_ascii`. */
+  private[store] def pythonJson(value: Any): String = value match {
+    case s: String =>
+      val out = new StringBuilder("\"")
+      s.foreach {
+        case '"' => out ++= "\\\""
+        case '\\' => out ++= "\\\\"
+        case '\n' => out ++= "\\n"
+        case '\r' => out ++= "\\r"
+        case '\t' => out ++= "\\t"
+        case '\b' => out ++= "\\b"
+        case '\f' => out ++= "\\f"
+        case c if c < 0x20 || c > 0x7e => out ++= f"\\u${c.toInt}%04x"
+        case c => out += c
+      }
+      out.append('"').toString
+    case items: Seq[_] => items.map(pythonJson).mkString("[", ", ", "]")
+    case other => throw new IllegalArgumentException(s"not a string or a list: $other")
+  }
+
+  private def toJava(value: Any): Any = value match {
+    case items: Seq[_] => items.map(toJava).asJava
+    case (a, b) => java.util.List.of(toJava(a).asInstanceOf[AnyRef], toJava(b).asInstanceOf[AnyRef])
+    case other => other
+  }
+}
