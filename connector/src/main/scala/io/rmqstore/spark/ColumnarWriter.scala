@@ -2,24 +2,38 @@ package io.rmqstore.spark
 
 import java.nio.charset.StandardCharsets.UTF_8
 
+import scala.annotation.switch
+
 import org.apache.spark.sql.execution.vectorized.{OnHeapColumnVector, WritableColumnVector}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
 
-import format.{Hosts, MsgId, RecordView}
+import format.{Compression, Hosts, MsgId, Properties, RecordView, Utf8}
 
 /** Decoded records -> on-heap column vectors of the requested columns only (a query needing no
   * column, such as count(), gets batches with zero columns and `numRows` set). One writer per task,
   * reset per batch.
+  *
+  * Text columns are copied as UTF-8 bytes straight from the record (through reusable scratch arrays), no
+  * String built; bytes that are not well-formed UTF-8 go through Java's decoder, which replaces them with
+  * U+FFFD as RocketMQ does.
   */
 final class ColumnarWriter(schema: StructType, broker: String, decompress: Boolean) {
-  private val capacity = ColumnarWriter.InitialRows
+  import ColumnarWriter._
+
+  private val capacity = InitialRows
   private val vectors: Array[WritableColumnVector] =
     schema.fields.map(f => new OnHeapColumnVector(capacity, f.dataType))
-  private val names: Array[String] = schema.fieldNames
+  private val columns: Array[Int] = schema.fieldNames.map(column)
   private val brokerBytes = broker.getBytes(UTF_8)
   private val scratch = new Array[Byte](math.max(MsgId.MaxLength, Hosts.MaxTextLength))
-  private val hasBody = names.contains("body")
+  private var text = new Array[Byte](256)
+  private var stored = new Array[Byte](64 << 10)
+  private var tokens = new Array[Int](64)
+  private lazy val spans = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
+  private val hasBody = columns.contains(Body)
+  private var body: Array[Byte] = null
+  private var bodyLength = 0
   private var rows = 0
 
   def numRows: Int = rows
@@ -28,10 +42,10 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
     * be decompressed, which PERMISSIVE skips), is decoded before any column is written.
     */
   def append(r: RecordView): Unit = {
-    val body = if (hasBody) r.body(decompress) else null
+    if (hasBody) readBody(r)
     var i = 0
     while (i < vectors.length) {
-      write(vectors(i), names(i), r, body)
+      write(vectors(i), columns(i), r)
       i += 1
     }
     rows += 1
@@ -48,42 +62,94 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
 
   def close(): Unit = vectors.foreach(_.close())
 
-  private def string(v: WritableColumnVector, s: String): Unit =
-    if (s == null) v.appendNull() else { val b = s.getBytes(UTF_8); v.appendByteArray(b, 0, b.length) }
+  // The body into `body`/`bodyLength`: the stored bytes copied into a reused array, or a decompressed copy.
+  private def readBody(r: RecordView): Unit = {
+    val length = math.max(r.bodyLength, 0)
+    if (decompress && Compression.applies(r.sysFlag, length)) {
+      body = r.body(decompress)
+      bodyLength = body.length
+    } else {
+      if (stored.length < length) stored = new Array[Byte](length)
+      r.buffer.get(r.bodyPosition, stored, 0, length)
+      body = stored
+      bodyLength = length
+    }
+  }
 
-  private def write(v: WritableColumnVector, name: String, r: RecordView, body: Array[Byte]): Unit = name match {
-    case "topic" => string(v, r.topic)
-    case "queueId" => v.appendInt(r.queueId)
-    case "queueOffset" => v.appendLong(r.queueOffset)
-    case "commitLogOffset" => v.appendLong(r.physicalOffset)
-    case "storeSize" => v.appendInt(r.totalSize)
-    case "msgId" => v.appendByteArray(scratch, 0, r.msgIdBytes(scratch, 0))
-    case "uniqKey" => string(v, r.uniqKey)
-    case "key" => string(v, r.key)
-    case "keys" =>
-      val keys = r.keys
-      if (keys == null) v.appendNull()
-      else {
-        v.appendArray(keys.length) // records the child's current length as this row's offset
-        keys.foreach(k => string(v.arrayData(), k))
+  private def utf8(v: WritableColumnVector, bytes: Array[Byte], at: Int, length: Int): Unit =
+    if (Utf8.isValid(bytes, at, length)) v.appendByteArray(bytes, at, length)
+    else {
+      val decoded = new String(bytes, at, length, UTF_8).getBytes(UTF_8)
+      v.appendByteArray(decoded, 0, decoded.length)
+    }
+
+  // A KEYS, TAGS or UNIQ_KEY value (RecordView.wellKnownAt), null when absent.
+  private def wellKnown(v: WritableColumnVector, r: RecordView, which: Int): Unit = {
+    val at = r.wellKnownAt(which)
+    if (at < 0) v.appendNull() else utf8(v, r.propertyArray, at, r.wellKnownLength(which))
+  }
+
+  private def topic(v: WritableColumnVector, r: RecordView): Unit = {
+    val length = math.max(r.topicLength, 0)
+    if (text.length < length) text = new Array[Byte](length)
+    r.buffer.get(r.topicPosition, text, 0, length)
+    utf8(v, text, 0, length)
+  }
+
+  private def keys(v: WritableColumnVector, r: RecordView): Unit = {
+    if (tokens.length < r.propertiesLength + 2) tokens = new Array[Int](r.propertiesLength + 2)
+    val n = r.keyTokenSpans(tokens)
+    if (n < 0) v.appendNull()
+    else {
+      v.appendArray(n) // records the child's current length as this row's offset
+      val bytes = r.propertyArray
+      val child = v.arrayData()
+      var i = 0
+      while (i < n) {
+        utf8(child, bytes, tokens(2 * i), tokens(2 * i + 1))
+        i += 1
       }
-    case "tags" => string(v, r.tags)
-    case "body" => v.appendByteArray(body, 0, body.length)
-    case "bodyCrc" => v.appendInt(r.bodyCrc)
-    case "flag" => v.appendInt(r.flag)
-    case "sysFlag" => v.appendInt(r.sysFlag)
-    case "bornTimestamp" => v.appendLong(r.bornTimestampMs * 1000L)
-    case "storeTimestamp" => v.appendLong(r.storeTimestampMs * 1000L)
-    case "bornHost" => v.appendByteArray(scratch, 0, r.bornHostBytes(scratch, 0))
-    case "storeHost" => v.appendByteArray(scratch, 0, r.storeHostBytes(scratch, 0))
-    case "reconsumeTimes" => v.appendInt(r.reconsumeTimes)
-    case "preparedTransactionOffset" => v.appendLong(r.preparedTransactionOffset)
-    case "properties" =>
-      val props = r.properties
-      v.appendArray(props.size) // offsets/lengths in the parent, keys in child 0, values in child 1
-      props.forEach { (k, value) => string(v.getChild(0), k); string(v.getChild(1), value) }
-    case RmqSchema.Broker => v.appendByteArray(brokerBytes, 0, brokerBytes.length)
-    case other => throw new IllegalArgumentException(s"rmqstore: no column $other") // RmqSchema.validate
+    }
+  }
+
+  private def properties(v: WritableColumnVector, r: RecordView): Unit = {
+    val n = r.propertySpans(spans)
+    v.appendArray(n) // offsets/lengths in the parent, keys in child 0, values in child 1
+    val bytes = r.propertyArray
+    val names = v.getChild(0)
+    val values = v.getChild(1)
+    var i = 0
+    while (i < n) {
+      val at = i * Properties.SpanInts
+      utf8(names, bytes, spans(at), spans(at + 1))
+      utf8(values, bytes, spans(at + 2), spans(at + 3))
+      i += 1
+    }
+  }
+
+  private def write(v: WritableColumnVector, column: Int, r: RecordView): Unit = (column: @switch) match {
+    case Topic => topic(v, r)
+    case QueueId => v.appendInt(r.queueId)
+    case QueueOffset => v.appendLong(r.queueOffset)
+    case CommitLogOffset => v.appendLong(r.physicalOffset)
+    case StoreSize => v.appendInt(r.totalSize)
+    case MsgIdColumn => v.appendByteArray(scratch, 0, r.msgIdBytes(scratch, 0))
+    case UniqKey => wellKnown(v, r, RecordView.UniqKey)
+    case Key => wellKnown(v, r, RecordView.Keys)
+    case Keys => keys(v, r)
+    case Tags => wellKnown(v, r, RecordView.Tags)
+    case Body => v.appendByteArray(body, 0, bodyLength)
+    case BodyCrc => v.appendInt(r.bodyCrc)
+    case Flag => v.appendInt(r.flag)
+    case SysFlag => v.appendInt(r.sysFlag)
+    case BornTimestamp => v.appendLong(r.bornTimestampMs * 1000L)
+    case StoreTimestamp => v.appendLong(r.storeTimestampMs * 1000L)
+    case BornHost => v.appendByteArray(scratch, 0, r.bornHostBytes(scratch, 0))
+    case StoreHost => v.appendByteArray(scratch, 0, r.storeHostBytes(scratch, 0))
+    case ReconsumeTimes => v.appendInt(r.reconsumeTimes)
+    case PreparedTransactionOffset => v.appendLong(r.preparedTransactionOffset)
+    case PropertiesColumn => properties(v, r)
+    case Broker => v.appendByteArray(brokerBytes, 0, brokerBytes.length)
   }
 }
 
@@ -91,4 +157,54 @@ object ColumnarWriter {
 
   /** Rows per batch; vectors grow on demand. */
   val InitialRows = 4096
+
+  // Column codes, resolved from the schema's names once per writer.
+  private final val Topic = 0
+  private final val QueueId = 1
+  private final val QueueOffset = 2
+  private final val CommitLogOffset = 3
+  private final val StoreSize = 4
+  private final val MsgIdColumn = 5
+  private final val UniqKey = 6
+  private final val Key = 7
+  private final val Keys = 8
+  private final val Tags = 9
+  private final val Body = 10
+  private final val BodyCrc = 11
+  private final val Flag = 12
+  private final val SysFlag = 13
+  private final val BornTimestamp = 14
+  private final val StoreTimestamp = 15
+  private final val BornHost = 16
+  private final val StoreHost = 17
+  private final val ReconsumeTimes = 18
+  private final val PreparedTransactionOffset = 19
+  private final val PropertiesColumn = 20
+  private final val Broker = 21
+
+  private def column(name: String): Int = name match {
+    case "topic" => Topic
+    case "queueId" => QueueId
+    case "queueOffset" => QueueOffset
+    case "commitLogOffset" => CommitLogOffset
+    case "storeSize" => StoreSize
+    case "msgId" => MsgIdColumn
+    case "uniqKey" => UniqKey
+    case "key" => Key
+    case "keys" => Keys
+    case "tags" => Tags
+    case "body" => Body
+    case "bodyCrc" => BodyCrc
+    case "flag" => Flag
+    case "sysFlag" => SysFlag
+    case "bornTimestamp" => BornTimestamp
+    case "storeTimestamp" => StoreTimestamp
+    case "bornHost" => BornHost
+    case "storeHost" => StoreHost
+    case "reconsumeTimes" => ReconsumeTimes
+    case "preparedTransactionOffset" => PreparedTransactionOffset
+    case "properties" => PropertiesColumn
+    case RmqSchema.Broker => Broker
+    case other => throw new IllegalArgumentException(s"rmqstore: no column $other") // RmqSchema.validate
+  }
 }

@@ -118,26 +118,20 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 
   /** Every property, last duplicate wins (§2.8), built once per record. */
   def properties: java.util.Map[String, String] = {
-    if (propsMap == null) propsMap = Properties.parse(propertyBytes, 0, propsLenValue)
+    if (propsMap == null) propsMap = Properties.parse(propertyArray, 0, propsLenValue)
     propsMap
   }
 
-  /** The properties as byte spans (see `Properties.spans`; `out` needs `Properties.SpanInts *
-    * Properties.MaxProperties` ints); returns their number. For copying UTF-8 straight into columns.
+  /** The properties as byte spans in `propertyArray` (see `Properties.spans`; `out` needs
+    * `Properties.SpanInts * Properties.MaxProperties` ints); returns their number. For copying UTF-8
+    * straight into columns.
     */
-  def propertySpans(out: Array[Int]): Int = {
-    val n = Properties.spans(propertyBytes, 0, propsLenValue, out)
-    var i = 0
-    while (i < n) {
-      out(i * Properties.SpanInts) += propsAtValue
-      out(i * Properties.SpanInts + 2) += propsAtValue
-      i += 1
-    }
-    n
-  }
+  def propertySpans(out: Array[Int]): Int = Properties.spans(propertyArray, 0, propertiesLength, out)
 
-  // The PROPERTIES bytes copied once into an array: scanning an array is much faster than a buffer.
-  private def propertyBytes: Array[Byte] = {
+  /** The PROPERTIES bytes, copied once per record into an array (index 0 = the field's first byte; valid
+    * until the next record): scanning an array is much faster than a buffer.
+    */
+  def propertyArray: Array[Byte] = {
     if (!propsCopied) {
       tail()
       if (propsBytes.length < propsLenValue) propsBytes = new Array[Byte](propsLenValue)
@@ -153,21 +147,21 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   /** KEYS split on single spaces, empty tokens dropped (§2.8, §5.4); null without KEYS. */
   def keys: Array[String] = RecordView.splitKeys(key)
 
-  /** The `keys` tokens as (position in `buffer`, length) pairs in `out` (room for `propertiesLength + 2`
-    * ints); returns the number of tokens, -1 without KEYS. For copying UTF-8 straight into columns.
+  /** The `keys` tokens as (position in `propertyArray`, length) pairs in `out` (room for
+    * `propertiesLength + 2` ints); returns the number of tokens, -1 without KEYS. For copying UTF-8
+    * straight into columns.
     */
   def keyTokenSpans(out: Array[Int]): Int = {
-    findWellKnown()
-    val from = wellKnown(0)
+    val from = wellKnownAt(RecordView.Keys)
     if (from < 0) return -1
-    val until = from + wellKnown(1)
+    val until = from + wellKnownLength(RecordView.Keys)
     var count = 0
     var start = from
     var i = from
     while (i <= until) {
       if (i == until || propsBytes(i) == ' ') {
         if (i > start) {
-          out(2 * count) = propsAtValue + start
+          out(2 * count) = start
           out(2 * count + 1) = i - start
           count += 1
         }
@@ -177,6 +171,14 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
     }
     count
   }
+
+  /** Position in `propertyArray` of the value of `RecordView.Keys`, `Tags` or `UniqKey` (-1 when absent),
+    * found with the other two in one pass over the field; its length is `wellKnownLength`.
+    */
+  def wellKnownAt(which: Int): Int = { findWellKnown(); wellKnown(2 * which) }
+
+  /** Length of the value at `wellKnownAt(which)`. */
+  def wellKnownLength(which: Int): Int = { findWellKnown(); wellKnown(2 * which + 1) }
 
   /** The UNIQ_KEY property (client message id), null when absent. */
   def uniqKey: String = wellKnownProperty(RecordView.UniqKey)
@@ -188,15 +190,14 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   private def wellKnownProperty(i: Int): String = {
     if (wellKnownText(i) == null) {
       if (propsMap != null) return propsMap.get(RecordView.WellKnown(i))
-      findWellKnown()
-      if (wellKnown(2 * i) < 0) return null
+      if (wellKnownAt(i) < 0) return null
       wellKnownText(i) = new String(propsBytes, wellKnown(2 * i), wellKnown(2 * i + 1), UTF_8)
     }
     wellKnownText(i)
   }
 
   private def findWellKnown(): Unit = if (!wellKnownFound) {
-    Properties.find(propertyBytes, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
+    Properties.find(propertyArray, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
     wellKnownFound = true
   }
 
@@ -224,9 +225,11 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 }
 
 object RecordView {
-  private final val Keys = 0
-  private final val Tags = 1
-  private final val UniqKey = 2
+
+  /** The properties `wellKnownAt` finds: KEYS, TAGS, UNIQ_KEY. */
+  final val Keys = 0
+  final val Tags = 1
+  final val UniqKey = 2
   private val WellKnown = Array(PropertyKeys, PropertyTags, PropertyUniqKey)
   private val WellKnownNames = WellKnown.map(_.getBytes(US_ASCII))
 

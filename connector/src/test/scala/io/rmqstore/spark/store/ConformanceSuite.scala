@@ -59,13 +59,15 @@ class ConformanceSuite extends AnyFunSuite {
           assert(v.properties.asScala.toMap == stringMap(r.get("properties")), at)
           // The byte-level accessors a columnar reader uses say the same.
           val n = v.propertySpans(spans)
-          def span(i: Int, k: Int) = Properties.text(v.buffer, spans(4 * i + k), spans(4 * i + k + 1))
+          def span(i: Int, k: Int) = new String(v.propertyArray, spans(4 * i + k), spans(4 * i + k + 1), UTF_8)
           val bytes = (0 until n).map(i => span(i, 0) -> span(i, 2))
           assert(bytes.toMap == stringMap(r.get("properties")) && bytes.size == n, at)
           val k = v.keyTokenSpans(spans)
           assert(
             (if (k < 0) None
-             else Some((0 until k).map(i => Properties.text(v.buffer, spans(2 * i), spans(2 * i + 1))))) == tokens,
+             else Some((0 until k).map(i =>
+               new String(v.propertyArray, spans(2 * i), spans(2 * i + 1), UTF_8)
+             ))) == tokens,
             at
           )
           assert(new String(ascii, 0, v.msgIdBytes(ascii, 0), UTF_8) == r.get("msgId").asText, at)
