@@ -26,7 +26,9 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
     schema.fields.map(f => new OnHeapColumnVector(capacity, f.dataType))
   private val columns: Array[Int] = schema.fieldNames.map(column)
   private val brokerBytes = broker.getBytes(UTF_8)
-  private val scratch = new Array[Byte](math.max(MsgId.MaxLength, Hosts.MaxTextLength))
+  private val scratch = new Array[Byte](MsgId.MaxLength)
+  private val bornHosts = new Hosts.Memo
+  private val storeHosts = new Hosts.Memo
   private var text = new Array[Byte](256)
   private var stored = new Array[Byte](64 << 10)
   private var tokens = new Array[Int](64)
@@ -35,6 +37,9 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
   private var body: Array[Byte] = null
   private var bodyLength = 0
   private var rows = 0
+  private var reserved = capacity
+  private var propsChecked = false
+  private var propsValid = false
 
   def numRows: Int = rows
 
@@ -43,9 +48,14 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
     */
   def append(r: RecordView): Unit = {
     if (hasBody) readBody(r)
+    if (rows == reserved) {
+      reserved *= 2
+      vectors.foreach(_.reserve(reserved))
+    }
+    propsChecked = false
     var i = 0
     while (i < vectors.length) {
-      write(vectors(i), columns(i), r)
+      write(vectors(i), columns(i), r, rows)
       i += 1
     }
     rows += 1
@@ -76,80 +86,100 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
     }
   }
 
-  private def utf8(v: WritableColumnVector, bytes: Array[Byte], at: Int, length: Int): Unit =
-    if (Utf8.isValid(bytes, at, length)) v.appendByteArray(bytes, at, length)
+  // Text of `bytes(at until at + length)` as row `row` of `v`, or appended to an array's element vector
+  // `v` when `row` is `Append`; `valid`: already known to be UTF-8.
+  private def utf8(v: WritableColumnVector, row: Int, bytes: Array[Byte], at: Int, length: Int, valid: Boolean): Unit =
+    if (valid || Utf8.isValid(bytes, at, length)) put(v, row, bytes, at, length)
     else {
       val decoded = new String(bytes, at, length, UTF_8).getBytes(UTF_8)
-      v.appendByteArray(decoded, 0, decoded.length)
+      put(v, row, decoded, 0, decoded.length)
     }
 
-  // A KEYS, TAGS or UNIQ_KEY value (RecordView.wellKnownAt), null when absent.
-  private def wellKnown(v: WritableColumnVector, r: RecordView, which: Int): Unit = {
-    val at = r.wellKnownAt(which)
-    if (at < 0) v.appendNull() else utf8(v, r.propertyArray, at, r.wellKnownLength(which))
+  private def put(v: WritableColumnVector, row: Int, bytes: Array[Byte], at: Int, length: Int): Unit =
+    if (row == Append) v.appendByteArray(bytes, at, length) else v.putByteArray(row, bytes, at, length)
+
+  // Whether the whole PROPERTIES field is UTF-8, checked once per record: then so is every name, value
+  // and key token (0x01, 0x02 and spaces never occur inside a multi-byte sequence).
+  private def propertiesValid(r: RecordView): Boolean = {
+    if (!propsChecked) {
+      propsValid = Utf8.isValid(r.propertyArray, 0, r.propertiesLength)
+      propsChecked = true
+    }
+    propsValid
   }
 
-  private def topic(v: WritableColumnVector, r: RecordView): Unit = {
+  // A KEYS, TAGS or UNIQ_KEY value (RecordView.wellKnownAt), null when absent.
+  private def wellKnown(v: WritableColumnVector, row: Int, r: RecordView, which: Int): Unit = {
+    val at = r.wellKnownAt(which)
+    if (at < 0) v.putNull(row) else utf8(v, row, r.propertyArray, at, r.wellKnownLength(which), propertiesValid(r))
+  }
+
+  private def topic(v: WritableColumnVector, row: Int, r: RecordView): Unit = {
     val length = math.max(r.topicLength, 0)
     if (text.length < length) text = new Array[Byte](length)
     r.buffer.get(r.topicPosition, text, 0, length)
-    utf8(v, text, 0, length)
+    utf8(v, row, text, 0, length, valid = false)
   }
 
-  private def keys(v: WritableColumnVector, r: RecordView): Unit = {
+  private def keys(v: WritableColumnVector, row: Int, r: RecordView): Unit = {
     if (tokens.length < r.propertiesLength + 2) tokens = new Array[Int](r.propertiesLength + 2)
     val n = r.keyTokenSpans(tokens)
-    if (n < 0) v.appendNull()
+    if (n < 0) v.putNull(row)
     else {
-      v.appendArray(n) // records the child's current length as this row's offset
-      val bytes = r.propertyArray
       val child = v.arrayData()
+      v.putArray(row, child.getElementsAppended, n)
+      val bytes = r.propertyArray
+      val valid = propertiesValid(r)
       var i = 0
       while (i < n) {
-        utf8(child, bytes, tokens(2 * i), tokens(2 * i + 1))
+        utf8(child, Append, bytes, tokens(2 * i), tokens(2 * i + 1), valid)
         i += 1
       }
     }
   }
 
-  private def properties(v: WritableColumnVector, r: RecordView): Unit = {
+  private def properties(v: WritableColumnVector, row: Int, r: RecordView): Unit = {
     val n = r.propertySpans(spans)
-    v.appendArray(n) // offsets/lengths in the parent, keys in child 0, values in child 1
-    val bytes = r.propertyArray
     val names = v.getChild(0)
     val values = v.getChild(1)
+    v.putArray(row, names.getElementsAppended, n) // offsets/lengths in the parent, names and values in the children
+    val bytes = r.propertyArray
+    val valid = propertiesValid(r)
     var i = 0
     while (i < n) {
       val at = i * Properties.SpanInts
-      utf8(names, bytes, spans(at), spans(at + 1))
-      utf8(values, bytes, spans(at + 2), spans(at + 3))
+      utf8(names, Append, bytes, spans(at), spans(at + 1), valid)
+      utf8(values, Append, bytes, spans(at + 2), spans(at + 3), valid)
       i += 1
     }
   }
 
-  private def write(v: WritableColumnVector, column: Int, r: RecordView): Unit = (column: @switch) match {
-    case Topic => topic(v, r)
-    case QueueId => v.appendInt(r.queueId)
-    case QueueOffset => v.appendLong(r.queueOffset)
-    case CommitLogOffset => v.appendLong(r.physicalOffset)
-    case StoreSize => v.appendInt(r.totalSize)
-    case MsgIdColumn => v.appendByteArray(scratch, 0, r.msgIdBytes(scratch, 0))
-    case UniqKey => wellKnown(v, r, RecordView.UniqKey)
-    case Key => wellKnown(v, r, RecordView.Keys)
-    case Keys => keys(v, r)
-    case Tags => wellKnown(v, r, RecordView.Tags)
-    case Body => v.appendByteArray(body, 0, bodyLength)
-    case BodyCrc => v.appendInt(r.bodyCrc)
-    case Flag => v.appendInt(r.flag)
-    case SysFlag => v.appendInt(r.sysFlag)
-    case BornTimestamp => v.appendLong(r.bornTimestampMs * 1000L)
-    case StoreTimestamp => v.appendLong(r.storeTimestampMs * 1000L)
-    case BornHost => v.appendByteArray(scratch, 0, r.bornHostBytes(scratch, 0))
-    case StoreHost => v.appendByteArray(scratch, 0, r.storeHostBytes(scratch, 0))
-    case ReconsumeTimes => v.appendInt(r.reconsumeTimes)
-    case PreparedTransactionOffset => v.appendLong(r.preparedTransactionOffset)
-    case PropertiesColumn => properties(v, r)
-    case Broker => v.appendByteArray(brokerBytes, 0, brokerBytes.length)
+  // Row `row` of column `column`: vectors are reserved per batch (`append`), so values are put, not appended.
+  private def write(v: WritableColumnVector, column: Int, r: RecordView, row: Int): Unit = (column: @switch) match {
+    case Topic => topic(v, row, r)
+    case QueueId => v.putInt(row, r.queueId)
+    case QueueOffset => v.putLong(row, r.queueOffset)
+    case CommitLogOffset => v.putLong(row, r.physicalOffset)
+    case StoreSize => v.putInt(row, r.totalSize)
+    case MsgIdColumn => v.putByteArray(row, scratch, 0, r.msgIdBytes(scratch, 0))
+    case UniqKey => wellKnown(v, row, r, RecordView.UniqKey)
+    case Key => wellKnown(v, row, r, RecordView.Keys)
+    case Keys => keys(v, row, r)
+    case Tags => wellKnown(v, row, r, RecordView.Tags)
+    case Body => v.putByteArray(row, body, 0, bodyLength)
+    case BodyCrc => v.putInt(row, r.bodyCrc)
+    case Flag => v.putInt(row, r.flag)
+    case SysFlag => v.putInt(row, r.sysFlag)
+    case BornTimestamp => v.putLong(row, r.bornTimestampMs * 1000L)
+    case StoreTimestamp => v.putLong(row, r.storeTimestampMs * 1000L)
+    case BornHost =>
+      v.putByteArray(row, bornHosts.text, 0, bornHosts.write(r.buffer, r.bornHostPosition, r.bornHostLength))
+    case StoreHost =>
+      v.putByteArray(row, storeHosts.text, 0, storeHosts.write(r.buffer, r.storeHostPosition, r.storeHostLength))
+    case ReconsumeTimes => v.putInt(row, r.reconsumeTimes)
+    case PreparedTransactionOffset => v.putLong(row, r.preparedTransactionOffset)
+    case PropertiesColumn => properties(v, row, r)
+    case Broker => v.putByteArray(row, brokerBytes, 0, brokerBytes.length)
   }
 }
 
@@ -157,6 +187,8 @@ object ColumnarWriter {
 
   /** Rows per batch; vectors grow on demand. */
   val InitialRows = 4096
+
+  private final val Append = -1
 
   // Column codes, resolved from the schema's names once per writer.
   private final val Topic = 0

@@ -107,4 +107,25 @@ class ColumnarWriterSuite extends AnyFunSuite {
     assert(Compression.applies(Layout.SysFlagCompressed, 1) && !Compression.applies(Layout.SysFlagCompressed, 0))
     assert(batch.column(0).getBinary(0).toSeq == raw.toSeq && batch.column(0).getBinary(1).toSeq == raw.toSeq)
   }
+
+  test("batches past the initial capacity, and nulls cleared by reset") {
+    val writer = new ColumnarWriter(StructType(Seq("key", "queueOffset").map(RmqSchema.field)), "b", decompress = true)
+    val n = 3 * ColumnarWriter.InitialRows + 1
+    for (i <- 0 until n) {
+      val props = if (i % 2 == 0) properties("KEYS" -> s"k$i") else Array.emptyByteArray
+      writer.append(new RecordView(ByteBuffer.wrap(record(props = props, queueOffset = i.toLong)), 0, 0L))
+    }
+    val batch = writer.flush()
+    assert(batch.numRows == n)
+    for (i <- 0 until n) {
+      assert(batch.column(1).getLong(i) == i)
+      if (i % 2 == 0) assert(batch.column(0).getUTF8String(i).toString == s"k$i")
+      else assert(batch.column(0).isNullAt(i))
+    }
+    writer.reset()
+    writer.append(new RecordView(ByteBuffer.wrap(record(props = Array.emptyByteArray)), 0, 0L))
+    writer.append(new RecordView(ByteBuffer.wrap(record(props = properties("KEYS" -> "x"))), 0, 0L))
+    val next = writer.flush()
+    assert(next.numRows == 2 && next.column(0).isNullAt(0) && next.column(0).getUTF8String(1).toString == "x")
+  }
 }

@@ -152,8 +152,15 @@ object Utf8 {
 
   /** True when `bytes(pos until pos + len)` is well-formed UTF-8 (then Java decodes it unchanged). */
   def isValid(bytes: Array[Byte], pos: Int, len: Int): Boolean = {
-    var i = pos
     val end = pos + len
+    var ascii = 0 // all ASCII, the usual case: one branch-free pass
+    var i = pos
+    while (i < end) {
+      ascii |= bytes(i)
+      i += 1
+    }
+    if (ascii >= 0) return true
+    i = pos
     while (i < end) {
       val b = bytes(i) & 0xff
       if (b < 0x80) i += 1

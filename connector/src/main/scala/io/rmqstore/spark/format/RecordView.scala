@@ -77,6 +77,14 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   def msgIdBytes(out: Array[Byte], off: Int): Int =
     MsgId.write(buf, storeHostAt, storeHostLen(sysFlagValue), phy, out, off)
 
+  /** Index in `buffer` of BORNHOST (`bornHostLength` bytes, §2.4). */
+  def bornHostPosition: Int = pos + OffBornHost
+  def bornHostLength: Int = bornHostLen(sysFlagValue)
+
+  /** Index in `buffer` of STOREHOSTADDRESS (`storeHostLength` bytes, §2.4). */
+  def storeHostPosition: Int = storeHostAt
+  def storeHostLength: Int = storeHostLen(sysFlagValue)
+
   /** `bornHost` as ASCII into `out` at `off` (room for `Hosts.MaxTextLength`); returns its length. */
   def bornHostBytes(out: Array[Byte], off: Int): Int =
     Hosts.write(buf, pos + OffBornHost, bornHostLen(sysFlagValue), out, off)
