@@ -32,8 +32,8 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
   private var text = new Array[Byte](256)
   private var stored = new Array[Byte](64 << 10)
   private var tokens = new Array[Int](64)
-  private lazy val spans = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
   private val hasBody = columns.contains(Body)
+  private val hasProperties = columns.contains(PropertiesColumn)
   private var body: Array[Byte] = null
   private var bodyLength = 0
   private var rows = 0
@@ -48,6 +48,7 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
     */
   def append(r: RecordView): Unit = {
     if (hasBody) readBody(r)
+    if (hasProperties) r.propertyCount // first: KEYS, TAGS and UNIQ_KEY are then read from the spans
     if (rows == reserved) {
       reserved *= 2
       vectors.foreach(_.reserve(reserved))
@@ -139,7 +140,8 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
   }
 
   private def properties(v: WritableColumnVector, row: Int, r: RecordView): Unit = {
-    val n = r.propertySpans(spans)
+    val n = r.propertyCount
+    val spans = r.propertySpans
     val names = v.getChild(0)
     val values = v.getChild(1)
     v.putArray(row, names.getElementsAppended, n) // offsets/lengths in the parent, names and values in the children

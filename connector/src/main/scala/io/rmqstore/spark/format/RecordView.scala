@@ -25,6 +25,8 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   private var propsCopied = false
   private val wellKnown = new Array[Int](2 * RecordView.WellKnownNames.length)
   private var wellKnownFound = false
+  private var spans: Array[Int] = null
+  private var spanCount = -1
   private val wellKnownText = new Array[String](RecordView.WellKnownNames.length)
   private var topicValue: String = null
   if (buf != null) reset(buf, pos, phy)
@@ -43,6 +45,7 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
     propsMap = null
     propsCopied = false
     wellKnownFound = false
+    spanCount = -1
     java.util.Arrays.fill(wellKnownText.asInstanceOf[Array[AnyRef]], null)
     topicValue = null
     this
@@ -130,11 +133,20 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
     propsMap
   }
 
-  /** The properties as byte spans in `propertyArray` (see `Properties.spans`; `out` needs
-    * `Properties.SpanInts * Properties.MaxProperties` ints); returns their number. For copying UTF-8
-    * straight into columns.
+  /** The number of properties, their byte spans in `propertyArray` found once per record (see
+    * `Properties.spans`; read them from `propertySpans`). For copying UTF-8 straight into columns.
     */
-  def propertySpans(out: Array[Int]): Int = Properties.spans(propertyArray, 0, propertiesLength, out)
+  def propertyCount: Int = {
+    if (spanCount < 0) {
+      val room = Properties.SpanInts * (propertiesLength / 4 + 1)
+      if (spans == null || spans.length < room) spans = new Array[Int](math.max(room, 64))
+      spanCount = Properties.spans(propertyArray, 0, propsLenValue, spans)
+    }
+    spanCount
+  }
+
+  /** The spans of the `propertyCount` properties (`Properties.SpanInts` ints each), valid for this record. */
+  def propertySpans: Array[Int] = { propertyCount; spans }
 
   /** The PROPERTIES bytes, copied once per record into an array (index 0 = the field's first byte; valid
     * until the next record): scanning an array is much faster than a buffer.
@@ -204,8 +216,30 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
     wellKnownText(i)
   }
 
+  // From the spans when they are known (the same rules: first 0x01 ends the name, last duplicate wins),
+  // else in one pass of `Properties.find`.
   private def findWellKnown(): Unit = if (!wellKnownFound) {
-    Properties.find(propertyArray, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
+    if (spanCount < 0) Properties.find(propertyArray, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
+    else {
+      java.util.Arrays.fill(wellKnown, -1)
+      var i = 0
+      while (i < spanCount) {
+        val at = i * Properties.SpanInts
+        var w = 0
+        while (w < RecordView.WellKnownNames.length) {
+          val name = RecordView.WellKnownNames(w)
+          if (
+            spans(at + 1) == name.length &&
+            java.util.Arrays.equals(propsBytes, spans(at), spans(at) + name.length, name, 0, name.length)
+          ) {
+            wellKnown(2 * w) = spans(at + 2)
+            wellKnown(2 * w + 1) = spans(at + 3)
+          }
+          w += 1
+        }
+        i += 1
+      }
+    }
     wellKnownFound = true
   }
 

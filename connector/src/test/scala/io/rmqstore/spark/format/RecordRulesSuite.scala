@@ -34,12 +34,14 @@ class RecordRulesSuite extends AnyFunSuite {
     val raw = properties("KEYS" -> "a b", "x" -> "1", "KEYS" -> "c", "u" -> "\u5024\uD83D\uDE00")
     val r = record(props = raw)
     val v = new RecordView(buf(r), 0, 0L)
-    val out = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
-    val n = v.propertySpans(out)
+    val n = v.propertyCount
+    val out = v.propertySpans
     def at(i: Int, k: Int) = new String(v.propertyArray, out(4 * i + k), out(4 * i + k + 1), UTF_8)
     assert((0 until n).map(i => at(i, 0) -> at(i, 2)) == Seq("KEYS" -> "c", "x" -> "1", "u" -> "\u5024\uD83D\uDE00"))
     assert(v.properties.asScala.toSeq == (0 until n).map(i => at(i, 0) -> at(i, 2)))
     assert(v.key == "c")
+    val found = new RecordView(buf(r), 0, 0L) // KEYS found by Properties.find, not from the spans
+    assert(found.key == "c" && found.tags == null && found.uniqKey == null)
     assert(Utf8.isValid(r, v.propertiesPosition, v.propertiesLength))
     assert(Utf8.isValid(v.propertyArray, 0, v.propertiesLength))
     for (bad <- Seq(Array(0xc0, 0x80), Array(0xed, 0xa0, 0x80), Array(0xf4, 0x90, 0x80, 0x80), Array(0xe4, 0xb8)))
