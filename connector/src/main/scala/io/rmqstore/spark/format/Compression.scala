@@ -31,13 +31,16 @@ object Compression {
   def compressionType(sysFlag: Int): Int =
     (sysFlag & Layout.SysFlagCompressionTypeMask) >> Layout.CompressionTypeShift
 
+  /** Whether a stored body of `length` bytes is decompressed: sysFlag bit 0 set and the body not empty. */
+  def applies(sysFlag: Int, length: Int): Boolean = (sysFlag & Layout.SysFlagCompressed) != 0 && length > 0
+
   /** The body as the producer sent it: decompressed when sysFlag bit 0 is set and the body is not empty.
     *
     * Throws BodyDecompressionException naming the compression type when it is unknown, the data is
     * corrupt or truncated, or it inflates past `maxSize` bytes.
     */
   def decompress(body: Array[Byte], sysFlag: Int, maxSize: Int = MaxMessageSize): Array[Byte] = {
-    if ((sysFlag & Layout.SysFlagCompressed) == 0 || body.length == 0) return body
+    if (!applies(sysFlag, body.length)) return body
     val kind = compressionType(sysFlag)
     def fail(cause: String, e: Throwable = null) =
       new BodyDecompressionException(s"cannot decompress body (compression type $kind): $cause", e)

@@ -43,6 +43,23 @@ object Hosts {
     at - off
   }
 
+  /** The text of the last host written, reused while an IPv4 host's 8 bytes repeat (a store's hosts
+    * rarely change): `write` puts it in `text` and returns its length.
+    */
+  final class Memo {
+    val text = new Array[Byte](MaxTextLength)
+    private var raw = 0L
+    private var length = -1
+
+    def write(buf: ByteBuffer, pos: Int, len: Int): Int =
+      if (len != Layout.Ipv4HostLen) { length = -1; Hosts.write(buf, pos, len, text, 0) }
+      else {
+        val bytes = buf.getLong(pos)
+        if (length < 0 || bytes != raw) { raw = bytes; length = Hosts.write(buf, pos, len, text, 0) }
+        length
+      }
+  }
+
   // Decimal digits of a signed int; returns the position after them.
   private def writeInt(value: Int, out: Array[Byte], off: Int): Int = {
     var at = off

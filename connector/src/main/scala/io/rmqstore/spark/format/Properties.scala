@@ -150,24 +150,31 @@ object Properties {
 /** UTF-8 well-formedness (Unicode table 3-7: no overlongs, surrogates or values above U+10FFFF). */
 object Utf8 {
 
-  /** True when the `len` bytes at `pos` are well-formed UTF-8 (then Java decodes them unchanged). */
-  def isValid(buf: ByteBuffer, pos: Int, len: Int): Boolean = {
-    var i = pos
+  /** True when `bytes(pos until pos + len)` is well-formed UTF-8 (then Java decodes it unchanged). */
+  def isValid(bytes: Array[Byte], pos: Int, len: Int): Boolean = {
     val end = pos + len
+    var ascii = 0 // all ASCII, the usual case: one branch-free pass
+    var i = pos
     while (i < end) {
-      val b = buf.get(i) & 0xff
+      ascii |= bytes(i)
+      i += 1
+    }
+    if (ascii >= 0) return true
+    i = pos
+    while (i < end) {
+      val b = bytes(i) & 0xff
       if (b < 0x80) i += 1
       else {
         if (b < 0xc2 || b > 0xf4) return false
         val width = if (b < 0xe0) 2 else if (b < 0xf0) 3 else 4
         if (i + width > end) return false
-        val second = buf.get(i + 1) & 0xff
+        val second = bytes(i + 1) & 0xff
         val low = if (b == 0xe0) 0xa0 else if (b == 0xf0) 0x90 else 0x80
         val high = if (b == 0xed) 0x9f else if (b == 0xf4) 0x8f else 0xbf
         if (second < low || second > high) return false
         var k = 2
         while (k < width) {
-          if ((buf.get(i + k) & 0xc0) != 0x80) return false
+          if ((bytes(i + k) & 0xc0) != 0x80) return false
           k += 1
         }
         i += width

@@ -25,6 +25,8 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   private var propsCopied = false
   private val wellKnown = new Array[Int](2 * RecordView.WellKnownNames.length)
   private var wellKnownFound = false
+  private var spans: Array[Int] = null
+  private var spanCount = -1
   private val wellKnownText = new Array[String](RecordView.WellKnownNames.length)
   private var topicValue: String = null
   if (buf != null) reset(buf, pos, phy)
@@ -43,6 +45,7 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
     propsMap = null
     propsCopied = false
     wellKnownFound = false
+    spanCount = -1
     java.util.Arrays.fill(wellKnownText.asInstanceOf[Array[AnyRef]], null)
     topicValue = null
     this
@@ -76,6 +79,14 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   /** `msgId` as ASCII into `out` at `off` (room for `MsgId.MaxLength`); returns its length. */
   def msgIdBytes(out: Array[Byte], off: Int): Int =
     MsgId.write(buf, storeHostAt, storeHostLen(sysFlagValue), phy, out, off)
+
+  /** Index in `buffer` of BORNHOST (`bornHostLength` bytes, §2.4). */
+  def bornHostPosition: Int = pos + OffBornHost
+  def bornHostLength: Int = bornHostLen(sysFlagValue)
+
+  /** Index in `buffer` of STOREHOSTADDRESS (`storeHostLength` bytes, §2.4). */
+  def storeHostPosition: Int = storeHostAt
+  def storeHostLength: Int = storeHostLen(sysFlagValue)
 
   /** `bornHost` as ASCII into `out` at `off` (room for `Hosts.MaxTextLength`); returns its length. */
   def bornHostBytes(out: Array[Byte], off: Int): Int =
@@ -118,26 +129,29 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 
   /** Every property, last duplicate wins (§2.8), built once per record. */
   def properties: java.util.Map[String, String] = {
-    if (propsMap == null) propsMap = Properties.parse(propertyBytes, 0, propsLenValue)
+    if (propsMap == null) propsMap = Properties.parse(propertyArray, 0, propsLenValue)
     propsMap
   }
 
-  /** The properties as byte spans (see `Properties.spans`; `out` needs `Properties.SpanInts *
-    * Properties.MaxProperties` ints); returns their number. For copying UTF-8 straight into columns.
+  /** The number of properties, their byte spans in `propertyArray` found once per record (see
+    * `Properties.spans`; read them from `propertySpans`). For copying UTF-8 straight into columns.
     */
-  def propertySpans(out: Array[Int]): Int = {
-    val n = Properties.spans(propertyBytes, 0, propsLenValue, out)
-    var i = 0
-    while (i < n) {
-      out(i * Properties.SpanInts) += propsAtValue
-      out(i * Properties.SpanInts + 2) += propsAtValue
-      i += 1
+  def propertyCount: Int = {
+    if (spanCount < 0) {
+      val room = Properties.SpanInts * (propertiesLength / 4 + 1)
+      if (spans == null || spans.length < room) spans = new Array[Int](math.max(room, 64))
+      spanCount = Properties.spans(propertyArray, 0, propsLenValue, spans)
     }
-    n
+    spanCount
   }
 
-  // The PROPERTIES bytes copied once into an array: scanning an array is much faster than a buffer.
-  private def propertyBytes: Array[Byte] = {
+  /** The spans of the `propertyCount` properties (`Properties.SpanInts` ints each), valid for this record. */
+  def propertySpans: Array[Int] = { propertyCount; spans }
+
+  /** The PROPERTIES bytes, copied once per record into an array (index 0 = the field's first byte; valid
+    * until the next record): scanning an array is much faster than a buffer.
+    */
+  def propertyArray: Array[Byte] = {
     if (!propsCopied) {
       tail()
       if (propsBytes.length < propsLenValue) propsBytes = new Array[Byte](propsLenValue)
@@ -153,21 +167,21 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   /** KEYS split on single spaces, empty tokens dropped (§2.8, §5.4); null without KEYS. */
   def keys: Array[String] = RecordView.splitKeys(key)
 
-  /** The `keys` tokens as (position in `buffer`, length) pairs in `out` (room for `propertiesLength + 2`
-    * ints); returns the number of tokens, -1 without KEYS. For copying UTF-8 straight into columns.
+  /** The `keys` tokens as (position in `propertyArray`, length) pairs in `out` (room for
+    * `propertiesLength + 2` ints); returns the number of tokens, -1 without KEYS. For copying UTF-8
+    * straight into columns.
     */
   def keyTokenSpans(out: Array[Int]): Int = {
-    findWellKnown()
-    val from = wellKnown(0)
+    val from = wellKnownAt(RecordView.Keys)
     if (from < 0) return -1
-    val until = from + wellKnown(1)
+    val until = from + wellKnownLength(RecordView.Keys)
     var count = 0
     var start = from
     var i = from
     while (i <= until) {
       if (i == until || propsBytes(i) == ' ') {
         if (i > start) {
-          out(2 * count) = propsAtValue + start
+          out(2 * count) = start
           out(2 * count + 1) = i - start
           count += 1
         }
@@ -177,6 +191,14 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
     }
     count
   }
+
+  /** Position in `propertyArray` of the value of `RecordView.Keys`, `Tags` or `UniqKey` (-1 when absent),
+    * found with the other two in one pass over the field; its length is `wellKnownLength`.
+    */
+  def wellKnownAt(which: Int): Int = { findWellKnown(); wellKnown(2 * which) }
+
+  /** Length of the value at `wellKnownAt(which)`. */
+  def wellKnownLength(which: Int): Int = { findWellKnown(); wellKnown(2 * which + 1) }
 
   /** The UNIQ_KEY property (client message id), null when absent. */
   def uniqKey: String = wellKnownProperty(RecordView.UniqKey)
@@ -188,15 +210,36 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   private def wellKnownProperty(i: Int): String = {
     if (wellKnownText(i) == null) {
       if (propsMap != null) return propsMap.get(RecordView.WellKnown(i))
-      findWellKnown()
-      if (wellKnown(2 * i) < 0) return null
+      if (wellKnownAt(i) < 0) return null
       wellKnownText(i) = new String(propsBytes, wellKnown(2 * i), wellKnown(2 * i + 1), UTF_8)
     }
     wellKnownText(i)
   }
 
+  // From the spans when they are known (the same rules: first 0x01 ends the name, last duplicate wins),
+  // else in one pass of `Properties.find`.
   private def findWellKnown(): Unit = if (!wellKnownFound) {
-    Properties.find(propertyBytes, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
+    if (spanCount < 0) Properties.find(propertyArray, 0, propsLenValue, RecordView.WellKnownNames, wellKnown)
+    else {
+      java.util.Arrays.fill(wellKnown, -1)
+      var i = 0
+      while (i < spanCount) {
+        val at = i * Properties.SpanInts
+        var w = 0
+        while (w < RecordView.WellKnownNames.length) {
+          val name = RecordView.WellKnownNames(w)
+          if (
+            spans(at + 1) == name.length &&
+            java.util.Arrays.equals(propsBytes, spans(at), spans(at) + name.length, name, 0, name.length)
+          ) {
+            wellKnown(2 * w) = spans(at + 2)
+            wellKnown(2 * w + 1) = spans(at + 3)
+          }
+          w += 1
+        }
+        i += 1
+      }
+    }
     wellKnownFound = true
   }
 
@@ -224,9 +267,11 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
 }
 
 object RecordView {
-  private final val Keys = 0
-  private final val Tags = 1
-  private final val UniqKey = 2
+
+  /** The properties `wellKnownAt` finds: KEYS, TAGS, UNIQ_KEY. */
+  final val Keys = 0
+  final val Tags = 1
+  final val UniqKey = 2
   private val WellKnown = Array(PropertyKeys, PropertyTags, PropertyUniqKey)
   private val WellKnownNames = WellKnown.map(_.getBytes(US_ASCII))
 

@@ -30,19 +30,22 @@ class RecordRulesSuite extends AnyFunSuite {
     assert(Properties.find(buf(bad), 0, bad.length, "KEYS".getBytes(UTF_8)) == "\uFFFDx")
   }
 
-  test("property spans: byte ranges in the record's buffer, duplicates resolved like parse; UTF-8 validity") {
+  test("property spans: byte ranges in the copied field, duplicates resolved like parse; UTF-8 validity") {
     val raw = properties("KEYS" -> "a b", "x" -> "1", "KEYS" -> "c", "u" -> "\u5024\uD83D\uDE00")
     val r = record(props = raw)
     val v = new RecordView(buf(r), 0, 0L)
-    val out = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
-    val n = v.propertySpans(out)
-    def at(i: Int, k: Int) = new String(r, out(4 * i + k), out(4 * i + k + 1), UTF_8)
+    val n = v.propertyCount
+    val out = v.propertySpans
+    def at(i: Int, k: Int) = new String(v.propertyArray, out(4 * i + k), out(4 * i + k + 1), UTF_8)
     assert((0 until n).map(i => at(i, 0) -> at(i, 2)) == Seq("KEYS" -> "c", "x" -> "1", "u" -> "\u5024\uD83D\uDE00"))
     assert(v.properties.asScala.toSeq == (0 until n).map(i => at(i, 0) -> at(i, 2)))
     assert(v.key == "c")
-    assert(Utf8.isValid(buf(r), v.propertiesPosition, v.propertiesLength))
+    val found = new RecordView(buf(r), 0, 0L) // KEYS found by Properties.find, not from the spans
+    assert(found.key == "c" && found.tags == null && found.uniqKey == null)
+    assert(Utf8.isValid(r, v.propertiesPosition, v.propertiesLength))
+    assert(Utf8.isValid(v.propertyArray, 0, v.propertiesLength))
     for (bad <- Seq(Array(0xc0, 0x80), Array(0xed, 0xa0, 0x80), Array(0xf4, 0x90, 0x80, 0x80), Array(0xe4, 0xb8)))
-      assert(!Utf8.isValid(buf(bad.map(_.toByte)), 0, bad.length), bad.toSeq)
+      assert(!Utf8.isValid(bad.map(_.toByte), 0, bad.length), bad.toSeq)
   }
 
   test("keys: split on single spaces, empty tokens dropped, null without KEYS") {
@@ -51,7 +54,7 @@ class RecordRulesSuite extends AnyFunSuite {
     assert(v.key == " a  b " && v.keys.toSeq == Seq("a", "b"))
     val spans = new Array[Int](64)
     assert(v.keyTokenSpans(spans) == 2)
-    assert(Seq(0, 1).map(i => new String(r, spans(2 * i), spans(2 * i + 1), UTF_8)) == Seq("a", "b"))
+    assert(Seq(0, 1).map(i => new String(v.propertyArray, spans(2 * i), spans(2 * i + 1), UTF_8)) == Seq("a", "b"))
     val none = new RecordView(buf(record(props = Array.emptyByteArray)), 0, 0L)
     assert(none.key == null && none.keys == null && none.tags == null && none.properties.isEmpty)
     assert(none.keyTokenSpans(spans) == -1)

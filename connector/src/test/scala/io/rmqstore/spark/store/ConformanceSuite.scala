@@ -8,7 +8,7 @@ import scala.jdk.CollectionConverters._
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rmqstore.spark.format.{Layout, MsgId, Properties}
+import io.rmqstore.spark.format.{Layout, MsgId, RecordView}
 
 /** The format/io/store layers against stores written by real RocketMQ and RocketMQ's own answers. */
 class ConformanceSuite extends AnyFunSuite {
@@ -22,7 +22,7 @@ class ConformanceSuite extends AnyFunSuite {
     test(s"$name: every record matches MessageDecoder field by field") {
       val expected = records(name)
       val seen = mutable.ArrayBuffer.empty[Long]
-      val spans = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
+      val spans = new Array[Int](1 << 16)
       val ascii = new Array[Byte](64)
       val store = open(name)
       try {
@@ -58,14 +58,20 @@ class ConformanceSuite extends AnyFunSuite {
           assert(v.preparedTransactionOffset == r.get("preparedTransactionOffset").asLong, at)
           assert(v.properties.asScala.toMap == stringMap(r.get("properties")), at)
           // The byte-level accessors a columnar reader uses say the same.
-          val n = v.propertySpans(spans)
-          def span(i: Int, k: Int) = Properties.text(v.buffer, spans(4 * i + k), spans(4 * i + k + 1))
+          val n = v.propertyCount
+          def span(i: Int, k: Int) =
+            new String(v.propertyArray, v.propertySpans(4 * i + k), v.propertySpans(4 * i + k + 1), UTF_8)
           val bytes = (0 until n).map(i => span(i, 0) -> span(i, 2))
           assert(bytes.toMap == stringMap(r.get("properties")) && bytes.size == n, at)
+          val spanFirst = new RecordView(v.buffer, v.position, v.physicalOffset)
+          assert(spanFirst.propertyCount == n, at) // KEYS, TAGS, UNIQ_KEY then read from the spans
+          assert((spanFirst.key, spanFirst.tags, spanFirst.uniqKey) == ((v.key, v.tags, v.uniqKey)), at)
           val k = v.keyTokenSpans(spans)
           assert(
             (if (k < 0) None
-             else Some((0 until k).map(i => Properties.text(v.buffer, spans(2 * i), spans(2 * i + 1))))) == tokens,
+             else Some((0 until k).map(i =>
+               new String(v.propertyArray, spans(2 * i), spans(2 * i + 1), UTF_8)
+             ))) == tokens,
             at
           )
           assert(new String(ascii, 0, v.msgIdBytes(ascii, 0), UTF_8) == r.get("msgId").asText, at)

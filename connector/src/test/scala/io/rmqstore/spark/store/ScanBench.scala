@@ -1,6 +1,6 @@
 package io.rmqstore.spark.store
 
-import io.rmqstore.spark.format.{Properties, RecordView}
+import io.rmqstore.spark.format.RecordView
 
 /** Full-scan decode throughput with every column touched, the JVM twin of `rmqstore bench`:
   * `.ci/sbt "connector/Test/runMain io.rmqstore.spark.store.ScanBench <store> [rounds [bytes|strings]]"`.
@@ -9,7 +9,6 @@ import io.rmqstore.spark.format.{Properties, RecordView}
   */
 object ScanBench {
   private val threads = java.lang.management.ManagementFactory.getThreadMXBean
-  private val spans = new Array[Int](Properties.SpanInts * Properties.MaxProperties)
   private val scratch = new Array[Byte](1 << 20)
   private val keySpans = new Array[Int](1 << 16)
 
@@ -25,10 +24,11 @@ object ScanBench {
     sink += (if ((v.sysFlag & 1) != 0) v.body(decompress = true).length else copy(v, v.bodyPosition, v.bodyLength))
     sink += v.storeTimestampMs + v.bornHostBytes(scratch, 0) + v.storeHostBytes(scratch, 0) + v.reconsumeTimes
     sink += v.preparedTransactionOffset
-    val n = v.propertySpans(spans)
+    val n = v.propertyCount
+    val spans = v.propertySpans
     var i = 0
     while (i < n) {
-      sink += copy(v, spans(4 * i), spans(4 * i + 1)) + copy(v, spans(4 * i + 2), spans(4 * i + 3))
+      sink += spans(4 * i + 1) + spans(4 * i + 3)
       i += 1
     }
     sink
