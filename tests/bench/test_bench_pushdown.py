@@ -145,3 +145,42 @@ def test_topic_pushdown_against_unpushed(spark: SparkSession) -> None:
         marginal = (pushed_s - fixed_s) / (plain_s - fixed_s)
         print(f"{share:<8.0%}{rows:>10,}{pushed_s:>10.2f}{plain_s:>12.2f}{fixed_s:>9.2f}{ratio:>8.2f}"
               f"{marginal:>12.2f}  <= {share + 0.1:.2f}")
+
+
+DENSE_SHARES = (0.35, 0.70, 0.85, 1.00)
+
+
+def test_dense_share_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where scanning and filtering beats reading a topic's records by offset (planner.DENSE_SHARE):
+    `topic = T` planned, read and confirmed in one process, CPU time, a fresh Store per task like
+    Spark; the queue path (DENSE_SHARE above 1) against the scan path (DENSE_SHARE 0). Both return
+    the same rows, so what Spark does with them afterwards costs the same."""
+    from rmqstore.format.table import COLUMN_NAMES
+    from rmqstore.plan import planner
+    from rmqstore.plan.confirm import confirm
+    from rmqstore.plan.execute import ReadSettings, run_task
+    from rmqstore.plan.predicates import Compare
+
+    wanted = [Compare("topic", "=", TOPIC)]
+
+    def query(path: str, dense: float) -> Callable[[], float]:
+        def read() -> int:
+            monkeypatch.setattr(planner, "DENSE_SHARE", dense)
+            with Store.open(path) as store:
+                plan = planner.plan_read([store], [wanted], planner.PlanSettings())
+                end = store.log.end
+            rows = 0
+            for task in plan.tasks:
+                with Store.open(path) as fresh:
+                    fresh.log.end = end
+                    rows += sum(confirm(b, wanted).num_rows
+                                for b in run_task(task, fresh, COLUMN_NAMES, ReadSettings()))
+            return rows
+        return lambda: _cpu_s(read)
+
+    print(f"\n[dense share] queue path against scan path, CPU time; {RECORDS:,} records per store")
+    print(f"{'share':<8}{'queues s':>10}{'scan s':>9}{'ratio':>8}")
+    for share in DENSE_SHARES:
+        path = str(share_store(share))
+        queue_s, scan_s, ratio = _interleaved(query(path, 2.0), query(path, 0.0))
+        print(f"{share:<8.0%}{queue_s:>10.3f}{scan_s:>9.3f}{ratio:>8.2f}")
