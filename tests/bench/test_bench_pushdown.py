@@ -1,13 +1,15 @@
-"""Point reads against scans, and `topic = T` pushed against unpushed (issue 9 items 1 and 2).
+"""Point reads against scans, `topic = T` pushed against unpushed, and where a topic plan should scan
+instead (`planner.DENSE_SHARE`) (issue 9 items 1 and 2).
 
 Run: `python3 -m pytest -m bench -s -p no:cacheprovider tests/bench/test_bench_pushdown.py`
-(store size: RMQSTORE_BENCH_RECORDS, default 200000 records of ~430 bytes per store). Three stores are
+(store size: RMQSTORE_BENCH_RECORDS, default 200000 records of ~430 bytes per store). The stores are
 written once under ~/.cache/rmqstore/bench-pushdown/<records>/<share> (override the directory:
 RMQSTORE_BENCH_DIR): topic `T` holds 10%, 35% or 70% of the records, topic `Other` the rest, mixed at
 random like independent producers. Stores are only read. Every number is a ratio against a baseline
 measured in the same run (interleaved, median of a few warm runs): point reads against a scan of the
 same store, records per second of CPU time; the Python engine's `topic = T` with pushdown against the
-same query with `pushdown=false`. Only sanity is asserted (same rows both ways), never a timing.
+same query with `pushdown=false`; the queue path of a topic plan against its scan path (stores with
+85% and 100% topics too). Only sanity is asserted (same rows both ways), never a timing.
 """
 
 from __future__ import annotations
