@@ -252,7 +252,8 @@ def test_a_dense_segment_among_sparse_ones(tmp_path: Path) -> None:
 
 def test_topic_tasks_follow_the_scan_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A topic plan runs on as many tasks as the scan: one per scan piece holding selected records,
-    each reading only the units and records of its piece (queue offsets split by bisection)."""
+    each reading only the units and records of its piece (queue offsets split by bisection), each
+    unit once (the plan's queue bounds travel with the slices: not looked up again)."""
     monkeypatch.setattr(planner, "MIN_QUEUE_TASK_BYTES", 1)
     path = tmp_path / "store"
     rng = random.Random(4)
@@ -279,5 +280,7 @@ def test_topic_tasks_follow_the_scan_pieces(tmp_path: Path, monkeypatch: pytest.
             assert store.stats.records_decoded == len(found)  # no record of another piece is read
             units = sum(s.end - s.start for s in task.slices)
             assert units == len(found)  # nor another piece's queue units
+            queue_bytes = sum(n for path, n in store.stats.bytes_by_path.items() if "consumequeue" in path)
+            assert queue_bytes == 20 * units  # each of its units read once, nothing else of the queue
         got += found
     assert sorted(got) == _scanned(rows, predicates)

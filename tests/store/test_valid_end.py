@@ -115,3 +115,51 @@ def test_invalid_record_in_an_older_segment(two_segments):
     assert got == [w.offset for w in written if w.offset != victim.offset]  # resumes after the damage
     assert store.stats.invalid_records_skipped == 1 and store.stats.bytes_skipped == victim.size
     assert any(str(victim.offset) in p for p in store.problems)
+
+
+def _flip(root, base, pos):
+    """Flip a byte of a written store in place (inside a record's body: only BODYCRC notices)."""
+    path = os.path.join(root, "commitlog", f"{base:020d}")
+    with open(path, "r+b") as fh:
+        fh.seek(pos)
+        byte = fh.read(1)[0]
+        fh.seek(pos)
+        fh.write(bytes([byte ^ 0xFF]))
+
+
+def _age(root, seconds=60):
+    """Set every commit-log file's mtime `seconds` back (files the broker last wrote a while ago)."""
+    then = os.stat(root).st_mtime - seconds
+    for name in os.listdir(os.path.join(root, "commitlog")):
+        os.utime(os.path.join(root, "commitlog", name), (then, then))
+
+
+def test_a_local_walk_for_the_end_resumes_where_it_ended(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
+    written = fill(b, 400)
+    b.finish(guard=False)  # the test writes the store again
+    _age(b.root)
+    first = Store.open(b.root)
+    end = written[-1].offset + written[-1].size
+    assert first.max_offset == end and first.stats.records_walked > 300
+    again = Store.open(b.root)
+    assert again.max_offset == end and again.stats.records_walked == 0  # only the invalid record at the end
+    # A record before the end damaged in place (a newer mtime): walked from the start again.
+    victim = written[-5]
+    _flip(b.root, victim.offset - victim.offset % (1 << 20), victim.offset % (1 << 20) + 88)
+    _age(b.root, 30)
+    damaged = Store.open(b.root)
+    assert damaged.max_offset == victim.offset and damaged.stats.records_walked > 300
+
+
+def test_a_local_walk_is_not_remembered_while_its_file_is_fresh(tmp_path):
+    """A write in the same mtime tick as a walk could leave the mtime as the walk saw it."""
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
+    written = fill(b, 400)
+    b.finish(guard=False)
+    end = written[-1].offset + written[-1].size
+    assert Store.open(b.root).max_offset == end
+    victim = written[-5]
+    _flip(b.root, victim.offset - victim.offset % (1 << 20), victim.offset % (1 << 20) + 88)
+    again = Store.open(b.root)
+    assert again.max_offset == victim.offset and again.stats.records_walked > 300

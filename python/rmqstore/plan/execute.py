@@ -80,7 +80,7 @@ def _owner(tokens: Sequence[str | None] | None, probes: set[str], buckets: int) 
 def _queue_offsets(store: Store, task: QueueSliceTask) -> np.ndarray:
     parts = []
     for s in task.slices:
-        units = store.consume_queue(s.topic, s.queue_id).units(s.start, s.end, tags=task.tags)
+        units = store.consume_queue(s.topic, s.queue_id).slice_units(s.start, s.end, tags=task.tags)
         parts.append(units["phy"].astype(np.int64))
     offsets = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
     return within(offsets, task.lo, task.hi, task.exclude)  # one ascending run per queue: the store sorts

@@ -224,19 +224,20 @@ def _pieces(store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSetti
     return [part for piece in pieces for part in clip_ranges(ranges, *piece)]
 
 
-DENSE_SHARE = 0.8
+DENSE_SHARE = 0.9
 """A piece of the log (a scan task's range) where the records a topic plan selects (the sizes of their
 consume-queue units) fill at least this share of the bytes is scanned and filtered instead of read by
 offset.
 
-Measured on the development machine (2 shared cores, page cache warm, CPU time, a fresh Store per
-task like Spark): reading a share d of a segment's records by offset costs 0.06 + 0.95 d of scanning
-it (point reads run at scan speed per record; the 0.06 is touching the pages between them), and a
-`topic =` plan also reads and sorts the queue units; plan + read + confirm of `topic = T` against the
-same read without the predicate, in one process (stores like tests/bench/test_bench_pushdown.py's
-`share_store`: 120k records, 16 MiB segments): share 0.70 -> 0.85x, 0.80 -> 0.98x, 0.90 -> 1.00x,
-1.00 -> 1.12x.
-So from 0.8 on the scan is as cheap or cheaper, and the pushed query is never slower than the unpushed one.
+Measured with `python3 -m pytest tests/bench/test_bench_pushdown.py -m bench -s -p no:cacheprovider
+-k dense` (plan + read + confirm of `topic = T` in one process, CPU time, a fresh Store per task like
+Spark; the queue path against the scan path, which return the same rows; 200k records of ~430 bytes,
+64 MiB segments, page cache warm; 2 shared cores; two runs): share 0.35 -> 0.52-0.53x, 0.70 ->
+0.84-0.86x, 0.85 -> 0.92-0.96x, 1.00 -> 1.08-1.09x. Reading by offset costs about 0.1 + 1.0 share
+of the scan (point reads run at about scan speed per record; the rest is reading the queue units and
+touching the pages between records), so the paths cross at about 0.9: from there the scan is as
+cheap or cheaper, and the pushed query is never slower than the unpushed one (which also ships every
+row to Spark to be filtered).
 """
 MIN_QUEUE_TASK_BYTES = 2 << 20
 """A topic plan's task reads the queue units of one scan piece, or of consecutive pieces until their

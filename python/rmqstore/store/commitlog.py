@@ -99,7 +99,7 @@ class CommitLog:
         self._stats = stats
         self._check_crc_at_end = check_crc_at_end
         self._end_cache = end_cache
-        """Where a remote log's walk for the end may resume (`rmqstore.store.logend`)."""
+        """Where the walk for the end may resume (`rmqstore.store.logend`)."""
 
     # ---- bounds -------------------------------------------------------------------------------
 

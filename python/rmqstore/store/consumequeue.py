@@ -106,10 +106,16 @@ class ConsumeQueue:
         """
         lo = self.min_offset if start is None else max(start, self.min_offset)
         hi = self.max_offset if end is None else min(end, self.max_offset)
+        return self.slice_units(lo, hi, tags=tags)
+
+    def slice_units(self, start: int, end: int, *, tags: Iterable[str] | None = None) -> np.ndarray:
+        """`units(start, end, tags=tags)` of a slice already inside [min_offset, max_offset) (a plan's,
+        made on the same log snapshot): reads the slice's units and nothing else of the queue (finding
+        the bounds reads the queue's first and last files)."""
         parts = []
         for seg in self.segments:  # a missing file, or the partial unit a cut file ends in, is skipped
             seg_first = seg.base_offset // CQ_UNIT_SIZE
-            a, b = max(lo, seg_first), min(hi, seg.end_offset // CQ_UNIT_SIZE)
+            a, b = max(start, seg_first), min(end, seg.end_offset // CQ_UNIT_SIZE)
             if a >= b:
                 continue
             raw = self._segment_units(seg, a - seg_first, b - a)
