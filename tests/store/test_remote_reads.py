@@ -9,8 +9,6 @@ import pickle
 import shutil
 from collections import Counter
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from store_builder import StoreBuilder
 
@@ -20,7 +18,7 @@ from rmqstore.io import remote
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.planner import PlanSettings, plan_read
-from rmqstore.plan.predicates import Compare, InSet
+from rmqstore.plan.predicates import Compare
 from rmqstore.store import Store
 from rmqstore.store import index as index_module
 
