@@ -18,7 +18,7 @@ from rmqstore.io import remote
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.planner import PlanSettings, plan_read
-from rmqstore.plan.predicates import Compare
+from rmqstore.plan.predicates import Compare, InSet
 from rmqstore.store import Store
 from rmqstore.store import index as index_module
 
@@ -216,3 +216,20 @@ def test_a_new_process_looks_a_key_up_from_the_cache_directory(stored, downloads
     assert downloads.bytes["commitlog"] < 64 << 10
     assert downloads.total < 256 << 10 < cold
 
+
+
+def test_executor_key_probes_read_each_candidate_once(stored, downloads):
+    """Many keys are probed on executors: each task prefetches its slots, then reads its candidates in
+    one gathered read per segment (the reader confirms them), not one lookup read per key."""
+    _, uri = stored
+    store = Store.open(uri, index_geometry=GEOMETRY)
+    keys = tuple(f"key-{i}" for i in range(0, RECORDS, RECORDS // 100))
+    predicates = [InSet("key", keys)]
+    plan = plan_read([store], [predicates], PlanSettings())
+    assert {type(task).__name__ for task in plan.tasks} == {"KeyProbeTask"}
+    downloads.clear()
+    rows = [row for task in plan.tasks
+            for batch in run_task(task, pickle.loads(pickle.dumps(store)), ["key"], ReadSettings())
+            for row in confirm(batch, predicates).to_pylist()]
+    assert sorted(row["key"] for row in rows) == sorted(keys)
+    assert downloads.requests["commitlog"] <= len(plan.tasks) * len(store.segments)

@@ -445,16 +445,23 @@ class Store:
         topics of the side index's records."""
         return sorted(set(self.indexed_topics()).union(self.side_index().topics))
 
-    def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
-                matches: Any, column: str) -> list[int]:
+    def key_candidates(self, key: str, topics: Iterable[str] | None = None) -> list[int]:
+        """Physical offsets whose index entry (the broker's index or the side index) has the hash of
+        `topic#key` for one of `topics` (None: `key_topics()`), sorted, not confirmed: a KEYS token and
+        a UNIQ_KEY are indexed alike, hashes collide, and an entry may point past the valid end or at no
+        record, so callers read the records and check them (`find_by_key`, executors' key probes)."""
         side = self.side_index()
-        probed_topics = self.key_topics() if topics is None else sorted(set(topics))
         candidates: set[int] = set()
-        for topic in probed_topics:
+        for topic in self.key_topics() if topics is None else sorted(set(topics)):
             self.stats.index_files_probed += len(self._index.infos)
             candidates.update(self._index.candidates(topic, key))
             candidates.update(side.candidates(topic, key))
-        batch = self.read_offsets(sorted(candidates), _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)
+        return sorted(candidates)
+
+    def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
+                matches: Any, column: str) -> list[int]:
+        candidates = self.key_candidates(key, topics)
+        batch = self.read_offsets(candidates, _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)
         wanted_topics = None if topics is None else set(topics)
         found: set[int] = set()
         rows = batch.to_pydict()
