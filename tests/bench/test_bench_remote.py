@@ -6,8 +6,11 @@ RMQSTORE_BENCH_REMOTE_BYTES), uploads it to a moto S3 server on loopback (own pr
 each query the way the Python engine does in Spark: planned on a driver Store, each task on a
 pickled copy (an executor), rows confirmed. Every ranged request is counted at the io layer.
 Reported: bytes downloaded, requests and seconds, next to the full scan without pushdown in the
-same run; cold = empty rmqstore cache directory and a fresh process's state, warm = the same query
-again.
+same run; cold = empty rmqstore cache directory and a fresh process's state (what a key lookup's
+first plan builds: the valid-end walk of the active segment, the consume queues' coverage, the side
+index), new process = the cache directory the cold query filled but a fresh process's state (a second
+Spark session or an executor), warm = the same query again. A cold query's bytes are also split by
+file kind.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pytest
 from bench_stores import cached_demo_store
@@ -37,7 +42,7 @@ from rmqstore.store import index as index_module
 pytestmark = pytest.mark.bench
 
 BENCH_DIR = Path.home() / ".cache" / "rmqstore" / "bench-remote"
-COLUMNS = ["commitLogOffset", "topic", "key", "keys"]
+COLUMNS = ["commitLogOffset", "topic", "key", "keys", "msgId", "storeTimestamp"]
 """Decoded: the row's identity plus what the predicates are confirmed on."""
 STORE_BYTES = int(os.environ.get("RMQSTORE_BENCH_REMOTE_BYTES", 200_000_000))
 
@@ -52,6 +57,8 @@ class Counted:
 
     def __init__(self) -> None:
         self.bytes = self.requests = 0
+        self.by_kind: dict[str, int] = {}
+        """Bytes per store directory (commitlog, consumequeue, index, config)."""
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         fetch = remote.ArrowFile._fetch
@@ -60,6 +67,8 @@ class Counted:
             data = fetch(file, offset, length)
             self.bytes += len(data)
             self.requests += 1
+            kind = file.path.split("/")[2] if file.path.count("/") > 2 else file.path
+            self.by_kind[kind] = self.by_kind.get(kind, 0) + len(data)
             return data
 
         monkeypatch.setattr(remote.ArrowFile, "_fetch", counted)
@@ -68,6 +77,7 @@ class Counted:
 def _query(s3: pafs.S3FileSystem, predicates: list[Predicate], counted: Counted) -> dict[str, float]:
     """Plan on a driver Store, run every task on a pickled copy; what was downloaded and the rows."""
     counted.bytes = counted.requests = 0
+    counted.by_kind = {}
     start = time.perf_counter()
     driver = Store.open("bench/store", filesystem=s3)
     plan = plan_read([driver], [predicates], PlanSettings())
@@ -77,7 +87,8 @@ def _query(s3: pafs.S3FileSystem, predicates: list[Predicate], counted: Counted)
         for batch in run_task(task, executor, COLUMNS, ReadSettings()):
             rows += confirm(batch, predicates).num_rows
     result = {"rows": rows, "mb": counted.bytes / 1e6, "requests": counted.requests,
-              "s": time.perf_counter() - start, "access": plan.access[0]}
+              "s": time.perf_counter() - start, "access": plan.access[0],
+              "by_kind": {kind: round(n / 1e6, 2) for kind, n in sorted(counted.by_kind.items())}}
     print(f"  ({predicates}: {result})", flush=True)
     return result
 
@@ -126,17 +137,26 @@ def test_remote_query_downloads(store_path, s3_process, tmp_path, monkeypatch):
     orders = [row["key"] for row in next(local.scan(middle, middle + (4 << 20), ["key"])).to_pylist()
               if (row["key"] or "").startswith("order-") and " " not in row["key"]]  # whole KEYS strings
     key = orders[0]
+    first = next(local.scan(middle, middle + (1 << 20), ["msgId", "storeTimestamp"]))
+    msg_id = first.column("msgId")[0].as_py()
+    at_us = pc.cast(first.column("storeTimestamp"), pa.int64())[0].as_py()
+    window = [Compare("storeTimestamp", ">=", at_us), Compare("storeTimestamp", "<", at_us + 60_000_000)]
     counted = Counted()
     counted.install(monkeypatch)
     index_module._REMOTE_VERDICTS.clear()  # a fresh process's state
-    results = {
-        "key = (cold)": _query(s3, [Compare("key", "=", key)], counted),
+    results = {"key = (cold)": _query(s3, [Compare("key", "=", key)], counted)}
+    index_module._REMOTE_VERDICTS.clear()
+    results["key = (new process)"] = _query(s3, [Compare("key", "=", orders[1])], counted)
+    results.update({
         "key = (warm)": _query(s3, [Compare("key", "=", key)], counted),
+        "key IN 200": _query(s3, [InSet("key", tuple(orders[:200]))], counted),
+        "msgId =": _query(s3, [Compare("msgId", "=", msg_id)], counted),
+        "storeTimestamp 60 s (cold)": _query(s3, window, counted),
+        "storeTimestamp 60 s (again)": _query(s3, window, counted),
         "topic = PaymentTopic": _query(s3, [Compare("topic", "=", "PaymentTopic")], counted),
         "topic = PaymentTopic (again)": _query(s3, [Compare("topic", "=", "PaymentTopic")], counted),
         "full scan, no pushdown": _query(s3, [], counted),
-        "key IN 200 (warm)": _query(s3, [InSet("key", tuple(orders[:200]))], counted),
-    }
+    })
     scan = results["full scan, no pushdown"]
     log_mb = (local.max_offset - local.min_offset) / 1e6
     index_mb = sum(info.size for info in local.index_files) / 1e6
@@ -144,9 +164,13 @@ def test_remote_query_downloads(store_path, s3_process, tmp_path, monkeypatch):
           f"file(s) {index_mb:.0f} MB, key {key!r}")
     for name, r in results.items():
         print(f"  {name:30s} {r['mb']:9.2f} MB {r['requests']:6d} requests {r['s']:7.2f} s "
-              f"{r['rows']:8d} rows  ({r['mb'] / scan['mb']:.4f} of the scan's bytes, {r['access']})")
+              f"{r['rows']:8d} rows  ({r['mb'] / scan['mb']:.4f} of the scan's bytes, {r['access']}) "
+              f"{r['by_kind']}")
     assert results["key = (cold)"]["rows"] == results["key = (warm)"]["rows"] >= 1
-    assert results["key IN 200 (warm)"]["rows"] >= 200
+    assert results["key IN 200"]["rows"] >= 200
+    assert results["msgId ="]["rows"] == 1
+    assert results["storeTimestamp 60 s (cold)"]["rows"] == results["storeTimestamp 60 s (again)"]["rows"] > 0
     assert results["topic = PaymentTopic"]["rows"] == results["topic = PaymentTopic (again)"]["rows"] > 0
     assert results["key = (warm)"]["mb"] < 4
+    assert results["key = (new process)"]["mb"] < 4
     assert max(r["mb"] for name, r in results.items() if name != "full scan, no pushdown") < scan["mb"]

@@ -13,17 +13,20 @@ import pytest
 from store_builder import StoreBuilder
 
 from rmqstore.cachedir import CACHE_DIR_ENV
+from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.io import remote
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.planner import PlanSettings, plan_read
-from rmqstore.plan.predicates import Compare
+from rmqstore.plan.predicates import Compare, InSet
 from rmqstore.store import Store
+from rmqstore.store import index as index_module
 
 GEOMETRY = (400_000, 400_000)
 """Slot table and entries too big for the full geometry check: a 9.6 MB index file, probed by ranges."""
 TOPICS = ("TopicA", "TopicB", "TopicC", "TopicD")
 RECORDS = 4000
+_COLUMNS = ["commitLogOffset", "topic", "key", "keys", "msgId", "storeTimestamp"]
 
 
 class Downloads:
@@ -180,3 +183,53 @@ def test_many_key_probes_fetch_their_slots_and_first_entries_together(stored, do
     local = Store.open(b.root, index_geometry=GEOMETRY)
     assert found == [local.find_by_key(key, ["TopicB"]) for key in keys]
     assert sum(map(len, found)) == sum(1 for i in range(100, 3000, 97) if b.written[i].topic == "TopicB")
+
+
+def _queue_files(store: Store) -> list:
+    queues = [store.consume_queue(t, q) for t in store.topics() for q in store.queue_ids(t)]
+    return [seg for queue in queues for seg in queue.segments]
+
+
+def test_a_cold_key_lookup_downloads_each_queue_file_once(stored, downloads):
+    """The coverage a first lookup builds reads each remote queue file once: the windows that found its
+    end are kept, the units and the first unit are not downloaded again."""
+    b, uri = stored
+    store = Store.open(uri, index_geometry=GEOMETRY)
+    wanted = [Compare("key", "=", "key-2345")]
+    assert _rows(store, wanted) == _rows(Store.open(b.root, index_geometry=GEOMETRY), wanted) != []
+    # Each file: its units up to twice over (the windows grow x2), or one first window of 20 KiB.
+    files = len(_queue_files(store))
+    assert 0 < downloads.bytes["consumequeue"] <= 2 * CQ_UNIT_SIZE * RECORDS + files * (20 << 10)
+
+
+def test_a_new_process_looks_a_key_up_from_the_cache_directory(stored, downloads):
+    """What a first lookup built (valid end, coverage, side index) is on disk: another process (a second
+    Spark session, an executor) downloads the probe and the record, not the queues or the log."""
+    b, uri = stored
+    wanted = [Compare("key", "=", "key-3456")]
+    assert _rows(Store.open(uri, index_geometry=GEOMETRY), wanted) != []
+    cold = downloads.total
+    downloads.clear()
+    index_module._REMOTE_VERDICTS.clear()  # a fresh process's state; the cache directory stays
+    assert _rows(Store.open(uri, index_geometry=GEOMETRY), wanted) == _rows(Store.open(b.root), wanted)
+    assert downloads.bytes["consumequeue"] == 0
+    assert downloads.bytes["commitlog"] < 64 << 10
+    assert downloads.total < 256 << 10 < cold
+
+
+
+def test_executor_key_probes_read_each_candidate_once(stored, downloads):
+    """Many keys are probed on executors: each task prefetches its slots, then reads its candidates in
+    one gathered read per segment (the reader confirms them), not one lookup read per key."""
+    _, uri = stored
+    store = Store.open(uri, index_geometry=GEOMETRY)
+    keys = tuple(f"key-{i}" for i in range(0, RECORDS, RECORDS // 100))
+    predicates = [InSet("key", keys)]
+    plan = plan_read([store], [predicates], PlanSettings())
+    assert {type(task).__name__ for task in plan.tasks} == {"KeyProbeTask"}
+    downloads.clear()
+    rows = [row for task in plan.tasks
+            for batch in run_task(task, pickle.loads(pickle.dumps(store)), ["key"], ReadSettings())
+            for row in confirm(batch, predicates).to_pylist()]
+    assert sorted(row["key"] for row in rows) == sorted(keys)
+    assert downloads.requests["commitlog"] <= len(plan.tasks) * len(store.segments)

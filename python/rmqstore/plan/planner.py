@@ -179,7 +179,7 @@ def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ..
         grouped: list[list[str]] = [[] for _ in range(buckets)]
         for value in probe:
             grouped[probe_bucket(value, buckets)].append(value)
-        return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, b.begin_ms, b.end_ms, lo, hi)
+        return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, lo, hi)
                 for i, g in enumerate(grouped) if g]
     try:
         found = probe_offsets(store, kind, probe, topics, b.begin_ms, b.end_ms)
@@ -199,6 +199,15 @@ def probe_offsets(store: Store, kind: ProbeKind, values: Sequence[str], topics: 
     offsets: set[int] = set()
     for value in values:
         offsets.update(find(value, topics, begin_ms, end_ms))
+    return np.fromiter(sorted(offsets), dtype=np.int64, count=len(offsets))
+
+
+def probe_candidates(store: Store, values: Sequence[str], topics: Sequence[str] | None) -> np.ndarray:
+    """The index candidates (`Store.key_candidates`) of every value, sorted and unique, unconfirmed: for
+    a caller that reads them once and confirms the rows itself (raises IndexUnavailableError)."""
+    if len(values) > 1:
+        store.prefetch_index(values, topics)
+    offsets = {offset for value in values for offset in store.key_candidates(value, topics)}
     return np.fromiter(sorted(offsets), dtype=np.int64, count=len(offsets))
 
 

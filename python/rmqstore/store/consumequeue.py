@@ -26,8 +26,11 @@ from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import SCHEDULE_TOPIC
 from rmqstore.store.segments import OpenFiles, Segment
 
-REMOTE_FIRST_WINDOW_UNITS = 4096
-"""Units (80 KiB) of the first read of a remote queue file searched for its first or last unit."""
+REMOTE_FIRST_WINDOW_UNITS = 1024
+"""Units (20 KiB) of the first read of a remote queue file searched for its first or last unit; each
+further read is twice as long. Finding the ends of the remote bench's 32 queues (216 to 22,410 units,
+3.4 MB) downloads 6.0 MB in 89 requests; 4,096 units growing x4 downloaded 9.8 MB in 48, and a store
+of small queues paid 80 KiB for each."""
 UNIT_DTYPE = np.dtype([("queue_offset", "<i8"), ("phy", "<i8"), ("size", "<i4"), ("tags_code", "<i8")])
 """Units as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields."""
 
@@ -61,6 +64,9 @@ class ConsumeQueue:
         self._files = files
         self._log_min = log_min_offset
         self._log_max = log_max_offset
+        self._kept: dict[str, np.ndarray] = {}
+        """A remote file's valid units read while searching for its end (`_valid_units`), by path:
+        later reads inside them are served from here, not downloaded again."""
 
     def __repr__(self) -> str:
         return f"ConsumeQueue({self.topic!r}, {self.queue_id}, [{self.min_offset}, {self.max_offset}))"
@@ -158,22 +164,28 @@ class ConsumeQueue:
             parts.append(units[:count])
             if count < len(units):
                 break
-        return np.concatenate(parts) if parts else np.empty(0, dtype=CQ_DTYPE)
+        valid = np.concatenate(parts) if parts else np.empty(0, dtype=CQ_DTYPE)
+        if not self._files.get(seg.path).zero_copy:
+            self._kept[seg.path] = valid
+        return valid
 
     def _windows(self, seg: Segment, stop: int) -> Iterator[tuple[int, np.ndarray]]:
         """(first unit index, units) of a segment's units [0, stop), in order: one view of a local map;
-        for a remote file, reads growing from `REMOTE_FIRST_WINDOW_UNITS` units (x4 each), so a caller
-        that stops early downloads at most about 4x what it looked at."""
+        for a remote file, reads growing from `REMOTE_FIRST_WINDOW_UNITS` units (x2 each), so a caller
+        that stops early downloads at most about 2x what it looked at."""
         first, window = 0, stop if self._files.get(seg.path).zero_copy else REMOTE_FIRST_WINDOW_UNITS
         while first < stop:
             units = self._segment_units(seg, first, min(window, stop - first))
             if not len(units):
                 return
             yield first, units
-            first, window = first + len(units), window * 4
+            first, window = first + len(units), window * 2
 
     def _segment_units(self, seg: Segment, first_unit: int, count: int) -> np.ndarray:
         """`count` units of a segment from unit index `first_unit` (as stored, big-endian)."""
+        kept = self._kept.get(seg.path)
+        if kept is not None and first_unit + count <= len(kept):
+            return kept[first_unit : first_unit + max(count, 0)]
         data = self._files.get(seg.path).read(first_unit * CQ_UNIT_SIZE, max(count, 0) * CQ_UNIT_SIZE)
         whole = len(data) - len(data) % CQ_UNIT_SIZE
         return parse_units(data[:whole]) if whole else np.empty(0, dtype=CQ_DTYPE)

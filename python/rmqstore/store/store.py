@@ -443,19 +443,26 @@ class Store:
         topics of the side index's records."""
         return sorted(set(self.indexed_topics()).union(self.side_index().topics))
 
-    def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
-                match: Predicate) -> list[int]:
+    def key_candidates(self, key: str, topics: Iterable[str] | None = None) -> list[int]:
+        """Physical offsets whose index entry (the broker's index or the side index) has the hash of
+        `topic#key` for one of `topics` (None: `key_topics()`), sorted, not confirmed: a KEYS token and
+        a UNIQ_KEY are indexed alike, hashes collide, and an entry may point past the valid end or at no
+        record, so callers read the records and check them (`find_by_key`, executors' key probes)."""
         side = self.side_index()
-        probed_topics = self.key_topics() if topics is None else sorted(set(topics))
         candidates: set[int] = set()
-        for topic in probed_topics:
+        for topic in self.key_topics() if topics is None else sorted(set(topics)):
             self.stats.index_files_probed += len(self._index.infos)
             candidates.update(self._index.candidates(topic, key))
             candidates.update(side.candidates(topic, key))
+        return sorted(candidates)
+
+    def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
+                match: Predicate) -> list[int]:
+        candidates = self.key_candidates(key, topics)
         wanted = (match, *time_predicates(begin_ms, end_ms))
         if topics is not None:
-            wanted += (InSet("topic", tuple(probed_topics)),)
-        batch = self.read_offsets(sorted(candidates), ("commitLogOffset", *predicate_columns(wanted)),
+            wanted += (InSet("topic", tuple(sorted(set(topics)))),)
+        batch = self.read_offsets(candidates, ("commitLogOffset", *predicate_columns(wanted)),
                                   mode=PERMISSIVE, strict=False)
         return batch.filter(mask(batch, wanted)).column("commitLogOffset").to_pylist()
 
