@@ -62,7 +62,7 @@ private[store] final class SegmentCache(val path: Path, version: Int, salt: Stri
         doc.path("salt").isTextual && doc.path("salt").asText == salt && doc.path("segments").isObject
       if (!fits) Map.empty
       else
-        doc.get("segments").fields.asScala.collect {
+        doc.get("segments").properties().asScala.collect {
           case e if e.getValue.isArray => e.getKey -> e.getValue.elements.asScala.toIndexedSeq
         }.toMap
     } catch { case NonFatal(_) => Map.empty }
