@@ -36,8 +36,16 @@ object Oracle {
     (config.get("maxHashSlotNum").asInt, config.get("maxIndexNum").asInt)
   }
 
-  /** A copy of fixture `name`'s store as `dir`/store (`skip`: files left out). */
+  private val copies = new java.util.concurrent.ConcurrentLinkedQueue[Path]()
+  sys.addShutdownHook(copies.forEach { dir =>
+    Files.walk(dir).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.deleteIfExists(p))
+  })
+
+  /** A copy of fixture `name`'s store as `dir`/store (`skip`: files left out); `dir` is deleted when the JVM
+    * exits.
+    */
   def copy(name: String, dir: Path, skip: Path => Boolean = _ => false): Path = {
+    copies.add(dir)
     val from = Paths.get(storeDir(name))
     val to = dir.resolve("store")
     Files.walk(from).iterator.asScala.foreach { p =>
