@@ -172,11 +172,14 @@ def test_topic_pushdown_against_unpushed(spark: SparkSession) -> None:
         pushed_cpu: list[float] = []
         plain_cpu: list[float] = []
         pushed_s, plain_s, ratio = _interleaved(run(pushed, pushed_cpu), run(plain, plain_cpu), runs=3)
-        fixed_s = statistics.median(run(absent, [])() for _ in range(3))
+        fixed_cpu: list[float] = []
+        fixed_s = statistics.median(run(absent, fixed_cpu)() for _ in range(3))
         marginal = (pushed_s - fixed_s) / (plain_s - fixed_s)
         cpu_ratio = statistics.median(a / b for a, b in zip(pushed_cpu[1:], plain_cpu[1:], strict=True))
+        cpu = [statistics.median(c) for c in (pushed_cpu[1:], plain_cpu[1:], fixed_cpu)]
         print(f"{share:<8.0%}{rows:>10,}{pushed_s:>10.2f}{plain_s:>12.2f}{fixed_s:>9.2f}{ratio:>8.2f}"
-              f"{marginal:>12.2f}{cpu_ratio:>11.2f}  <= {share + 0.1:.2f}")
+              f"{marginal:>12.2f}{cpu_ratio:>11.2f}  <= {share + 0.1:.2f}   cpu s: pushed {cpu[0]:.2f}, "
+              f"unpushed {cpu[1]:.2f}, fixed {cpu[2]:.2f}")
 
 
 DENSE_SHARES = (0.35, 0.70, 0.85, 1.00)
