@@ -9,6 +9,8 @@ import pickle
 import shutil
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from store_builder import StoreBuilder
 
@@ -233,3 +235,45 @@ def test_executor_key_probes_read_each_candidate_once(stored, downloads):
             for row in confirm(batch, predicates).to_pylist()]
     assert sorted(row["key"] for row in rows) == sorted(keys)
     assert downloads.requests["commitlog"] <= len(plan.tasks) * len(store.segments)
+
+
+@pytest.mark.parametrize("name", ["key =", "key IN (on executors)", "msgId =", "storeTimestamp window"])
+def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads, name):
+    """Cold (empty cache directory, fresh process state), each pushed query against the same query
+    planned without predicates, confirmed by the same reader: the pushed one downloads less. The time
+    window is measured with its time summaries cached: building them walks every segment (a first
+    window on a remote store downloads the scan and the window)."""
+    b, uri = stored
+    local = Store.open(b.root, index_geometry=GEOMETRY)
+    middle = b.written[RECORDS // 2]
+    row = local.read_offsets([middle.offset], ["msgId", "storeTimestamp"])
+    msg_id = row.column("msgId")[0].as_py()
+    at_us = pc.cast(row.column("storeTimestamp"), pa.int64())[0].as_py()
+    predicates = {
+        "key =": [Compare("key", "=", "key-2001")],
+        "key IN (on executors)": [InSet("key", tuple(f"key-{i}" for i in range(0, RECORDS, RECORDS // 10)))],
+        "msgId =": [Compare("msgId", "=", msg_id)],
+        "storeTimestamp window": [Compare("storeTimestamp", ">=", at_us),
+                                  Compare("storeTimestamp", "<=", at_us + 1000)],
+    }[name]
+
+    def cold_rows(plan_with: list) -> tuple[int, int]:
+        index_module._REMOTE_VERDICTS.clear()
+        for kind in ("coverage", "logend", "logend-crc", "side-index"):
+            shutil.rmtree(os.path.join(os.environ[CACHE_DIR_ENV], kind), ignore_errors=True)
+        downloads.clear()
+        store = Store.open(uri, index_geometry=GEOMETRY)
+        plan = plan_read([store], [plan_with], PlanSettings(key_probe_partition_threshold=4))
+        assert plan.access == ([access] if plan_with else ["scan"])
+        rows = sum(confirm(batch, predicates).num_rows for task in plan.tasks
+                   for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
+        return rows, downloads.total
+
+    access = {"key =": "key-index", "key IN (on executors)": "key-index", "msgId =": "offsets",
+              "storeTimestamp window": "range"}[name]
+    if name == "storeTimestamp window":
+        Store.open(uri).time_ranges(None, None)  # the summaries, cached
+    pushed_rows, pushed = cold_rows(predicates)
+    scan_rows, scan = cold_rows([])
+    assert pushed_rows == scan_rows > 0
+    assert pushed < scan, (pushed, scan)
