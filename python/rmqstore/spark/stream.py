@@ -5,8 +5,8 @@ latestOffset, partitions, reportLatestOffset, commit), one in a planning worker,
 on the executors that only call `read`. So `read` gets everything it needs from its
 `StreamPartition`, and driver-side caches are plain dicts that are merely an optimisation.
 
-Offsets and the rule that keeps torn records out are in `rmqstore.spark.offsets`. Data loss
-(retention deleted files the query still needs) follows Spark's Kafka source: `failOnDataLoss=true`
+Offsets are in `rmqstore.spark.offsets`, the rule that keeps torn records out in `rmqstore.store.tail`.
+Data loss (retention deleted files the query still needs) follows Spark's Kafka source: `failOnDataLoss=true`
 (default) fails the query with an error naming the lost offsets and files; `false` logs a warning
 and continues after the gap.
 """
@@ -32,12 +32,7 @@ from pyspark.sql.types import StructType
 
 from rmqstore.format.compression import MAX_MESSAGE_SIZE
 from rmqstore.spark.offsets import (
-    NO_LIMITS,
-    CommitLogTail,
-    Limits,
-    LogWalkCache,
     QueueKey,
-    SealConfirmer,
     StoreOffset,
     admit_queue_units,
     check_group_known,
@@ -56,7 +51,7 @@ from rmqstore.spark.options import (
 from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch
 from rmqstore.store import LogEnd, Store
 from rmqstore.store.names import segment_file_name
-from rmqstore.store.segments import OpenFiles
+from rmqstore.store.tail import NO_LIMITS, CommitLogTail, Limits, LogWalkCache
 
 log = logging.getLogger(__name__)
 
@@ -244,10 +239,8 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return bounds
 
     def _tail(self, broker: str, store: Store) -> CommitLogTail:
-        files = OpenFiles(store.fs)
         cache = self._walk_caches.setdefault(broker, LogWalkCache())
-        return CommitLogTail(list(store.segments), files.get, SealConfirmer(store), cache,
-                             permissive=self.opts.mode == "PERMISSIVE")
+        return CommitLogTail.of(store, cache, permissive=self.opts.mode == "PERMISSIVE")
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger is not None:
