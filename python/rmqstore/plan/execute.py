@@ -60,7 +60,7 @@ def run_task(task: ReadTask, store: Store, columns: Sequence[str],
 def _probe(task: KeyProbeTask, store: Store, columns: Sequence[str],
            settings: ReadSettings) -> Iterator[pa.RecordBatch]:
     """Probe on the executor; keep only the rows this task owns (see KeyProbeTask)."""
-    found = probe_offsets(store, task.kind, task.values, task.topics, task.begin_ms, task.end_ms)
+    found = probe_offsets(store, task.values, task.topics)
     offsets = within(found, task.lo, task.hi)
     token_column = "uniqKey" if task.kind == "uniqKey" else "keys"
     decode = list(columns) if token_column in columns else [*columns, token_column]

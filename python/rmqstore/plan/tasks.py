@@ -48,7 +48,7 @@ class OffsetsTask:
 
 @dataclass(frozen=True)
 class KeyProbeTask:
-    """Probe the index for these values on the executor, then read the confirmed records.
+    """Probe the index for these values on the executor, then read the candidates (confirmed by the reader).
 
     The probe values of a read are spread over `buckets` tasks by a stable hash (`probe_bucket`). A
     record matching values of several buckets is returned only by its owner, the bucket of its
@@ -62,8 +62,6 @@ class KeyProbeTask:
     buckets: int
     all_values: tuple[str, ...]
     topics: tuple[str, ...] | None
-    begin_ms: int | None
-    end_ms: int | None
     lo: int | None
     hi: int | None
 

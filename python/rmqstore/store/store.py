@@ -14,14 +14,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
-from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.points import PointReader, point_reader, problem_at
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
@@ -32,7 +30,6 @@ from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
     FAILFAST,
-    PERMISSIVE,
     IndexUnavailableError,
     StoreCorruptionError,
     StoreError,
@@ -63,7 +60,6 @@ INDEX_TAIL_SCAN_LIMIT = 1 << 30
 past its end, lost index files) in the side index themselves; with more they refuse (scan instead)."""
 GATHER_RANGE_BYTES = 1 << 20
 """`scan_ranges` reads, walks and decodes the ranges of a segment up to this size together."""
-_LOOKUP_COLUMNS = ("commitLogOffset", "topic", "keys", "uniqKey", "storeTimestamp")
 
 
 def _split_dirs(commitlog_dirs: str | Sequence[str]) -> list[str]:
@@ -397,26 +393,6 @@ class Store:
         """Index files oldest first, each with its geometry, header and `problem` (None when usable)."""
         return self._index.infos
 
-    def find_by_key(self, key: str, topics: Iterable[str] | None = None, begin_ms: int | None = None,
-                    end_ms: int | None = None) -> list[int]:
-        """Physical offsets, ascending, of every record whose KEYS tokens include `key` (no cap).
-
-        Like `queryMsgByKey` but exact: candidates of `topic#key` for each topic (when None, every
-        topic that can have indexed records, `key_topics`, and records of any topic match) from every
-        index file and from the side index of what the broker's index lacks (`side_index`: ROLLBACK
-        records, records past the index's end, lost index files), each confirmed against the record's
-        topic and KEYS tokens; candidates outside the valid log or not pointing at a valid record are
-        ignored. `begin_ms`/`end_ms` bound the record's storeTimestamp (inclusive). So the answer is
-        the rows a table scan returns, and a lookup reads index slots and the matching records only.
-        Raises IndexUnavailableError when the index cannot answer completely (see `side_index`).
-        """
-        return self._lookup(key, topics, begin_ms, end_ms, lambda t, k: k in (t or ()), "keys")
-
-    def find_by_uniq_key(self, uniq_key: str, topics: Iterable[str] | None = None,
-                         begin_ms: int | None = None, end_ms: int | None = None) -> list[int]:
-        """Like `find_by_key` for the UNIQ_KEY property (the client message id), no cap."""
-        return self._lookup(uniq_key, topics, begin_ms, end_ms, lambda u, k: u == k, "uniqKey")
-
     def side_index(self) -> SideIndex:
         """The side index of the records the broker's index lacks (`rmqstore.store.side_index`), built
         from a scan of only those ranges the first time and cached outside the store; once per Store.
@@ -445,46 +421,30 @@ class Store:
         topics of the side index's records."""
         return sorted(set(self.indexed_topics()).union(self.side_index().topics))
 
-    def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
-                matches: Any, column: str) -> list[int]:
+    def index_candidates(self, value: str, topics: Iterable[str] | None = None) -> list[int]:
+        """Physical offsets, ascending, that the index holds under `topic#value` for each of `topics`
+        (None: every topic a lookup probes, `key_topics`): the broker's index files and the side index
+        of what they lack (`side_index`: ROLLBACK records, records past the index's end, lost index
+        files). `value` is a KEYS token or a UNIQ_KEY (the broker indexes both alike, §5.4).
+
+        Candidates only: hashes collide, index times are whole seconds, and an entry may point outside
+        the valid log or at no record; `rmqstore.plan` reads and confirms them (finding records by key
+        is `rmqstore.plan.lookup`). Raises IndexUnavailableError when the index cannot answer
+        completely (see `side_index`).
+        """
         side = self.side_index()
-        probed_topics = self.key_topics() if topics is None else sorted(set(topics))
         candidates: set[int] = set()
-        for topic in probed_topics:
+        for topic in self.key_topics() if topics is None else sorted(set(topics)):
             self.stats.index_files_probed += len(self._index.infos)
-            candidates.update(self._index.candidates(topic, key))
-            candidates.update(side.candidates(topic, key))
-        batch = self.read_offsets(sorted(candidates), _LOOKUP_COLUMNS, mode=PERMISSIVE, strict=False)
-        wanted_topics = None if topics is None else set(topics)
-        found: set[int] = set()
-        rows = batch.to_pydict()
-        times = pc.cast(batch.column("storeTimestamp"), pa.int64()).to_pylist()
-        for offset, topic, value, t_us in zip(rows["commitLogOffset"], rows["topic"], rows[column], times,
-                                               strict=True):
-            t_ms = t_us // 1000
-            if ((wanted_topics is None or topic in wanted_topics) and matches(value, key)
-                    and (begin_ms is None or t_ms >= begin_ms) and (end_ms is None or t_ms <= end_ms)):
-                found.add(offset)
-        return sorted(found)
+            candidates.update(self._index.candidates(topic, value))
+            candidates.update(side.candidates(topic, value))
+        return sorted(candidates)
 
     def prefetch_index(self, keys: Sequence[str], topics: Iterable[str] | None = None) -> None:
-        """Before looking up many keys (`find_by_key` / `find_by_uniq_key` with the same `topics`) in a
-        remote store: fetch the slots and first entries of all their probes together, instead of a
-        round trip per probe step. Nothing happens for a local store."""
+        """Before probing many values (`index_candidates` with the same `topics`) in a remote store:
+        fetch the slots and first entries of all their probes together, instead of a round trip per
+        probe step. Nothing happens for a local store."""
         self._index.prefetch(sorted(self.indexed_topics() if topics is None else set(topics)), keys)
-
-    def find_by_msg_id(self, msg_id: str) -> list[int]:
-        """[offset] when `msg_id` is an offsetMsgId (§3.1) of a record in this store, else [].
-
-        The id's offset is read and the record's store host and offset must match the id. Ids that
-        are not offsetMsgIds (e.g. a UNIQ_KEY) give [].
-        """
-        try:
-            host, offset = decode_offset_msg_id(msg_id)
-        except ValueError:
-            return []
-        batch = self.read_offsets([offset], ["commitLogOffset", "storeHost"], strict=False)
-        return [offset] if batch.num_rows and batch.column("storeHost")[0].as_py() == host else []
 
     # ---- consume queues -----------------------------------------------------------------------
 
