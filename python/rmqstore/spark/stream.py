@@ -31,6 +31,8 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from rmqstore.format.compression import MAX_MESSAGE_SIZE
+from rmqstore.plan.execute import ReadSettings, run_task
+from rmqstore.plan.tasks import OffsetsTask, RangeTask, ReadTask
 from rmqstore.spark.offsets import (
     QueueKey,
     StoreOffset,
@@ -69,9 +71,6 @@ class DataLossError(RuntimeError):
 
 QueueSlice = tuple[str, int, int, int]
 """(topic, queueId, first queue offset, end queue offset) of one queue in a micro-batch."""
-
-READ_OFFSETS_CHUNK = 8192
-"""Records fetched per `Store.read_offsets` call in queue mode (bounds the memory of one batch)."""
 
 
 @dataclass(frozen=True)
@@ -417,27 +416,27 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 def read_partition(part: StreamPartition) -> Iterator[pa.RecordBatch]:
-    """Record batches of one partition in commit-log order (so every queue in queue-offset order)."""
+    """Record batches of one partition in commit-log order (so every queue in queue-offset order):
+    its task (`_task`) run by `rmqstore.plan.execute`, the batch source's executor."""
     store = _open_store(part.location, part.index_geometry, part.max_message_size, part.storage_options,
                         part.log_end)
     wanted = list(part.columns) or ["commitLogOffset"]
-    batches = _queue_batches(store, part, wanted) if part.slices else _log_batches(store, part, wanted)
-    for batch in batches:
+    settings = ReadSettings(check_crc=part.verify_crc, mode=part.mode, decompress=part.decompress)
+    for batch in run_task(_task(store, part), store, wanted, settings):
         if batch.num_rows:
             yield output_batch(batch, part.output_schema, part.broker)
 
 
-def _log_batches(store: Store, part: StreamPartition, wanted: list[str]) -> Iterator[pa.RecordBatch]:
-    start = part.start
-    if start < store.min_offset:
-        _data_loss(part.fail_on_data_loss, _lost_log_range(store, part.location, start))
-        start = store.min_offset
-    if start < part.end:
-        yield from store.scan(start, part.end, wanted, check_crc=part.verify_crc, mode=part.mode,
-                              decompress=part.decompress)
-
-
-def _queue_batches(store: Store, part: StreamPartition, wanted: list[str]) -> Iterator[pa.RecordBatch]:
+def _task(store: Store, part: StreamPartition) -> ReadTask:
+    """The read task of a partition: its commit-log range (log mode), or the records its queue slices
+    point to (queue mode: the consume queues vouch for every one, so each must be a valid record, like
+    offsets the batch planner chose). Data gone from the store is reported (`_data_loss`)."""
+    if not part.slices:
+        start = part.start
+        if start < store.min_offset:
+            _data_loss(part.fail_on_data_loss, _lost_log_range(store, part.location, start))
+            start = store.min_offset
+        return RangeTask(0, start, max(start, part.end))
     offsets = []
     for topic, queue_id, begin, stop in part.slices:
         cq = store.consume_queue(topic, queue_id)
@@ -445,7 +444,4 @@ def _queue_batches(store: Store, part: StreamPartition, wanted: list[str]) -> It
             _data_loss(part.fail_on_data_loss,
                        _lost_queue_range(part.location, (topic, queue_id), begin, cq.min_offset))
         offsets.append(cq.units(begin, stop)["phy"])
-    ordered = np.sort(np.concatenate(offsets))
-    for first in range(0, len(ordered), READ_OFFSETS_CHUNK):
-        yield store.read_offsets(ordered[first:first + READ_OFFSETS_CHUNK].tolist(), wanted, mode=part.mode,
-                                 decompress=part.decompress, check_crc=part.verify_crc)
+    return OffsetsTask(0, tuple(np.sort(np.concatenate(offsets)).tolist()), user_points=False)
