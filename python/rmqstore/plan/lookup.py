@@ -13,7 +13,7 @@ storeTimestamp.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
@@ -26,8 +26,8 @@ from rmqstore.store import Store
 class Found:
     """The commitLogOffsets of the matching records, ascending, and the plan that found them."""
 
-    offsets: list[int] = field(default_factory=list)
-    plan: ReadPlan = field(default_factory=ReadPlan)
+    offsets: list[int]
+    plan: ReadPlan
 
 
 def find(store: Store, predicates: Sequence[Predicate], *, settings: PlanSettings | None = None,

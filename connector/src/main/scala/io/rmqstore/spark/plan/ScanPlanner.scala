@@ -19,7 +19,7 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   * ROLLBACK records, queues behind the log, topics without queue files) in range tasks, which the queue
   * tasks leave out (`exclude`); path 2 the part of those the index lacks (`Store.unindexedRanges`:
   * ROLLBACK records, §5.4) and the log past the index's end, inside the lookup (`Store.indexLookup`, as
-  * Python's `Store._lookup`), so a key lookup is one small task. A note says what is scanned. Queue windows
+  * Python's `Store.index_candidates`), so a key lookup is one small task. A note says what is scanned. Queue windows
   * (startingOffsets / endingOffsets) are positions in the queues: they select queue units only.
   * 4. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`).
   * 5. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).

@@ -223,7 +223,7 @@ final class Store private (
 
   /** IndexUnavailableException when the index cannot answer a lookup completely: an index file is unusable,
     * or the log runs more than `IndexTailScanLimit` bytes past `indexTailStart` (e.g. no index at all), a
-    * tail the lookup would have to scan: scan instead (python/rmqstore/store/store.py `_lookup`).
+    * tail the lookup would have to scan: scan instead (python/rmqstore/store/store.py `side_index`).
     */
   def checkIndexAnswers(): Unit = {
     val bad = index.problems
