@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from rmqstore.cli.options import parse_size
+from rmqstore.plan.lookup import find_by_key
 from rmqstore.store import Store
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
@@ -96,7 +97,7 @@ def _query(store: Path, key: str) -> dict[str, object]:
         size = s.max_offset - s.min_offset
         with bytes_read_per_file() as counted:
             start = time.perf_counter()
-            found = s.find_by_key(key)
+            found = find_by_key(s, key)
             seconds = time.perf_counter() - start
             built = s.side_index().note is not None
     index = sum(n for path, n in counted.items() if "/index/" in path)

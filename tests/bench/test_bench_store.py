@@ -24,6 +24,7 @@ import pytest
 
 from rmqstore.format.indexfile import index_key
 from rmqstore.format.javahash import index_key_hash
+from rmqstore.plan.lookup import find_by_key
 from rmqstore.store import Store
 from rmqstore.store.commitlog import LOCAL_WINDOW
 
@@ -74,13 +75,13 @@ def sample(store_path: Path) -> dict[str, object]:
 
 def test_find_by_key(store_path: Path, sample: dict[str, object]) -> None:
     key = str(sample["key"])
-    found = Store.open(store_path).find_by_key(key)
+    found = find_by_key(Store.open(store_path), key)
     assert found
     end_walk = _median_s(lambda: Store.open(store_path).max_offset)
-    warm = _median_s(lambda: Store.open(store_path).find_by_key(key))
+    warm = _median_s(lambda: find_by_key(Store.open(store_path), key))
     same_store = Store.open(store_path)
-    same_store.find_by_key(key)
-    again = _median_s(lambda: same_store.find_by_key(key), repeat=20)
+    find_by_key(same_store, key)
+    again = _median_s(lambda: find_by_key(same_store, key), repeat=20)
     cold = _fresh_process_lookup(store_path, key)
     print(f"\n[store] find_by_key({key!r}) on {len(same_store.index_files)} index file(s), "
           f"{len(same_store.topics())} topics: {len(found)} hit(s)")
@@ -96,6 +97,7 @@ def _fresh_process_lookup(store_path: Path, key: str) -> dict[str, float]:
     script = f"""
 import json, time
 t0 = time.perf_counter()
+from rmqstore.plan.lookup import find_by_key
 from rmqstore.store import Store
 t1 = time.perf_counter()
 store = Store.open({str(store_path)!r})
@@ -103,7 +105,7 @@ store.index_files
 t2 = time.perf_counter()
 store.max_offset
 t3 = time.perf_counter()
-store.find_by_key({key!r})
+find_by_key(store, {key!r})
 t4 = time.perf_counter()
 print(json.dumps(dict(import_s=t1 - t0, open_index_s=t2 - t1, end_s=t3 - t2, find_s=t4 - t3,
                       total_s=t4 - t1)))

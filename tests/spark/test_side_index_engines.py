@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_stores import read_stats, scan_metrics
 
+from rmqstore.plan.lookup import find_by_key
 from rmqstore.spark.jar import PROVIDER_CLASS
 from rmqstore.store import Store
 from rmqstore.store.side_index import lacking_ranges
@@ -73,12 +74,12 @@ def _jvm_lookup(spark: SparkSession, path: Path,
 
 
 def _python_lookup(path: Path) -> tuple[list[int], bool, int]:
-    """`find_by_key('k37')` on a fresh Store: offsets, whether the side index was built, log bytes read."""
+    """`find_by_key(store, 'k37')` on a fresh Store: offsets, whether the side index was built, log bytes read."""
     with Store.open(path) as store:
         assert store.max_offset  # the valid end first: every read of a store finds it
         with bytes_read_per_file() as counted:
             built = store.side_index().note is not None
-            found = store.find_by_key(KEY)
+            found = find_by_key(store, KEY)
         return found, built, log_bytes(counted)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import struct
 from types import SimpleNamespace
 
@@ -14,12 +15,31 @@ from rmqstore.format.indexfile import INDEX_HEADER_SIZE, INDEX_SLOT_SIZE, index_
 from rmqstore.format.javahash import index_key_hash
 from rmqstore.format.layout import TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 from rmqstore.format.msgid import offset_msg_id
+from rmqstore.plan.lookup import (
+    find,
+    find_by_key,
+    find_by_msg_id,
+    find_by_uniq_key,
+    key_predicates,
+    uniq_key_predicates,
+)
 from rmqstore.store import IndexUnavailableError, Store
 
 
 def brute_keys(written, key, topics=None):
     return [w.offset for w in written
             if key in (w.keys or "").split(" ") and (topics is None or w.topic in topics)]
+
+
+def refused_then_scanned(store, value, match, expected, *, uniq=False):
+    """The store's index refuses (IndexUnavailableError matching `match`); a lookup then scans, says
+    why in a plan note, and still returns `expected`."""
+    with pytest.raises(IndexUnavailableError, match=match):
+        store.index_candidates(value)
+    found = find(store, uniq_key_predicates(value) if uniq else key_predicates(value))
+    assert found.plan.access == ["scan"]
+    assert any("index cannot answer" in note and re.search(match, note) for note in found.plan.notes)
+    assert found.offsets == expected
 
 
 @pytest.fixture
@@ -41,8 +61,8 @@ def test_key_lookup_matches_brute_force(store_with_index):
     assert [i.problem for i in store.index_files] == [None] * len(b.index_files)
     assert all(i.geometry == (4, 24) for i in store.index_files)
     for key in ["k0", "k3", "shared", "k12", "BB", "Aa", "dup", "missing"]:
-        assert store.find_by_key(key) == brute_keys(written, key), key
-    assert store.find_by_key("shared", topics=["TopicB"]) == brute_keys(written, "shared", {"TopicB"})
+        assert find_by_key(store, key) == brute_keys(written, key), key
+    assert find_by_key(store, "shared", topics=["TopicB"]) == brute_keys(written, "shared", {"TopicB"})
 
 
 def test_hash_collisions_are_confirmed_against_topic():
@@ -53,19 +73,19 @@ def test_colliding_topics(store_with_index):
     b, written = store_with_index
     store = Store.open(b.root)
     aa = next(w for w in written if w.topic == "AaTopic")
-    assert store.find_by_key("BB", topics=["AaTopic"]) == [aa.offset]
-    assert store.find_by_key("Aa", topics=["AaTopic"]) == []
-    assert store.find_by_key("Aa", topics=["BBTopic"]) == [written[-2].offset]
+    assert find_by_key(store, "BB", topics=["AaTopic"]) == [aa.offset]
+    assert find_by_key(store, "Aa", topics=["AaTopic"]) == []
+    assert find_by_key(store, "Aa", topics=["BBTopic"]) == [written[-2].offset]
 
 
 def test_uniq_key_lookup(store_with_index):
     b, written = store_with_index
     store = Store.open(b.root)
     for w in written[::9]:
-        assert store.find_by_uniq_key(w.uniq_key) == [w.offset]
-    assert store.find_by_uniq_key("U1") == [written[-3].offset, written[-2].offset]
-    assert store.find_by_uniq_key("U1", topics=["BBTopic"]) == [written[-2].offset]
-    assert store.find_by_uniq_key("nope") == []
+        assert find_by_uniq_key(store, w.uniq_key) == [w.offset]
+    assert find_by_uniq_key(store, "U1") == [written[-3].offset, written[-2].offset]
+    assert find_by_uniq_key(store, "U1", topics=["BBTopic"]) == [written[-2].offset]
+    assert find_by_uniq_key(store, "nope") == []
 
 
 def test_time_bounds_use_the_record_time(store_with_index):
@@ -74,8 +94,8 @@ def test_time_bounds_use_the_record_time(store_with_index):
     hits = [w for w in written if "shared" in (w.keys or "")]
     mid = hits[len(hits) // 2]
     t = mid.store_ts
-    assert store.find_by_key("shared", begin_ms=t) == [w.offset for w in hits if w.store_ts >= t]
-    assert store.find_by_key("shared", end_ms=t) == [w.offset for w in hits if w.store_ts <= t]
+    assert find_by_key(store, "shared", begin_ms=t) == [w.offset for w in hits if w.store_ts >= t]
+    assert find_by_key(store, "shared", end_ms=t) == [w.offset for w in hits if w.store_ts <= t]
 
 
 def test_msg_id_lookup(store_with_index):
@@ -83,12 +103,12 @@ def test_msg_id_lookup(store_with_index):
     store = Store.open(b.root)
     host = encode_host("127.0.0.1:10911")
     for w in written[::7]:
-        assert store.find_by_msg_id(offset_msg_id(host, w.offset)) == [w.offset]
-    assert store.find_by_msg_id(offset_msg_id(encode_host("10.9.9.9:10911"), written[3].offset)) == []
-    assert store.find_by_msg_id(offset_msg_id(host, written[3].offset + 1)) == []
-    assert store.find_by_msg_id(offset_msg_id(host, store.max_offset + 100)) == []
-    assert store.find_by_msg_id(written[3].uniq_key) == []  # a UNIQ_KEY is not an offsetMsgId
-    assert store.find_by_msg_id("zz") == []
+        assert find_by_msg_id(store, offset_msg_id(host, w.offset)) == [w.offset]
+    assert find_by_msg_id(store, offset_msg_id(encode_host("10.9.9.9:10911"), written[3].offset)) == []
+    assert find_by_msg_id(store, offset_msg_id(host, written[3].offset + 1)) == []
+    assert find_by_msg_id(store, offset_msg_id(host, store.max_offset + 100)) == []
+    assert find_by_msg_id(store, written[3].uniq_key) == []  # a UNIQ_KEY is not an offsetMsgId
+    assert find_by_msg_id(store, "zz") == []
 
 
 def test_unindexed_tail_is_scanned(tmp_path):
@@ -100,10 +120,10 @@ def test_unindexed_tail_is_scanned(tmp_path):
     b.index_files = [SimpleNamespace(to_bytes=lambda: snapshot)]
     b.finish()
     store = Store.open(b.root)
-    assert store.find_by_key("shared") == brute_keys(b.written, "shared")
-    assert store.find_by_uniq_key(b.written[-1].uniq_key) == [b.written[-1].offset]
-    with pytest.raises(IndexUnavailableError, match="bytes"):
-        Store.open(b.root, index_tail_scan_limit=100).find_by_key("shared")
+    assert find_by_key(store, "shared") == brute_keys(b.written, "shared")
+    assert find_by_uniq_key(store, b.written[-1].uniq_key) == [b.written[-1].offset]
+    refused_then_scanned(Store.open(b.root, index_tail_scan_limit=100), "shared", "bytes",
+                         brute_keys(b.written, "shared"))
     assert written
 
 
@@ -112,9 +132,9 @@ def test_no_index_at_all(tmp_path):
     fill(b, 10)
     b.index_files = []
     b.finish()
-    assert Store.open(b.root).find_by_key("shared") == brute_keys(b.written, "shared")
-    with pytest.raises(IndexUnavailableError):
-        Store.open(b.root, index_tail_scan_limit=0).find_by_key("shared")
+    assert find_by_key(Store.open(b.root), "shared") == brute_keys(b.written, "shared")
+    refused_then_scanned(Store.open(b.root, index_tail_scan_limit=0), "shared", "lacks",
+                         brute_keys(b.written, "shared"))
 
 
 def _index_path(root, number):
@@ -140,12 +160,10 @@ def test_chain_that_loops(tmp_path):
     _GUARDED[-1] = (b.root, tree_digest(b.root))
     detected = Store.open(b.root)
     assert detected.index_files[0].problem is not None
-    with pytest.raises(IndexUnavailableError, match="20240101000000000"):
-        detected.find_by_key("shared")
+    refused_then_scanned(detected, "shared", "20240101000000000", brute_keys(b.written, "shared"))
     given = Store.open(b.root, index_geometry=(4, 400))
     assert "chains to entry 9" in given.index_files[0].problem
-    with pytest.raises(IndexUnavailableError):
-        given.find_by_key("k1")
+    refused_then_scanned(given, "k1", "unusable", brute_keys(b.written, "k1"))
 
 
 def test_damaged_index_is_reported_not_silently_empty(store_with_index):
@@ -166,11 +184,10 @@ def test_damaged_index_is_reported_not_silently_empty(store_with_index):
     store = Store.open(copy)
     assert store.index_files[0].problem and store.index_files[1].problem is None
     assert any("index" in p for p in store.problems)
-    with pytest.raises(IndexUnavailableError, match=os.path.basename(path)):
-        store.find_by_key("k1")
+    refused_then_scanned(store, "k1", os.path.basename(path), brute_keys(b.written, "k1"))
     bad_geometry = Store.open(b.root, index_geometry=(5, 24))
-    with pytest.raises(IndexUnavailableError, match="does not match"):
-        bad_geometry.find_by_uniq_key("U1")
+    refused_then_scanned(bad_geometry, "U1", "does not match",
+                         [w.offset for w in b.written if w.uniq_key == "U1"], uniq=True)
 
 
 def test_a_topic_holding_only_prepared_records_is_probed(tmp_path):
@@ -186,10 +203,10 @@ def test_a_topic_holding_only_prepared_records_is_probed(tmp_path):
     fill(b, 10)
     b.finish()
     store = Store.open(b.root)
-    assert store.find_by_key("other") == [prepared.offset]
-    assert store.find_by_key("txn-key") == [prepared.offset, rollback.offset]
-    assert store.find_by_key("txn-key", topics=["TopicRb"]) == [rollback.offset]
-    assert store.find_by_uniq_key("UTXN") == [prepared.offset]
-    assert store.find_by_uniq_key("URB") == [rollback.offset]
+    assert find_by_key(store, "other") == [prepared.offset]
+    assert find_by_key(store, "txn-key") == [prepared.offset, rollback.offset]
+    assert find_by_key(store, "txn-key", topics=["TopicRb"]) == [rollback.offset]
+    assert find_by_uniq_key(store, "UTXN") == [prepared.offset]
+    assert find_by_uniq_key(store, "URB") == [rollback.offset]
     assert "TopicTxn" not in store.topics() and "TopicTxn" in store.indexed_topics()
     assert "TopicRb" not in store.indexed_topics()

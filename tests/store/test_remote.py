@@ -9,6 +9,7 @@ from store_builder import BASE_TS, StoreBuilder, fill
 
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.io import ArrowFileSystem, resolve_location
+from rmqstore.plan.lookup import find_by_key
 from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store
 
@@ -70,7 +71,7 @@ def test_store_over_s3_equals_the_local_store(s3_server, tmp_path, monkeypatch):
         assert [b_.to_pylist() for b_ in store.scan()] == [b_.to_pylist() for b_ in local.scan()]
         ranges = split_spans(store.segment_spans(), 1000)
         assert [r for lo, hi in ranges for r in store.scan(lo, hi, ["msgId"])] != []
-        assert store.find_by_key("shared") == local.find_by_key("shared")
+        assert find_by_key(store, "shared") == find_by_key(local, "shared")
         units = store.consume_queue("TopicA", 0).units()
         assert units.size and units.tolist() == local.consume_queue("TopicA", 0).units().tolist()
         assert store.consumer_offsets() == {("TopicA", "g"): {0: 3}}

@@ -19,6 +19,7 @@ from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.io import remote
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
+from rmqstore.plan.lookup import find_by_key
 from rmqstore.plan.planner import PlanSettings, plan_read
 from rmqstore.plan.predicates import Compare, InSet
 from rmqstore.store import Store
@@ -117,7 +118,7 @@ def test_a_key_lookup_reads_index_slots_and_chains_not_index_files(stored, downl
     # An executor probing with the pickled store reads pages too, never the index file.
     downloads.clear()
     executor = pickle.loads(pickle.dumps(again))
-    assert executor.find_by_key("key-77", ["TopicB"]) == local.find_by_key("key-77", ["TopicB"]) != []
+    assert find_by_key(executor, "key-77", ["TopicB"]) == find_by_key(local, "key-77", ["TopicB"]) != []
     assert downloads.bytes["index"] < 64 << 10
     # No pushed query downloads more than the unpushed one.
     downloads.clear()
@@ -180,10 +181,10 @@ def test_many_key_probes_fetch_their_slots_and_first_entries_together(stored, do
     fetched = downloads.requests["index"]
     assert 0 < fetched <= 2 * len(keys)
     downloads.clear()
-    found = [store.find_by_key(key, ["TopicB"]) for key in keys]
+    found = [find_by_key(store, key, ["TopicB"]) for key in keys]
     assert downloads.requests["index"] <= 2  # the probes walk pages fetched by the prefetch
     local = Store.open(b.root, index_geometry=GEOMETRY)
-    assert found == [local.find_by_key(key, ["TopicB"]) for key in keys]
+    assert found == [find_by_key(local, key, ["TopicB"]) for key in keys]
     assert sum(map(len, found)) == sum(1 for i in range(100, 3000, 97) if b.written[i].topic == "TopicB")
 
 

@@ -24,6 +24,7 @@ from side_index_stores import (
 )
 
 from rmqstore.cachedir import CACHE_DIR_ENV
+from rmqstore.plan.lookup import find_by_key, find_by_uniq_key
 from rmqstore.store import Store
 from rmqstore.store.side_index import index_holes, lacking_ranges
 
@@ -52,11 +53,11 @@ def _check_answers(store_path: Path) -> None:
     rows = scanned_rows(store_path)
     with Store.open(store_path) as store:
         for key in ROLLBACK_KEYS + OTHER_KEYS + ["g7", "absent"]:
-            assert store.find_by_key(key) == expected_offsets(rows, "keys", key), key
+            assert find_by_key(store, key) == expected_offsets(rows, "keys", key), key
         for uniq in ["u7", "u3007", "u8", "u5999"]:
-            assert store.find_by_uniq_key(uniq) == expected_offsets(rows, "uniqKey", uniq), uniq
-        assert store.find_by_key("k7", topics=["Orders"]) == []  # record 7 is a Payments record
-        assert store.find_by_key("k7", topics=["Orders", "Payments"]) == expected_offsets(rows, "keys", "k7")
+            assert find_by_uniq_key(store, uniq) == expected_offsets(rows, "uniqKey", uniq), uniq
+        assert find_by_key(store, "k7", topics=["Orders"]) == []  # record 7 is a Payments record
+        assert find_by_key(store, "k7", topics=["Orders", "Payments"]) == expected_offsets(rows, "keys", "k7")
 
 
 def _query_log_bytes(store_path: Path, key: str, rows: Rows) -> int:
@@ -65,7 +66,7 @@ def _query_log_bytes(store_path: Path, key: str, rows: Rows) -> int:
     with Store.open(store_path) as store:
         assert store.max_offset
         with bytes_read_per_file() as counted:
-            found = store.find_by_key(key)
+            found = find_by_key(store, key)
             assert store.side_index().note is None  # opened from the cache, nothing scanned
         assert found == expected_offsets(rows, "keys", key)
         return log_bytes(counted)
@@ -121,7 +122,7 @@ def test_index_file_lost_between_others(rollback_heavy: Path, tmp_path: Path) ->
         assert store.min_offset < start < end < store.max_offset
         rows = scanned_rows(store_path)
         inside = [o for o in expected_offsets(rows, "keys", "g7") if start <= o < end]
-        assert inside and set(inside) <= set(store.find_by_key("g7"))
+        assert inside and set(inside) <= set(find_by_key(store, "g7"))
     _check_answers(store_path)
 
 
@@ -160,7 +161,7 @@ def test_appended_records_rebuild_only_the_changed_segments(tmp_path: Path, priv
         (after / "index" / index_file.name).write_bytes(index_file.read_bytes())
     store_path = copy_store(before, tmp_path / "store")
     with Store.open(store_path) as store:
-        assert store.find_by_key("k4950") == [] and store.side_index().note
+        assert find_by_key(store, "k4950") == [] and store.side_index().note
     arrays = {p.name for p in private_cache.rglob("*.npy")}
     changed = set()
     for segment in (after / "commitlog").iterdir():  # the broker appends (and may roll a segment)
@@ -173,7 +174,7 @@ def test_appended_records_rebuild_only_the_changed_segments(tmp_path: Path, priv
         shutil.copytree(after / sub, store_path / sub)
     rows = scanned_rows(store_path)
     with Store.open(store_path) as store:
-        assert store.find_by_key("k4950") == expected_offsets(rows, "keys", "k4950") != []
+        assert find_by_key(store, "k4950") == expected_offsets(rows, "keys", "k4950") != []
         assert store.side_index().note
         rebuilt = {p.name for p in private_cache.rglob("*.npy")} - arrays
         assert changed and {name.split("-")[0] for name in rebuilt} == changed
@@ -192,8 +193,8 @@ def test_a_segment_deleted_by_retention_drops_out(rollback_heavy: Path, tmp_path
     with Store.open(store_path) as store:
         assert store.min_offset > 0
         for key in ["k7", "k3007", "g7"]:
-            assert store.find_by_key(key) == expected_offsets(rows, "keys", key)
-        assert store.find_by_key("k7") == []  # its record went with the segment
+            assert find_by_key(store, key) == expected_offsets(rows, "keys", key)
+        assert find_by_key(store, "k7") == []  # its record went with the segment
         assert store.side_index().note is None  # nothing to scan: the other segments' parts are reused
     assert not any(p.name.startswith(oldest) for p in private_cache.rglob("*.npy"))
 
@@ -225,10 +226,10 @@ def test_a_remote_stores_side_index_travels_with_the_pickled_store(s3_server, tm
     shipped = pickle.loads(pickle.dumps(remote))
     assert shipped.max_offset == remote.max_offset
     shipped.stats.reset()
-    found = shipped.find_by_key("k37", topics=TOPICS)  # a ROLLBACK record; topics as the planner sends
+    found = find_by_key(shipped, "k37", topics=TOPICS)  # a ROLLBACK record; topics as the planner sends
     assert found == expected_offsets(rows, "keys", "k37") != [] and shipped.side_index().note is None
     assert shipped.stats.segments_touched == {found[0] // (64 << 10) * (64 << 10)}  # no scan: one read
-    assert shipped.find_by_uniq_key("u7", topics=TOPICS) == expected_offsets(rows, "uniqKey", "u7")
+    assert find_by_uniq_key(shipped, "u7", topics=TOPICS) == expected_offsets(rows, "uniqKey", "u7")
 
 
 def test_a_record_split_between_index_files_lacks_when_the_next_file_is_lost(tmp_path: Path) -> None:
@@ -245,5 +246,5 @@ def test_a_record_split_between_index_files_lacks_when_the_next_file_is_lost(tmp
         assert newest.geometry and newest.header and newest.header.index_count == newest.geometry[1]  # full
         assert index_holes(store) == [(newest.header.end_phy_offset, store.max_offset)]
         for key in sorted({token for _, keys, _ in rows for token in keys or ()}):
-            assert store.find_by_key(key) == expected_offsets(rows, "keys", key), key
+            assert find_by_key(store, key) == expected_offsets(rows, "keys", key), key
     assert shared.name > newest.name

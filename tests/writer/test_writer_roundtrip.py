@@ -36,6 +36,7 @@ from rmqstore.format.layout import (
     TRANSACTION_ROLLBACK,
 )
 from rmqstore.format.record import SCHEDULE_TOPIC
+from rmqstore.plan.lookup import find_by_key, find_by_msg_id
 from rmqstore.store import Store
 from rmqstore.writer import MessageSpec, StoreWriter
 
@@ -103,8 +104,8 @@ def assert_store_reads_the_same(path: Path, geometry: tuple[int, int], records: 
             if record.sys_flag & SYSFLAG_TRANSACTION_MASK == TRANSACTION_ROLLBACK:
                 continue  # not indexed by the broker (§5.4), so not found by an index lookup
             for key in record.keys or ():
-                assert record.commit_log_offset in opened.find_by_key(key, [record.topic])
-            assert opened.find_by_msg_id(record.msg_id) == [record.commit_log_offset]
+                assert record.commit_log_offset in find_by_key(opened, key, [record.topic])
+            assert find_by_msg_id(opened, record.msg_id) == [record.commit_log_offset]
 
 
 def _rows_ms(batch: pa.RecordBatch) -> list[dict]:

@@ -1,15 +1,18 @@
 """`rmqstore query`: messages by key, unique key, message id, or topic and time range, without caps.
 
-Keys follow RocketMQ's queryMsgByKey meaning (K is one of the record's space-separated KEYS), but
-every index candidate is confirmed against the record, so hash collisions never show up, and there
-is no 64/32-result cap. When the index cannot answer completely the commit log is scanned instead.
+Keys follow RocketMQ's queryMsgByKey meaning (K is one of the record's space-separated KEYS). The
+options become predicates, and the store is read the way the Spark source reads it
+(`rmqstore.plan.lookup`: plan, read, confirm): index candidates confirmed against the record, so hash
+collisions never show up, ROLLBACK records and records the index lacks come from the side index, and
+there is no 64/32-result cap; when the index cannot answer completely the planner scans instead. The
+plan's notes (a side index built, a scan instead of the index) go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import pyarrow as pa
 
@@ -24,9 +27,9 @@ from rmqstore.cli.options import (
 )
 from rmqstore.cli.output import write_jsonl
 from rmqstore.format.table import COLUMN_NAMES
-from rmqstore.plan.confirm import confirm
-from rmqstore.plan.predicates import Compare, KeysContainAny, Predicate, predicate_columns, time_predicates
-from rmqstore.store import IndexUnavailableError, Store
+from rmqstore.plan.lookup import find, key_predicates, msg_id_predicates, uniq_key_predicates
+from rmqstore.plan.predicates import InSet, Predicate, time_predicates
+from rmqstore.store import Store
 
 _READ_CHUNK = 4096
 
@@ -46,57 +49,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _scan_matching(store: Store, start: int, end: int, predicates: Sequence[Predicate],
-                   args: argparse.Namespace) -> list[int]:
-    """Offsets of the records in [start, end) satisfying every predicate."""
-    found: list[int] = []
-    with progress(args, max(end - start, 0), "scan") as bar:
-        for batch in store.scan(start, end, ["commitLogOffset", *predicate_columns(predicates)]):
-            if not batch.num_rows:
-                continue
-            found += confirm(batch, predicates).column("commitLogOffset").to_pylist()
-            bar.update(batch.column("commitLogOffset")[-1].as_py() - start - bar.n)
-    return found
+def _predicates(args: argparse.Namespace, *, msg_id_as_uniq_key: bool = False) -> tuple[Predicate, ...]:
+    """The query's options as predicates (`--msg-id` read as a UNIQ_KEY when asked)."""
+    topics = None if args.topic is None else [args.topic]
+    if args.key is not None:
+        return key_predicates(args.key, topics, args.begin, args.end)
+    if args.uniq_key is not None or msg_id_as_uniq_key:
+        uniq_key = args.uniq_key if args.uniq_key is not None else args.msg_id
+        return uniq_key_predicates(uniq_key, topics, args.begin, args.end)
+    if args.msg_id is not None:
+        return msg_id_predicates(args.msg_id, topics, args.begin, args.end)
+    return (InSet("topic", (args.topic,)), *time_predicates(args.begin, args.end))
 
 
-def _topic_and_time(args: argparse.Namespace) -> tuple[Predicate, ...]:
-    """--topic, --begin and --end as predicates (the window is inclusive epoch ms)."""
-    topic = () if args.topic is None else (Compare("topic", "=", args.topic),)
-    return (*topic, *time_predicates(args.begin, args.end))
-
-
-def _by_index(store: Store, args: argparse.Namespace, value: str, column: str) -> list[int]:
-    topics = [args.topic] if args.topic else None
-    lookup = store.find_by_key if column == "keys" else store.find_by_uniq_key
-    try:
-        found = lookup(value, topics, args.begin, args.end)
-        if store.side_index().note:
-            print(f"rmqstore: {store.side_index().note}", file=sys.stderr)
-        return found
-    except IndexUnavailableError as exc:
-        print(f"index unusable ({exc}); scanning the commit log", file=sys.stderr)
-    match = KeysContainAny((value,)) if column == "keys" else Compare("uniqKey", "=", value)
-    return _scan_matching(store, store.min_offset, store.max_offset, (match, *_topic_and_time(args)), args)
-
-
-def _by_topic_and_time(store: Store, args: argparse.Namespace) -> list[int]:
-    ranges = store.time_ranges(args.begin, args.end)  # the first to the last record of the window
-    start, end = (ranges[0][0], ranges[-1][1]) if ranges else (store.min_offset, store.min_offset)
-    return _scan_matching(store, start, end, _topic_and_time(args), args)
+def _find(store: Store, predicates: tuple[Predicate, ...], args: argparse.Namespace) -> list[int]:
+    """Offsets of the matching records, ascending; the plan's notes on stderr."""
+    with progress(args, None, "read", unit="task") as bar:
+        found = find(store, predicates, task_done=lambda: bar.update(1))
+    for note in found.plan.notes:
+        print(f"rmqstore: {note}", file=sys.stderr)
+    return found.offsets
 
 
 def find_offsets(store: Store, args: argparse.Namespace) -> list[int]:
     """Physical offsets of the matching records, ascending."""
-    if args.key is not None:
-        return _by_index(store, args, args.key, "keys")
-    if args.uniq_key is not None:
-        return _by_index(store, args, args.uniq_key, "uniqKey")
-    if args.msg_id is not None:
-        offsets = store.find_by_msg_id(args.msg_id)
-        if not offsets:  # mqadmin queryMsgById falls back to the id as a UNIQ_KEY (§3.3)
-            offsets = _by_index(store, args, args.msg_id, "uniqKey")
-        return offsets
-    return _by_topic_and_time(store, args)
+    offsets = _find(store, _predicates(args), args)
+    if not offsets and args.msg_id is not None:  # like mqadmin queryMsgById: the id as a UNIQ_KEY (§3.3)
+        offsets = _find(store, _predicates(args, msg_id_as_uniq_key=True), args)
+    return offsets
 
 
 def read_in_order(store: Store, offsets: Iterable[int], columns: list[str]) -> Iterable[pa.RecordBatch]:
@@ -111,18 +91,8 @@ def run(args: argparse.Namespace) -> int:
     columns = args.columns or list(COLUMN_NAMES)
     count = 0
     with open_store(args) as store:
-        offsets = find_offsets(store, args)
-        if args.msg_id is not None and args.topic is not None:
-            on_topic = (Compare("topic", "=", args.topic),)
-            batches = (
-                confirm(b, on_topic)
-                for b in read_in_order(store, offsets, list(dict.fromkeys([*columns, "topic"])))
-            )
-            for batch in batches:
-                count += write_jsonl(batch.select(columns), sys.stdout)
-        else:
-            for batch in read_in_order(store, offsets, columns):
-                count += write_jsonl(batch, sys.stdout)
+        for batch in read_in_order(store, find_offsets(store, args), columns):
+            count += write_jsonl(batch, sys.stdout)
         check_topic_found(store, args.topic, count)
     print(f"{count} messages", file=sys.stderr)
     return 0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from rmqstore.plan.planner import probe_candidates
+from rmqstore.plan.planner import probe_offsets
 from rmqstore.plan.tasks import (
     KeyProbeTask,
     OffsetsTask,
@@ -59,10 +59,9 @@ def run_task(task: ReadTask, store: Store, columns: Sequence[str],
 
 def _probe(task: KeyProbeTask, store: Store, columns: Sequence[str],
            settings: ReadSettings) -> Iterator[pa.RecordBatch]:
-    """Probe on the executor; keep only the rows this task owns (see KeyProbeTask). The candidates are
-    read once, not confirmed by a lookup first: a row whose tokens hold none of the probe values has
-    no owner, and the reader confirms every row against the predicates (topics, times included)."""
-    offsets = within(probe_candidates(store, task.values, task.topics), task.lo, task.hi)
+    """Probe on the executor; keep only the rows this task owns (see KeyProbeTask)."""
+    found = probe_offsets(store, task.values, task.topics)
+    offsets = within(found, task.lo, task.hi)
     token_column = "uniqKey" if task.kind == "uniqKey" else "keys"
     decode = list(columns) if token_column in columns else [*columns, token_column]
     probes = set(task.all_values)

@@ -182,32 +182,21 @@ def _probe_tasks(index: int, store: Store, kind: ProbeKind, probe: tuple[str, ..
         return [KeyProbeTask(index, kind, tuple(g), i, buckets, probe, topics, lo, hi)
                 for i, g in enumerate(grouped) if g]
     try:
-        found = probe_offsets(store, kind, probe, topics, b.begin_ms, b.end_ms)
+        found = probe_offsets(store, probe, topics)
     except IndexUnavailableError as exc:
         notes.append(f"store {store.path}: index cannot answer the {kind} lookup ({exc}); scanning instead")
         return None
     return _offset_tasks(index, within(found, lo, hi).tolist(), settings, user_points=False)
 
 
-def probe_offsets(store: Store, kind: ProbeKind, values: Sequence[str], topics: Sequence[str] | None,
-                  begin_ms: int | None, end_ms: int | None) -> np.ndarray:
-    """Confirmed offsets of records matching any of the probe values, sorted and unique (raises
-    IndexUnavailableError)."""
-    find = store.find_by_uniq_key if kind == "uniqKey" else store.find_by_key
+def probe_offsets(store: Store, values: Sequence[str], topics: Sequence[str] | None) -> np.ndarray:
+    """The index's candidates for any of the probe values (`Store.index_candidates`), sorted and
+    unique; the reader confirms every row read (raises IndexUnavailableError)."""
     if len(values) > 1:
         store.prefetch_index(values, topics)
     offsets: set[int] = set()
     for value in values:
-        offsets.update(find(value, topics, begin_ms, end_ms))
-    return np.fromiter(sorted(offsets), dtype=np.int64, count=len(offsets))
-
-
-def probe_candidates(store: Store, values: Sequence[str], topics: Sequence[str] | None) -> np.ndarray:
-    """The index candidates (`Store.key_candidates`) of every value, sorted and unique, unconfirmed: for
-    a caller that reads them once and confirms the rows itself (raises IndexUnavailableError)."""
-    if len(values) > 1:
-        store.prefetch_index(values, topics)
-    offsets = {offset for value in values for offset in store.key_candidates(value, topics)}
+        offsets.update(store.index_candidates(value, topics))
     return np.fromiter(sorted(offsets), dtype=np.int64, count=len(offsets))
 
 

@@ -146,7 +146,7 @@ class Bounds:
     """What a conjunction of predicates says about each plannable column; None: unbounded.
 
     Offsets are half-open [lo, hi); the storeTimestamp window [begin_ms, end_ms] is inclusive epoch
-    milliseconds (the store's unit: `Store.time_ranges`, `Store.find_by_key`); queue offsets are
+    milliseconds (the store's unit: `Store.time_ranges`, `rmqstore.plan.lookup`); queue offsets are
     [queue_lo, queue_hi). `probes` maps an index probe to the values it must find one of.
     """
 

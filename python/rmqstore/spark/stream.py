@@ -5,8 +5,8 @@ latestOffset, partitions, reportLatestOffset, commit), one in a planning worker,
 on the executors that only call `read`. So `read` gets everything it needs from its
 `StreamPartition`, and driver-side caches are plain dicts that are merely an optimisation.
 
-Offsets and the rule that keeps torn records out are in `rmqstore.spark.offsets`. Data loss
-(retention deleted files the query still needs) follows Spark's Kafka source: `failOnDataLoss=true`
+Offsets are in `rmqstore.spark.offsets`, the rule that keeps torn records out in `rmqstore.store.tail`.
+Data loss (retention deleted files the query still needs) follows Spark's Kafka source: `failOnDataLoss=true`
 (default) fails the query with an error naming the lost offsets and files; `false` logs a warning
 and continues after the gap.
 """
@@ -31,14 +31,10 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from rmqstore.format.compression import MAX_MESSAGE_SIZE
-from rmqstore.plan.tasks import grid_spans, group_items
+from rmqstore.plan.execute import ReadSettings, run_task
+from rmqstore.plan.tasks import OffsetsTask, RangeTask, ReadTask, grid_spans, group_items
 from rmqstore.spark.offsets import (
-    NO_LIMITS,
-    CommitLogTail,
-    Limits,
-    LogWalkCache,
     QueueKey,
-    SealConfirmer,
     StoreOffset,
     admit_queue_units,
     check_group_known,
@@ -57,7 +53,7 @@ from rmqstore.spark.options import (
 from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch
 from rmqstore.store import LogEnd, Store
 from rmqstore.store.names import segment_file_name
-from rmqstore.store.segments import OpenFiles
+from rmqstore.store.tail import NO_LIMITS, CommitLogTail, Limits, LogWalkCache
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +71,6 @@ class DataLossError(RuntimeError):
 
 QueueSlice = tuple[str, int, int, int]
 """(topic, queueId, first queue offset, end queue offset) of one queue in a micro-batch."""
-
-READ_OFFSETS_CHUNK = 8192
-"""Records fetched per `Store.read_offsets` call in queue mode (bounds the memory of one batch)."""
 
 
 @dataclass(frozen=True)
@@ -245,10 +238,8 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return bounds
 
     def _tail(self, broker: str, store: Store) -> CommitLogTail:
-        files = OpenFiles(store.fs)
         cache = self._walk_caches.setdefault(broker, LogWalkCache())
-        return CommitLogTail(list(store.segments), files.get, SealConfirmer(store), cache,
-                             permissive=self.opts.mode == "PERMISSIVE")
+        return CommitLogTail.of(store, cache, permissive=self.opts.mode == "PERMISSIVE")
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger is not None:
@@ -416,27 +407,27 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 def read_partition(part: StreamPartition) -> Iterator[pa.RecordBatch]:
-    """Record batches of one partition in commit-log order (so every queue in queue-offset order)."""
+    """Record batches of one partition in commit-log order (so every queue in queue-offset order):
+    its task (`_task`) run by `rmqstore.plan.execute`, the batch source's executor."""
     store = _open_store(part.location, part.index_geometry, part.max_message_size, part.storage_options,
                         part.log_end)
     wanted = list(part.columns) or ["commitLogOffset"]
-    batches = _queue_batches(store, part, wanted) if part.slices else _log_batches(store, part, wanted)
-    for batch in batches:
+    settings = ReadSettings(check_crc=part.verify_crc, mode=part.mode, decompress=part.decompress)
+    for batch in run_task(_task(store, part), store, wanted, settings):
         if batch.num_rows:
             yield output_batch(batch, part.output_schema, part.broker)
 
 
-def _log_batches(store: Store, part: StreamPartition, wanted: list[str]) -> Iterator[pa.RecordBatch]:
-    start = part.start
-    if start < store.min_offset:
-        _data_loss(part.fail_on_data_loss, _lost_log_range(store, part.location, start))
-        start = store.min_offset
-    if start < part.end:
-        yield from store.scan(start, part.end, wanted, check_crc=part.verify_crc, mode=part.mode,
-                              decompress=part.decompress)
-
-
-def _queue_batches(store: Store, part: StreamPartition, wanted: list[str]) -> Iterator[pa.RecordBatch]:
+def _task(store: Store, part: StreamPartition) -> ReadTask:
+    """The read task of a partition: its commit-log range (log mode), or the records its queue slices
+    point to (queue mode: the consume queues vouch for every one, so each must be a valid record, like
+    offsets the batch planner chose). Data gone from the store is reported (`_data_loss`)."""
+    if not part.slices:
+        start = part.start
+        if start < store.min_offset:
+            _data_loss(part.fail_on_data_loss, _lost_log_range(store, part.location, start))
+            start = store.min_offset
+        return RangeTask(0, start, max(start, part.end))
     offsets = []
     for topic, queue_id, begin, stop in part.slices:
         cq = store.consume_queue(topic, queue_id)
@@ -444,7 +435,4 @@ def _queue_batches(store: Store, part: StreamPartition, wanted: list[str]) -> It
             _data_loss(part.fail_on_data_loss,
                        _lost_queue_range(part.location, (topic, queue_id), begin, cq.min_offset))
         offsets.append(cq.units(begin, stop)["phy"])
-    ordered = np.sort(np.concatenate(offsets))
-    for first in range(0, len(ordered), READ_OFFSETS_CHUNK):
-        yield store.read_offsets(ordered[first:first + READ_OFFSETS_CHUNK].tolist(), wanted, mode=part.mode,
-                                 decompress=part.decompress, check_crc=part.verify_crc)
+    return OffsetsTask(0, tuple(np.sort(np.concatenate(offsets)).tolist()), user_points=False)

@@ -19,27 +19,16 @@ from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
-from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.points import PointReader, point_reader, problem_at
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
-from rmqstore.plan.predicates import (  # the predicate model: a pure module over the table's columns
-    Compare,
-    InSet,
-    KeysContainAny,
-    Predicate,
-    mask,
-    predicate_columns,
-    time_predicates,
-)
 from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
     FAILFAST,
-    PERMISSIVE,
     IndexUnavailableError,
     StoreCorruptionError,
     StoreError,
@@ -395,26 +384,6 @@ class Store:
         """Index files oldest first, each with its geometry, header and `problem` (None when usable)."""
         return self._index.infos
 
-    def find_by_key(self, key: str, topics: Iterable[str] | None = None, begin_ms: int | None = None,
-                    end_ms: int | None = None) -> list[int]:
-        """Physical offsets, ascending, of every record whose KEYS tokens include `key` (no cap).
-
-        Like `queryMsgByKey` but exact: candidates of `topic#key` for each topic (when None, every
-        topic that can have indexed records, `key_topics`, and records of any topic match) from every
-        index file and from the side index of what the broker's index lacks (`side_index`: ROLLBACK
-        records, records past the index's end, lost index files), each confirmed against the record's
-        topic and KEYS tokens; candidates outside the valid log or not pointing at a valid record are
-        ignored. `begin_ms`/`end_ms` bound the record's storeTimestamp (inclusive). So the answer is
-        the rows a table scan returns, and a lookup reads index slots and the matching records only.
-        Raises IndexUnavailableError when the index cannot answer completely (see `side_index`).
-        """
-        return self._lookup(key, topics, begin_ms, end_ms, KeysContainAny((key,)))
-
-    def find_by_uniq_key(self, uniq_key: str, topics: Iterable[str] | None = None,
-                         begin_ms: int | None = None, end_ms: int | None = None) -> list[int]:
-        """Like `find_by_key` for the UNIQ_KEY property (the client message id), no cap."""
-        return self._lookup(uniq_key, topics, begin_ms, end_ms, Compare("uniqKey", "=", uniq_key))
-
     def side_index(self) -> SideIndex:
         """The side index of the records the broker's index lacks (`rmqstore.store.side_index`), built
         from a scan of only those ranges the first time and cached outside the store; once per Store.
@@ -443,47 +412,30 @@ class Store:
         topics of the side index's records."""
         return sorted(set(self.indexed_topics()).union(self.side_index().topics))
 
-    def key_candidates(self, key: str, topics: Iterable[str] | None = None) -> list[int]:
-        """Physical offsets whose index entry (the broker's index or the side index) has the hash of
-        `topic#key` for one of `topics` (None: `key_topics()`), sorted, not confirmed: a KEYS token and
-        a UNIQ_KEY are indexed alike, hashes collide, and an entry may point past the valid end or at no
-        record, so callers read the records and check them (`find_by_key`, executors' key probes)."""
+    def index_candidates(self, value: str, topics: Iterable[str] | None = None) -> list[int]:
+        """Physical offsets, ascending, that the index holds under `topic#value` for each of `topics`
+        (None: every topic a lookup probes, `key_topics`): the broker's index files and the side index
+        of what they lack (`side_index`: ROLLBACK records, records past the index's end, lost index
+        files). `value` is a KEYS token or a UNIQ_KEY (the broker indexes both alike, §5.4).
+
+        Candidates only: hashes collide, index times are whole seconds, and an entry may point outside
+        the valid log or at no record; `rmqstore.plan` reads and confirms them (finding records by key
+        is `rmqstore.plan.lookup`). Raises IndexUnavailableError when the index cannot answer
+        completely (see `side_index`).
+        """
         side = self.side_index()
         candidates: set[int] = set()
         for topic in self.key_topics() if topics is None else sorted(set(topics)):
             self.stats.index_files_probed += len(self._index.infos)
-            candidates.update(self._index.candidates(topic, key))
-            candidates.update(side.candidates(topic, key))
+            candidates.update(self._index.candidates(topic, value))
+            candidates.update(side.candidates(topic, value))
         return sorted(candidates)
 
-    def _lookup(self, key: str, topics: Iterable[str] | None, begin_ms: int | None, end_ms: int | None,
-                match: Predicate) -> list[int]:
-        candidates = self.key_candidates(key, topics)
-        wanted = (match, *time_predicates(begin_ms, end_ms))
-        if topics is not None:
-            wanted += (InSet("topic", tuple(sorted(set(topics)))),)
-        batch = self.read_offsets(candidates, ("commitLogOffset", *predicate_columns(wanted)),
-                                  mode=PERMISSIVE, strict=False)
-        return batch.filter(mask(batch, wanted)).column("commitLogOffset").to_pylist()
-
     def prefetch_index(self, keys: Sequence[str], topics: Iterable[str] | None = None) -> None:
-        """Before looking up many keys (`find_by_key` / `find_by_uniq_key` with the same `topics`) in a
-        remote store: fetch the slots and first entries of all their probes together, instead of a
-        round trip per probe step. Nothing happens for a local store."""
+        """Before probing many values (`index_candidates` with the same `topics`) in a remote store:
+        fetch the slots and first entries of all their probes together, instead of a round trip per
+        probe step. Nothing happens for a local store."""
         self._index.prefetch(sorted(self.indexed_topics() if topics is None else set(topics)), keys)
-
-    def find_by_msg_id(self, msg_id: str) -> list[int]:
-        """[offset] when `msg_id` is an offsetMsgId (§3.1) of a record in this store, else [].
-
-        The id's offset is read and the record's store host and offset must match the id. Ids that
-        are not offsetMsgIds (e.g. a UNIQ_KEY) give [].
-        """
-        try:
-            host, offset = decode_offset_msg_id(msg_id)
-        except ValueError:
-            return []
-        batch = self.read_offsets([offset], ["commitLogOffset", "storeHost"], strict=False)
-        return [offset] if batch.num_rows and batch.column("storeHost")[0].as_py() == host else []
 
     # ---- consume queues -----------------------------------------------------------------------
 

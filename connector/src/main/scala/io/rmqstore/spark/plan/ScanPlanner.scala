@@ -20,7 +20,7 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   * ROLLBACK records, queues behind the log, topics without queue files) in range tasks, which the queue
   * tasks leave out (`exclude`); path 2 probes the side index of what the broker's index lacks
   * (`Store.sideIndex`: ROLLBACK records, §5.4, the log past the index's end, lost index files) beside the
-  * index, built and cached once (a note says so), as Python's `Store._lookup`. Queue windows
+  * index, built and cached once (a note says so), as Python's `Store.index_candidates`. Queue windows
   * (startingOffsets / endingOffsets) are positions in the queues: they select queue units only.
   * 4. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`).
   * 5. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).

@@ -9,7 +9,7 @@ import io.rmqstore.spark.format.{Layout, RecordCheck, RecordView}
 import io.rmqstore.spark.io.RandomAccess
 
 /** Admission limits of one trigger: at most `records` messages and `bytes` record bytes
-  * (python/rmqstore/spark/offsets.py `Limits`). A batch always admits at least one record, so a record
+  * (python/rmqstore/store/tail.py `Limits`). A batch always admits at least one record, so a record
   * bigger than `bytes` cannot stall a query.
   */
 final case class Limits(records: Option[Long] = None, bytes: Option[Long] = None) {
@@ -37,7 +37,7 @@ final class LogWalkCache {
 }
 
 /** The commit log of one store as a stream sees it: record boundaries and the sealed end; the JVM twin
-  * of python/rmqstore/spark/offsets.py `CommitLogTail`, whose module docstring states the torn-record
+  * of python/rmqstore/store/tail.py `CommitLogTail`, whose module docstring states the torn-record
   * rule (design §4). A record at p counts as complete only when (1) it validates as recovery would
   * (§2.12: magic, TOTALSIZE, BODYCRC, PHYSICALOFFSET == p, room for a BLANK after it, §2.6), and (2) it is
   * sealed: (a) a later segment has started, or (b) the 8 bytes after it start the next write (a BLANK,

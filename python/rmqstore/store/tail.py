@@ -1,0 +1,338 @@
+"""The torn-record rule: how far a reader may walk the commit log while a broker writes it (design §4).
+
+A broker writes a record with one put into a mapped file, but a
+reader of the file can see any prefix of that put. A record at position p counts as complete only
+when (1) all of it validates as recovery would (§2.12: magic, TOTALSIZE equal to the recomputed
+length, BODYCRC, PHYSICALOFFSET == p, and room for a BLANK after it, §2.6), and (2) it is sealed:
+the writer has provably finished it, because
+  a. the segment is sealed: a later segment has started (the broker wrote this segment's BLANK
+     before the first record of the next one), or
+  b. the 8 bytes after it are the start of the next write (a BLANK, or TOTALSIZE > 0 with a record
+     magic): the broker starts the next put only after the previous one finished, or
+  c. its consume-queue unit exists (the dispatcher builds units only from complete records, §4.1), or
+  d. no broker is writing: the store has no `abort` file (§6.2).
+A record that validates but is not sealed (say its properties are still zeros) waits for the next
+walk (the next trigger of a stream). A stream reading by queue reads only records that have a
+consume-queue unit, so (c) holds for all of them.
+
+`CommitLogTail` is the only walker of the live end of the log: the streaming sources call it (the
+JVM port is connector/.../store/Tail.scala). The valid end after a crash (recovery, §2.12) is a
+different rule: `rmqstore.store.commitlog`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rmqstore.format.layout import (
+    BLANK_MAGIC,
+    END_FILE_MIN_BLANK_LENGTH,
+    MAGIC_V1,
+    MAGIC_V2,
+    MIN_RECORD_SIZE,
+    QUEUED_TRANSACTION_TYPES,
+    SYSFLAG_TRANSACTION_MASK,
+)
+from rmqstore.format.record import check_record, decode_record
+from rmqstore.io.base import RandomAccessFile
+from rmqstore.store.names import segment_file_name
+from rmqstore.store.segments import OpenFiles, Segment
+from rmqstore.store.store import Store
+
+_HEADER = struct.Struct(">iI")
+"""TOTALSIZE, MAGICCODE: the first 8 bytes of every record and BLANK (§2.2, §2.6)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Admission limits of one trigger: at most `records` messages and `bytes` record bytes.
+
+    A batch always admits at least one record, so a record bigger than `bytes` cannot stall a query.
+    """
+
+    records: int | None = None
+    bytes: int | None = None
+
+    def admits(self, records: int, nbytes: int, next_size: int) -> bool:
+        if records == 0:
+            return True
+        if self.records is not None and records + 1 > self.records:
+            return False
+        return self.bytes is None or nbytes + next_size <= self.bytes
+
+
+NO_LIMITS = Limits()
+
+
+@dataclass
+class Advance:
+    """Result of a walk: the end position and the records / record bytes between start and end."""
+
+    end: int
+    records: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class LogWalkCache:
+    """What a driver remembers between triggers about one store's commit log.
+
+    `sealed_until`: every record before this position was checked and sealed (it only moves forward).
+    `segment_counts`: records in sealed segments walked from start to BLANK (for the lag figure).
+    """
+
+    sealed_until: int = 0
+    segment_counts: dict[int, int] = field(default_factory=dict)
+
+
+class SealConfirmer:
+    """Rule (c) and (d) of the module docstring: the consume queue or a closed store vouch for a record."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def store_closed(self) -> bool:
+        return not self._store.abort_present
+
+    def unit_confirms(self, data: Any, pos: int, physical_offset: int, size: int) -> bool:
+        """True when the record's consume-queue unit exists and points at exactly this record."""
+        try:
+            record = decode_record(data, pos, decompress=False)
+            if record.sys_flag & SYSFLAG_TRANSACTION_MASK not in QUEUED_TRANSACTION_TYPES:
+                return False  # prepared / rollback records never get a unit (§4.1)
+            queue = self._store.consume_queue(record.topic, record.queue_id)
+        except (OSError, ValueError):
+            return False
+        if record.queue_offset >= queue.max_offset or record.queue_offset < queue.min_offset:
+            return False
+        unit = queue.units(record.queue_offset, record.queue_offset + 1)
+        return len(unit) == 1 and int(unit["phy"][0]) == physical_offset and int(unit["size"][0]) == size
+
+
+class SegmentBytes:
+    """The bytes of one segment for a walk: a local map whole; a remote file in windows read from the
+    position asked for, growing from `FIRST_WINDOW` (x2 each, up to `MAX_WINDOW`), so a walk over the
+    records written since the last trigger downloads those and little more, not the segment."""
+
+    FIRST_WINDOW = 64 << 10
+    MAX_WINDOW = 8 << 20
+
+    def __init__(self, handle: RandomAccessFile) -> None:
+        self._handle = handle
+        self.size = handle.size
+        self._start = 0
+        self._buf = handle.read(0, handle.size) if handle.zero_copy else np.zeros(0, dtype=np.uint8)
+        self._window = self.FIRST_WINDOW
+
+    def at(self, rel: int, length: int) -> tuple[np.ndarray, int]:
+        """A buffer holding segment bytes [rel, rel + length) (clipped to the file) and where rel is in it."""
+        end = min(rel + length, self.size)
+        if not (self._start <= rel and end <= self._start + len(self._buf)):
+            self._buf = self._handle.read(rel, max(end - rel, self._window))
+            self._start, self._window = rel, min(self._window * 2, self.MAX_WINDOW)
+        return self._buf, rel - self._start
+
+
+class CommitLogTail:
+    """The commit log of one store as a stream sees it: record boundaries and the sealed end.
+
+    `segments` come from one `Store.open` (a fresh listing per trigger); bytes are read through `open_file`.
+    Sealed segments are only hopped over (TOTALSIZE by TOTALSIZE); records of the active segment
+    beyond `cache.sealed_until` get the full check and the seal test.
+    """
+
+    def __init__(self, segments: list[Segment], open_file: Callable[[str], RandomAccessFile],
+                 confirmer: SealConfirmer, cache: LogWalkCache, *, permissive: bool = False) -> None:
+        self.segments = segments
+        self._open = open_file
+        self._confirmer = confirmer
+        self._cache = cache
+        self._permissive = permissive
+        self._started = [self._segment_started(seg) for seg in segments]
+        self.skipped: list[str] = []
+
+    @classmethod
+    def of(cls, store: Store, cache: LogWalkCache, *, permissive: bool = False) -> CommitLogTail:
+        """The tail of a freshly opened `store` (its segment listing), its own file handles, the
+        store's consume queues and `abort` file as the confirmer (rules c and d)."""
+        return cls(list(store.segments), OpenFiles(store.fs).get, SealConfirmer(store), cache,
+                   permissive=permissive)
+
+    @property
+    def min_offset(self) -> int:
+        return self.segments[0].base_offset if self.segments else 0
+
+    def _bytes(self, seg: Segment) -> SegmentBytes:
+        return SegmentBytes(self._open(seg.path))
+
+    def _segment_started(self, seg: Segment) -> bool:
+        head = self._open(seg.path).read(0, 8)
+        return len(head) == 8 and _write_started(head, 0, seg.size)
+
+    def _is_sealed_segment(self, index: int) -> bool:
+        return any(self._started[index + 1:])
+
+    def _segment_index(self, position: int) -> int | None:
+        for index, seg in enumerate(self.segments):
+            if seg.base_offset <= position < seg.base_offset + seg.size:
+                return index
+        return None
+
+    def canonical(self, position: int) -> int:
+        """The position itself, or the next segment's start when `position` holds a BLANK."""
+        index = self._segment_index(position)
+        if index is None:
+            return position
+        seg = self.segments[index]
+        data = self._open(seg.path).read(position - seg.base_offset, 8)
+        if len(data) == 8 and _HEADER.unpack_from(data, 0)[1] == BLANK_MAGIC:
+            return seg.base_offset + seg.size
+        return position
+
+    def is_record_start(self, position: int) -> bool:
+        """True for a segment start, the log end, or the position of a valid record."""
+        index = self._segment_index(position)
+        if index is None or position == self.segments[index].base_offset:
+            return True
+        seg = self.segments[index]
+        data = self._bytes(seg)
+        buf, at = data.at(position - seg.base_offset, _HEADER.size)
+        total = _HEADER.unpack_from(buf, at)[0] if len(buf) - at >= _HEADER.size else 0
+        buf, at = data.at(position - seg.base_offset, max(total, _HEADER.size))
+        check = check_record(buf, at, check_crc=False, expected_physical_offset=position)
+        return check.kind != "invalid"
+
+    def walk(self, start: int, limits: Limits = NO_LIMITS, stop: int | None = None) -> Advance:
+        """From record boundary `start`, admit sealed records within `limits`, never past `stop`."""
+        advance = Advance(end=start)
+        index = self._segment_index(start)
+        while index is not None:
+            seg = self.segments[index]
+            sealed = self._is_sealed_segment(index)
+            fast = (sealed and limits == NO_LIMITS and advance.end == seg.base_offset
+                    and (stop is None or stop >= seg.base_offset + seg.size))
+            known = self._cache.sealed_until
+            if fast:
+                advance.end = seg.base_offset + seg.size
+                done = False
+            elif (limits == NO_LIMITS and advance.end < known < seg.base_offset + seg.size
+                    and (stop is None or stop >= known)):
+                advance.end = known  # checked and sealed by an earlier walk: only what is new is read
+                done = self._walk_segment(seg, sealed, advance, limits, stop)
+            else:
+                done = self._walk_segment(seg, sealed, advance, limits, stop)
+            if done or index + 1 >= len(self.segments) or not self._started[index + 1]:
+                return advance
+            if advance.end != seg.base_offset + seg.size:
+                return advance
+            index += 1
+        return advance
+
+    def _walk_segment(self, seg: Segment, sealed: bool, advance: Advance, limits: Limits,
+                      stop: int | None) -> bool:
+        """Walk one segment from `advance.end`; True when the walk must stop inside it."""
+        data = self._bytes(seg)
+        base, size = seg.base_offset, seg.size
+        rel = advance.end - base
+        from_start = rel == 0
+        counted = 0
+        while True:
+            if stop is not None and base + rel >= stop:
+                advance.end = base + rel
+                return True
+            if rel + 8 > size:
+                return self._invalid(seg, rel, sealed, advance,
+                                     f"{size - rel} bytes left, no room for a header")
+            buf, at = data.at(rel, _HEADER.size)
+            total, magic = _HEADER.unpack_from(buf, at)
+            if magic == BLANK_MAGIC and total == size - rel:
+                advance.end = base + size
+                if from_start and sealed:
+                    self._cache.segment_counts[base] = counted
+                return False
+            if magic not in (MAGIC_V1, MAGIC_V2) or total < MIN_RECORD_SIZE \
+                    or rel + total + END_FILE_MIN_BLANK_LENGTH > size:
+                if sealed:
+                    return self._invalid(seg, rel, sealed, advance,
+                                         f"TOTALSIZE {total}, magic {magic:#010x}: not a record or BLANK")
+                advance.end = base + rel
+                return True
+            position = base + rel
+            if not sealed and position >= self._cache.sealed_until:
+                buf, at = data.at(rel, total + _HEADER.size)
+                if not self._record_complete(buf, at, position, total, at + size - rel):
+                    advance.end = position
+                    return True
+                self._cache.sealed_until = position + total
+            if not limits.admits(advance.records, advance.bytes, total):
+                advance.end = position
+                return True
+            advance.records += 1
+            advance.bytes += total
+            counted += 1
+            rel += total
+            advance.end = base + rel
+
+    def _record_complete(self, data: Any, rel: int, position: int, total: int, segment_end: int) -> bool:
+        """The record at `data[rel]` (physical `position`) is complete and sealed; the segment's end is
+        at `data[segment_end]`."""
+        check = check_record(data, rel, check_crc=True, expected_physical_offset=position)
+        if check.kind != "record" or check.size != total:
+            return False
+        after = rel + total
+        if _write_started(data, after, segment_end):
+            return True
+        return self._confirmer.unit_confirms(data, rel, position, total) or self._confirmer.store_closed()
+
+    def _invalid(self, seg: Segment, rel: int, sealed: bool, advance: Advance, cause: str) -> bool:
+        """Bad bytes inside a sealed segment: an error (FAILFAST), or (PERMISSIVE) this walk moves on to
+        the next segment while the read of that range steps over the damaged bytes (`Store.scan`)."""
+        where = (f"{seg.path} ({segment_file_name(seg.base_offset)}) "
+                 f"at physical offset {seg.base_offset + rel}")
+        if not sealed:
+            advance.end = seg.base_offset + rel
+            return True
+        if not self._permissive:
+            raise ValueError(f"rmqstore: corrupt commit log: {where}: {cause}. A later segment exists, "
+                             "so this is not a torn tail. Use mode=PERMISSIVE to step over the "
+                             "damaged bytes.")
+        self.skipped.append(f"{where}: {cause}; the read steps over the damaged bytes")
+        advance.end = seg.base_offset + seg.size
+        return False
+
+    def count_records(self, start: int, end: int) -> int:
+        """Records in [start, end) (both record boundaries), using cached counts of whole sealed segments."""
+        records = 0
+        position = start
+        while position < end:
+            index = self._segment_index(position)
+            if index is None:
+                break
+            seg = self.segments[index]
+            seg_end = seg.base_offset + seg.size
+            cached = self._cache.segment_counts.get(seg.base_offset)
+            if cached is not None and position == seg.base_offset and end >= seg_end:
+                records += cached
+            else:
+                advance = Advance(end=position)
+                self._walk_segment(seg, self._is_sealed_segment(index), advance, NO_LIMITS, end)
+                records += advance.records
+                if advance.end < seg_end:
+                    break
+            position = seg_end
+        return records
+
+
+def _write_started(data: Any, pos: int, size: int) -> bool:
+    """True when the 8 bytes at pos are the beginning of a write: a BLANK or a record header (§2.2, §2.6)."""
+    if pos + 8 > min(size, len(data)):
+        return False
+    total, magic = _HEADER.unpack_from(data, pos)
+    if magic == BLANK_MAGIC:
+        return total == size - pos
+    return magic in (MAGIC_V1, MAGIC_V2) and total > 0
