@@ -74,7 +74,7 @@ def _jvm_lookup(spark: SparkSession, path: Path,
 
 
 def _python_lookup(path: Path) -> tuple[list[int], bool, int]:
-    """`find_by_key(store, 'k37')` on a fresh Store: offsets, whether the side index was built, log bytes read."""
+    """`find_by_key(store, 'k37')` on a fresh Store: offsets, whether the side index was built, log bytes."""
     with Store.open(path) as store:
         assert store.max_offset  # the valid end first: every read of a store finds it
         with bytes_read_per_file() as counted:
