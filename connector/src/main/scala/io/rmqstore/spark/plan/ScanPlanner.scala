@@ -212,7 +212,7 @@ object ScanPlanner {
     * offset: python/rmqstore/plan/planner.py `DENSE_SHARE`, where it is measured, so both engines take the
     * same plan.
     */
-  final val DenseShare = 0.8
+  final val DenseShare = 0.9
 
   /** Consume-queue slices, except in the pieces of the log (`rangePieces`) where the selection is dense
     * (`DenseShare`): those are scanned (the reader confirms every row), and so are the bytes no queue covers;
