@@ -105,7 +105,8 @@ KINDS: dict[str, st.SearchStrategy] = {
     "NotNull": st.builds(NotNull, st.sampled_from(("topic", "key", "uniqKey", "tags", "queueId"))),
     "KeysContainAny": st.builds(KeysContainAny, st.lists(st.sampled_from((*TOKENS, "z")), min_size=1,
                                                          max_size=3).map(tuple)),
-    "QueueWindows": st.builds(QueueWindows, st.lists(_window, max_size=3).map(tuple)),
+    "QueueWindows": st.builds(QueueWindows, st.lists(_window, max_size=3,
+                                                     unique_by=lambda w: (w.topic, w.queue_id)).map(tuple)),
 }
 
 
@@ -203,3 +204,9 @@ def test_time_window_round_trips_between_ms_and_predicates() -> None:
                      "key": None, "tags": None, "sysFlag": 0, "storeTimestamp": ms * 1000}
                     for ms in range(4, 9)])
     assert mask(batch, time_predicates(5, 7)).to_pylist() == [False, True, True, True, False]
+
+
+def test_queue_windows_name_each_queue_once() -> None:
+    """Two windows of one queue would make the bounds (one window per queue) narrower than the mask."""
+    with pytest.raises(ValueError, match="more than once"):
+        QueueWindows((QueueWindow("B", 1, 0, 1), QueueWindow("B", 1, 0, 0)))

@@ -86,9 +86,15 @@ class QueueWindow:
 @dataclass(frozen=True)
 class QueueWindows:
     """Queue units (not PREPARED / ROLLBACK records, §4.1) whose (topic, queueId, queueOffset) falls in
-    one of the windows (resolved offsets)."""
+    one of the windows (resolved offsets): at most one window per queue, so that intersecting two
+    sets of windows is intersecting each queue's pair."""
 
     windows: tuple[QueueWindow, ...]
+
+    def __post_init__(self) -> None:
+        queues = [(w.topic, w.queue_id) for w in self.windows]
+        if len(set(queues)) != len(queues):
+            raise ValueError(f"queue windows name a queue more than once: {sorted(queues)}")
 
     def intersect(self, other: QueueWindows) -> QueueWindows:
         mine = {(w.topic, w.queue_id): w for w in self.windows}
