@@ -16,6 +16,7 @@ from pyspark.errors import AnalysisException, IllegalArgumentException
 from pyspark.sql import SparkSession
 from spark_stores import SMALL_STORE_MESSAGES
 
+from rmqstore.plan.tasks import RangeTask
 from rmqstore.spark.notes import note_once
 from rmqstore.spark.options import OptionError, parse_options
 from rmqstore.spark.reader import StoreReader
@@ -70,7 +71,7 @@ def test_s3_options_become_storage_options_and_are_never_shown() -> None:
                                     "region": "eu-west-1"}
     assert opts.storage_options_for("/local/store") is None
     partition = StreamPartition(location="s3://bucket/store", broker="b", columns=(), output_schema=None,
-                                storage_options=opts.storage_options)
+                                task=RangeTask(0, 0, 0), storage_options=opts.storage_options)
     for shown in (repr(opts), repr(partition)):
         assert ACCESS_KEY not in shown and SECRET_KEY not in shown
     with pytest.raises(OptionError, match=r"'s3\.accessKey': applies to s3:// store paths only") as local:

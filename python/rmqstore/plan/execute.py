@@ -53,7 +53,7 @@ def run_task(task: ReadTask, store: Store, columns: Sequence[str],
         return
     else:
         offsets = _queue_offsets(store, task)
-        strict = False
+        strict = task.strict
     yield from _read(store, offsets, columns, settings, strict)
 
 

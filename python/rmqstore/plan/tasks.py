@@ -228,6 +228,9 @@ class QueueSliceTask:
     lo: int | None
     hi: int | None
     exclude: tuple[tuple[int, int], ...] = ()
+    strict: bool = False
+    """True when every unit must point at a valid record (FAILFAST raises, PERMISSIVE counts), as
+    for a stream batch's windows; False leaves such units out."""
 
 
 ReadTask = RangeTask | RangesTask | OffsetsTask | KeyProbeTask | QueueSliceTask

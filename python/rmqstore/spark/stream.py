@@ -6,6 +6,8 @@ on the executors that only call `read`. So `read` gets everything it needs from 
 `StreamPartition`, and driver-side caches are plain dicts that are merely an optimisation.
 
 Offsets are in `rmqstore.spark.offsets`, the rule that keeps torn records out in `rmqstore.store.tail`.
+A micro-batch is read like a batch read: its offsets are planned by `rmqstore.plan.stream` and each
+task is run by `rmqstore.plan.execute`.
 Data loss (retention deleted files the query still needs) follows Spark's Kafka source: `failOnDataLoss=true`
 (default) fails the query with an error naming the lost offsets and files; `false` logs a warning
 and continues after the gap.
@@ -15,10 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -32,7 +33,10 @@ from pyspark.sql.types import StructType
 
 from rmqstore.format.compression import MAX_MESSAGE_SIZE
 from rmqstore.plan.execute import ReadSettings, run_task
-from rmqstore.plan.tasks import OffsetsTask, RangeTask, ReadTask, grid_spans, group_items
+from rmqstore.plan.planner import PlanSettings
+from rmqstore.plan.predicates import Compare, Predicate, QueueWindow, QueueWindows
+from rmqstore.plan.stream import plan_stream_batch
+from rmqstore.plan.tasks import RangeTask, ReadTask
 from rmqstore.spark.offsets import (
     QueueKey,
     StoreOffset,
@@ -69,13 +73,10 @@ class DataLossError(RuntimeError):
     """Data the query still needed is gone from the store (failOnDataLoss=true)."""
 
 
-QueueSlice = tuple[str, int, int, int]
-"""(topic, queueId, first queue offset, end queue offset) of one queue in a micro-batch."""
-
-
 @dataclass(frozen=True)
 class StreamPartition(InputPartition):
-    """One unit of work of a micro-batch: a commit-log range [start, end) (log mode) or queue slices."""
+    """One task of a micro-batch's plan (`rmqstore.plan.stream`): a commit-log range (log mode) or
+    queue slices, and the store it reads."""
 
     location: str
     broker: str
@@ -83,9 +84,7 @@ class StreamPartition(InputPartition):
     """Store columns to decode (the query's columns without `broker`)."""
     output_schema: pa.Schema
     """The Arrow schema `read` must yield (facts §1: exactly Spark's `to_arrow_schema`)."""
-    start: int = 0
-    end: int = 0
-    slices: tuple[QueueSlice, ...] = ()
+    task: ReadTask
     verify_crc: bool = False
     mode: str = "FAILFAST"
     decompress: bool = True
@@ -95,7 +94,7 @@ class StreamPartition(InputPartition):
     storage_options: Mapping[str, str] | None = field(default=None, repr=False)
     """Credentials and settings of an s3:// store (never shown)."""
     log_end: int | None = None
-    """A valid end of the log the driver proved (log mode: the range's end; queue mode: the end its
+    """A valid end of the log the driver proved (log mode: the batch's end; queue mode: the end its
     store found): `read` bounds its reads by it instead of walking the active segment again."""
 
 
@@ -352,87 +351,77 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ---- planning and reading ------------------------------------------------------------------
 
     def partitions(self, start: dict, end: dict) -> list[StreamPartition]:
+        """The batch's plan (`rmqstore.plan.stream`), a partition per task."""
         starts = offsets_from_json(start, self.stores)
         ends = offsets_from_json(end, self.stores)
-        parts: list[StreamPartition] = []
-        for broker, location in self.stores.items():
-            first, last = starts[broker], ends[broker]
-            if first.is_log and last.position <= first.position:
-                continue
-            store = self._open(location)
-            if first.is_log:
-                parts.extend(self._log_partitions(broker, location, store, first.position, last.position))
-            else:
-                parts.extend(self._queue_partitions(broker, location, store, first, last))
-        return parts
+        brokers = list(self.stores)
+        stores = [self._open(self.stores[broker]) for broker in brokers]
+        try:
+            batches = [_batch_predicates(store, starts[broker], ends[broker])
+                       for broker, store in zip(brokers, stores, strict=True)]
+            plan = plan_stream_batch(stores, batches, PlanSettings(
+                max_bytes_per_partition=self.opts.max_bytes_per_partition))
+            log_ends = [ends[broker].position if ends[broker].is_log else store.max_offset
+                        for broker, store in zip(brokers, stores, strict=True)]
+        finally:
+            for store in stores:
+                store.close()
+        return [self._partition(brokers[task.store], task, log_ends[task.store]) for task in plan.tasks]
 
-    def _log_partitions(self, broker: str, location: str, store: Store, start: int,
-                        end: int) -> list[StreamPartition]:
-        """One partition per segment touched (records never span segments, §2.1)."""
-        size = store.segment_size or (end - start)
-        return [self._partition(broker, location, start=a, end=z, log_end=z)
-                for a, z in grid_spans(start, end, size)]
-
-    def _queue_partitions(self, broker: str, location: str, store: Store, first: StoreOffset,
-                          last: StoreOffset) -> list[StreamPartition]:
-        """The batch's queue slices, grouped into partitions of about `maxBytesPerPartition` record bytes.
-
-        A queue that appeared after `first` starts at its earliest offset (like a new Kafka partition).
-        """
-        known = first.queues or {}
-        slices: list[QueueSlice] = []
-        sizes: list[int] = []
-        for queue, stop in sorted((last.queues or {}).items()):
-            cq = store.consume_queue(*queue)
-            begin = known.get(queue, cq.min_offset)
-            if stop > begin:
-                slices.append((queue[0], queue[1], begin, stop))
-                sizes.append(int(cq.units(begin, stop)["size"].sum()))
-        groups = group_items(sizes, at_most=self.opts.max_bytes_per_partition)
-        return [self._partition(broker, location, slices=tuple(slices[i] for i in group),
-                                log_end=store.max_offset) for group in groups]
-
-    def _partition(self, broker: str, location: str, *, start: int = 0, end: int = 0,
-                   slices: tuple[QueueSlice, ...] = (), log_end: int | None = None) -> StreamPartition:
+    def _partition(self, broker: str, task: ReadTask, log_end: int | None) -> StreamPartition:
+        location = self.stores[broker]
         return StreamPartition(
             location=location, broker=broker, columns=self.columns, output_schema=self.output_schema,
-            start=start, end=end, slices=slices, log_end=log_end,
-            verify_crc=self.opts.verify_crc, mode=self.opts.mode, decompress=self.opts.decompress,
-            fail_on_data_loss=self.opts.fail_on_data_loss, index_geometry=self.opts.index_geometry,
-            max_message_size=self.opts.max_message_size,
+            task=task, log_end=log_end, verify_crc=self.opts.verify_crc, mode=self.opts.mode,
+            decompress=self.opts.decompress, fail_on_data_loss=self.opts.fail_on_data_loss,
+            index_geometry=self.opts.index_geometry, max_message_size=self.opts.max_message_size,
             storage_options=self.opts.storage_options_for(location))
 
     def read(self, partition: StreamPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition)
 
 
+def _batch_predicates(store: Store, first: StoreOffset, last: StoreOffset) -> tuple[Predicate, ...]:
+    """A store's micro-batch [first, last) as the predicates a batch read of those offsets uses: a
+    commit-log range (log mode) or queue windows (queue mode; a queue that appeared after `first` starts
+    at its earliest offset, like a new Kafka partition)."""
+    if first.is_log:
+        return (Compare("commitLogOffset", ">=", first.position),
+                Compare("commitLogOffset", "<", last.position))
+    known = first.queues or {}
+    windows = []
+    for (topic, queue_id), stop in sorted((last.queues or {}).items()):
+        begin = known[(topic, queue_id)] if (topic, queue_id) in known else \
+            store.consume_queue(topic, queue_id).min_offset
+        windows.append(QueueWindow(topic, queue_id, begin, stop))
+    return (QueueWindows(tuple(windows)),)
+
+
 def read_partition(part: StreamPartition) -> Iterator[pa.RecordBatch]:
-    """Record batches of one partition in commit-log order (so every queue in queue-offset order):
-    its task (`_task`) run by `rmqstore.plan.execute`, the batch source's executor."""
+    """Record batches of one partition in commit-log order (so every queue in queue-offset order): its
+    task, less what retention deleted (`_still_stored`), run by `rmqstore.plan.execute`, the batch
+    source's executor."""
     store = _open_store(part.location, part.index_geometry, part.max_message_size, part.storage_options,
                         part.log_end)
     wanted = list(part.columns) or ["commitLogOffset"]
     settings = ReadSettings(check_crc=part.verify_crc, mode=part.mode, decompress=part.decompress)
-    for batch in run_task(_task(store, part), store, wanted, settings):
+    for batch in run_task(_still_stored(store, part), store, wanted, settings):
         if batch.num_rows:
             yield output_batch(batch, part.output_schema, part.broker)
 
 
-def _task(store: Store, part: StreamPartition) -> ReadTask:
-    """The read task of a partition: its commit-log range (log mode), or the records its queue slices
-    point to (queue mode: the consume queues vouch for every one, so each must be a valid record, like
-    offsets the batch planner chose). Data gone from the store is reported (`_data_loss`)."""
-    if not part.slices:
-        start = part.start
-        if start < store.min_offset:
-            _data_loss(part.fail_on_data_loss, _lost_log_range(store, part.location, start))
-            start = store.min_offset
-        return RangeTask(0, start, max(start, part.end))
-    offsets = []
-    for topic, queue_id, begin, stop in part.slices:
-        cq = store.consume_queue(topic, queue_id)
-        if begin < cq.min_offset:
+def _still_stored(store: Store, part: StreamPartition) -> ReadTask:
+    """The partition's task; data it needs that is gone from the store is reported (`_data_loss`), and a
+    commit-log range then starts at the earliest offset still stored."""
+    task = part.task
+    if isinstance(task, RangeTask):
+        if task.start >= store.min_offset:
+            return task
+        _data_loss(part.fail_on_data_loss, _lost_log_range(store, part.location, task.start))
+        return replace(task, start=store.min_offset, end=max(store.min_offset, task.end))
+    for s in task.slices:
+        first = store.consume_queue(s.topic, s.queue_id).min_offset
+        if s.start < first:
             _data_loss(part.fail_on_data_loss,
-                       _lost_queue_range(part.location, (topic, queue_id), begin, cq.min_offset))
-        offsets.append(cq.units(begin, stop)["phy"])
-    return OffsetsTask(0, tuple(np.sort(np.concatenate(offsets)).tolist()), user_points=False)
+                       _lost_queue_range(part.location, (s.topic, s.queue_id), s.start, first))
+    return task
