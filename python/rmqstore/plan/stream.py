@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 from rmqstore.plan.planner import PlanSettings, ReadPlan
 from rmqstore.plan.predicates import Bounds, Predicate, QueueWindows, bounds, describe
+from rmqstore.plan.queues import queue_windows_slices
 from rmqstore.plan.tasks import (
-    QueueSlice,
     QueueSliceTask,
     RangeTask,
     ReadTask,
@@ -39,10 +39,10 @@ def plan_stream_batch(stores: Sequence[Store], predicates: Sequence[Sequence[Pre
     for index, (store, preds) in enumerate(zip(stores, predicates, strict=True)):
         b = bounds(preds)
         if b.windows is not None and b == Bounds(windows=b.windows):
-            tasks = _queue_tasks(index, store, b.windows, settings)
+            tasks = _window_tasks(index, store, b.windows, settings)
             plan.access.append("queues" if tasks else "empty")
         elif b.lo is not None and b.hi is not None and b == Bounds(lo=b.lo, hi=b.hi):
-            tasks = _range_tasks(index, store, b.lo, b.hi, settings)
+            tasks = _log_tasks(index, store, b.lo, b.hi, settings)
             plan.access.append("range" if tasks else "empty")
         else:
             raise ValueError(f"not a stream batch: {[describe(p) for p in preds]} (expected a commit-log "
@@ -51,15 +51,15 @@ def plan_stream_batch(stores: Sequence[Store], predicates: Sequence[Sequence[Pre
     return plan
 
 
-def _range_tasks(index: int, store: Store, start: int, end: int, settings: PlanSettings) -> list[ReadTask]:
+def _log_tasks(index: int, store: Store, start: int, end: int, settings: PlanSettings) -> list[ReadTask]:
     if start >= end:
         return []
     spans = grid_spans(start, end, store.segment_size or end - start)
     return [RangeTask(index, a, z) for a, z in split_spans(spans, settings.max_bytes_per_partition)]
 
 
-def _queue_tasks(index: int, store: Store, windows: QueueWindows, settings: PlanSettings) -> list[ReadTask]:
-    slices = [QueueSlice(w.topic, w.queue_id, w.start, w.end) for w in windows.windows if w.start < w.end]
+def _window_tasks(index: int, store: Store, windows: QueueWindows, settings: PlanSettings) -> list[ReadTask]:
+    slices = [s for s in queue_windows_slices(store, windows) if s.start < s.end]
     sizes = [int(store.consume_queue(s.topic, s.queue_id).units(s.start, s.end)["size"].sum())
              for s in slices]
     return [QueueSliceTask(index, tuple(slices[i] for i in group), None, None, None, strict=True)
