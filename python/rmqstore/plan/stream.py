@@ -8,7 +8,7 @@ A stream batch of one store is one of
 - queue mode, `QueueWindows` (per queue, queue offsets [start, end)): `QueueSliceTask`s of whole
   windows, grouped in queue order into tasks of at most `max_bytes_per_partition` record bytes (a
   heavier window gets a task of its own; `group_items`).
-Offsets are taken as given, never clipped to what the store
+Log mode is cut as the JVM engine cuts it. Offsets are taken as given, never clipped to what the store
 still holds: data retention deleted is reported by the stream reader when a task runs (failOnDataLoss).
 Queue tasks are strict: the stream's offsets promised a record at every unit of its windows.
 """
