@@ -40,7 +40,8 @@ class StaleReaderError(RuntimeError):
 
 
 def new_plan_token() -> str:
-    """A fresh token for a reader whose pushFilters consumed filters; clears day-old markers."""
+    """A fresh token for a reader whose pushFilters consumed filters; clears day-old markers (one
+    sweep an hour: a pushed query must not pay a stat per marker of every earlier query)."""
     remove_old_entries(MARKER_ROOT, MARKER_MAX_AGE_S)
     return uuid.uuid4().hex
 
