@@ -25,11 +25,11 @@ Limits (Python cannot see which query runs a task, so reuse is all it can detect
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
-import time
 import uuid
 from pathlib import Path
+
+from rmqstore.cachedir import remove_old_entries
 
 MARKER_ROOT = Path(tempfile.gettempdir()) / f"rmqstore-plan-markers-{os.getuid()}"
 MARKER_MAX_AGE_S = 24 * 3600
@@ -40,8 +40,9 @@ class StaleReaderError(RuntimeError):
 
 
 def new_plan_token() -> str:
-    """A fresh token for a reader whose pushFilters consumed filters; clears day-old markers."""
-    _remove_old_markers()
+    """A fresh token for a reader whose pushFilters consumed filters; clears day-old markers (one
+    sweep an hour: a pushed query must not pay a stat per marker of every earlier query)."""
+    remove_old_entries(MARKER_ROOT, MARKER_MAX_AGE_S)
     return uuid.uuid4().hex
 
 
@@ -80,15 +81,3 @@ def _execution_id(context: object) -> str:
         if value:
             return f"sql-{value}"
     return f"stage-{context.stageId()}"
-
-
-def _remove_old_markers() -> None:
-    if not MARKER_ROOT.is_dir():
-        return
-    cutoff = time.time() - MARKER_MAX_AGE_S
-    for entry in MARKER_ROOT.iterdir():
-        try:
-            if entry.stat().st_mtime < cutoff:
-                shutil.rmtree(entry, ignore_errors=True)
-        except FileNotFoundError:
-            continue

@@ -12,10 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import time
-from pathlib import Path
 
-from rmqstore.cachedir import cache_root
+from rmqstore.cachedir import cache_root, remove_old_entries
 
 MARKER_MAX_AGE_S = 7 * 24 * 3600
 _PRINTED: set[str] = set()
@@ -47,15 +45,5 @@ def _first_in_application(scope: str, text: str) -> bool:
         return False
     except OSError:
         return True  # no writable cache directory: rather repeat a note than lose it
-    _remove_old_markers(directory)
+    remove_old_entries(directory, MARKER_MAX_AGE_S)
     return True
-
-
-def _remove_old_markers(directory: Path) -> None:
-    cutoff = time.time() - MARKER_MAX_AGE_S
-    for entry in directory.iterdir():
-        try:
-            if entry.stat().st_mtime < cutoff:
-                entry.unlink()
-        except OSError:
-            continue
