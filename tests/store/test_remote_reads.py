@@ -258,6 +258,22 @@ def test_executor_key_probes_read_each_candidate_once(stored, downloads):
     assert downloads.requests["commitlog"] <= len(plan.tasks) * len(store.segments)
 
 
+def _cold(uri: str, plan_with: list, confirm_with: list, downloads: Downloads,
+          geometry: tuple[int, int] | None = GEOMETRY) -> tuple[int, str, Counter[str]]:
+    """Rows (confirmed by `confirm_with`), access path and downloads of a query planned with
+    `plan_with` in a cold process (empty cache directory, fresh process state), each task on a pickled
+    store like an executor."""
+    index_module._REMOTE_VERDICTS.clear()
+    for kind in ("coverage", "logend", "logend-crc", "side-index"):
+        shutil.rmtree(os.path.join(os.environ[CACHE_DIR_ENV], kind), ignore_errors=True)
+    downloads.clear()
+    store = Store.open(uri, index_geometry=geometry)
+    plan = plan_read([store], [plan_with], PlanSettings(key_probe_partition_threshold=4))
+    rows = sum(confirm(batch, confirm_with).num_rows for task in plan.tasks
+               for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
+    return rows, plan.access[0], Counter(downloads.bytes)
+
+
 @pytest.mark.parametrize("name", ["key =", "key IN (on executors)", "msgId =", "storeTimestamp window"])
 def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads, name):
     """Cold (empty cache directory, fresh process state), each pushed query against the same query
@@ -277,24 +293,43 @@ def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads,
         "storeTimestamp window": [Compare("storeTimestamp", ">=", at_us),
                                   Compare("storeTimestamp", "<=", at_us + 1000)],
     }[name]
-
-    def cold_rows(plan_with: list) -> tuple[int, int]:
-        index_module._REMOTE_VERDICTS.clear()
-        for kind in ("coverage", "logend", "logend-crc", "side-index"):
-            shutil.rmtree(os.path.join(os.environ[CACHE_DIR_ENV], kind), ignore_errors=True)
-        downloads.clear()
-        store = Store.open(uri, index_geometry=GEOMETRY)
-        plan = plan_read([store], [plan_with], PlanSettings(key_probe_partition_threshold=4))
-        assert plan.access == ([access] if plan_with else ["scan"])
-        rows = sum(confirm(batch, predicates).num_rows for task in plan.tasks
-                   for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
-        return rows, downloads.total
-
     access = {"key =": "key-index", "key IN (on executors)": "key-index", "msgId =": "offsets",
               "storeTimestamp window": "range"}[name]
     if name == "storeTimestamp window":
         Store.open(uri).time_ranges(None, None)  # the summaries, cached
-    pushed_rows, pushed = cold_rows(predicates)
-    scan_rows, scan = cold_rows([])
+    pushed_rows, pushed_access, pushed = _cold(uri, predicates, predicates, downloads)
+    scan_rows, scan_access, scan = _cold(uri, [], predicates, downloads)
+    assert (pushed_access, scan_access) == (access, "scan")
     assert pushed_rows == scan_rows > 0
-    assert pushed < scan, (pushed, scan)
+    assert pushed.total() < scan.total(), (pushed, scan)
+
+
+@pytest.mark.parametrize("topic", ["Dense", "Sparse"])
+def test_a_remote_topic_plan_scans_a_dense_topic_and_reads_a_sparse_one_by_points(s3_server, tmp_path,
+                                                                                  downloads, topic):
+    """Without reading the topic's queue units (`planner._units_bound`: one unit read per queue tells
+    that a queue has as many units as a dense topic has), a topic whose point reads could download
+    about every byte (Dense: 30% of the records, ~800 bytes apart) is scanned: the commit log and index
+    bytes of the unpushed scan, plus that unit; a sparse one (Sparse: one record in 500, ~125 KB apart)
+    is read by points: a few % of the scan."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=256 << 10, cq_units_per_segment=20_000)
+    for i in range(6000):
+        name = "Sparse" if i % 500 == 7 else "Dense" if i % 10 < 3 else "Other"
+        b.append(name, b"x" * (i * 37 % 300), keys=f"key-{i}", queue_id=i % 2)
+    b.finish()
+    upload(b.root, "reads/topics")
+    uri = f"s3://reads/topics?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    wanted = [Compare("topic", "=", topic)]
+    pushed_rows, pushed_access, pushed = _cold(uri, wanted, wanted, downloads, None)
+    scan_rows, _, scan = _cold(uri, [], wanted, downloads, None)
+    assert pushed_rows == scan_rows == sum(1 for w in b.written if w.topic == topic)
+    if topic == "Dense":
+        assert pushed_access == "scan"
+        assert pushed["commitlog"] == scan["commitlog"] and pushed["index"] == scan["index"]
+        assert pushed["consumequeue"] == CQ_UNIT_SIZE  # the one unit read of the decision
+        assert pushed.total() == scan.total() + CQ_UNIT_SIZE
+    else:
+        assert pushed_access == "queues"
+        assert pushed.total() < scan.total() / 4, (pushed, scan)
+        assert pushed["commitlog"] < scan["commitlog"] / 10  # the rest: the queues' ends (coverage)

@@ -160,6 +160,11 @@ class Store:
             side = replace(self._side_index, note=None)
         return (_reopen, (self.location, self._open_args, known_end, side))
 
+    @property
+    def is_remote(self) -> bool:
+        """The store is read by ranged requests (S3, ...), not through memory maps."""
+        return not isinstance(self.fs, LocalFileSystem)
+
     def __repr__(self) -> str:
         return f"Store({self.location!r}, segments={len(self.segments)})"
 
