@@ -295,7 +295,8 @@ def test_a_missing_store_fails_at_load(spark: SparkSession, engine_format: str, 
 def test_verify_crc_is_on_by_default(spark: SparkSession, engine_format: str, tmp_path: Path,
                                      contract_store: Path) -> None:
     """A body that does not match its BODYCRC in a sealed segment fails the read unless verifyCrc=false
-    (in the active segment it would end the log, like the broker's recovery)."""
+    (in the active segment past the last indexed record it would end the log, like the broker's
+    recovery)."""
     root = tmp_path / "store"
     shutil.copytree(contract_store, root)
     with Store.open(str(root)) as store:  # a record with a stored body in the first (sealed) segment

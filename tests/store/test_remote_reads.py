@@ -144,8 +144,8 @@ def test_the_log_end_walk_resumes_where_it_ended(s3_server, tmp_path, downloads)
     endpoint, _, upload = s3_server
     uri = f"s3://reads/grow?endpoint_override={endpoint}&scheme=http&region=us-east-1"
     b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
-    for i in range(2000):
-        b.append("T", b"y" * 200, keys=f"k{i}")
+    for _ in range(2000):
+        b.append("T", b"y" * 200)  # no keys, no index files: the walk starts at the segment's start
     b.finish(guard=False)  # the test writes the store again
     upload(b.root, "reads/grow")
     assert Store.open(uri).max_offset == Store.open(b.root).max_offset
@@ -154,8 +154,8 @@ def test_the_log_end_walk_resumes_where_it_ended(s3_server, tmp_path, downloads)
     downloads.clear()
     assert Store.open(uri).max_offset == Store.open(b.root).max_offset
     assert downloads.bytes["commitlog"] < 100 << 10
-    for i in range(100):  # the broker appends; the store is synced to S3 again
-        b.append("T", b"z" * 200, keys=f"n{i}")
+    for _ in range(100):  # the broker appends; the store is synced to S3 again
+        b.append("T", b"z" * 200)
     b.finish(guard=False)
     upload(b.root, "reads/grow")
     downloads.clear()
@@ -164,11 +164,29 @@ def test_the_log_end_walk_resumes_where_it_ended(s3_server, tmp_path, downloads)
     # Another store uploaded to the same place is walked from its start.
     shutil.rmtree(b.root)
     other = StoreBuilder(b.root, segment_size=1 << 20)
-    for i in range(2100):
-        other.append("T", b"w" * 201, keys=f"o{i}")
+    for _ in range(2100):
+        other.append("T", b"w" * 201)
     other.finish(guard=False)
     upload(other.root, "reads/grow")
     assert Store.open(uri).max_offset == Store.open(other.root).max_offset == other.cursor
+
+
+def test_a_cold_walk_for_the_end_reads_one_index_header_and_the_log_past_it(s3_server, tmp_path, downloads):
+    """E, the newest index file's endPhyOffset, is one 40-byte ranged read; the walk starts at the
+    record there (the last keyed one), not at the active segment's first record."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
+    for i in range(2000):
+        b.append("T", b"y" * 200, keys=f"k{i}")
+    for _ in range(10):
+        b.append("T", b"n" * 200)  # past the index's end
+    b.finish()
+    upload(b.root, "reads/cold")
+    store = Store.open(f"s3://reads/cold?endpoint_override={endpoint}&scheme=http&region=us-east-1")
+    assert store.max_offset == b.cursor > 400_000
+    assert downloads.requests["index"] == 1 and downloads.bytes["index"] == 40
+    assert downloads.bytes["commitlog"] < 32 << 10
+    assert store.stats.records_walked == 11
 
 
 def test_many_key_probes_fetch_their_slots_and_first_entries_together(stored, downloads):
@@ -210,6 +228,8 @@ def test_a_new_process_looks_a_key_up_from_the_cache_directory(stored, downloads
     Spark session, an executor) downloads the probe and the record, not the queues or the log."""
     b, uri = stored
     wanted = [Compare("key", "=", "key-3456")]
+    index_module._REMOTE_VERDICTS.clear()  # a fresh process's state (earlier tests filled it)
+    downloads.clear()
     assert _rows(Store.open(uri, index_geometry=GEOMETRY), wanted) != []
     cold = downloads.total
     downloads.clear()
@@ -238,6 +258,22 @@ def test_executor_key_probes_read_each_candidate_once(stored, downloads):
     assert downloads.requests["commitlog"] <= len(plan.tasks) * len(store.segments)
 
 
+def _cold(uri: str, plan_with: list, confirm_with: list, downloads: Downloads,
+          geometry: tuple[int, int] | None = GEOMETRY) -> tuple[int, str, Counter[str]]:
+    """Rows (confirmed by `confirm_with`), access path and downloads of a query planned with
+    `plan_with` in a cold process (empty cache directory, fresh process state), each task on a pickled
+    store like an executor."""
+    index_module._REMOTE_VERDICTS.clear()
+    for kind in ("coverage", "logend", "logend-crc", "side-index"):
+        shutil.rmtree(os.path.join(os.environ[CACHE_DIR_ENV], kind), ignore_errors=True)
+    downloads.clear()
+    store = Store.open(uri, index_geometry=geometry)
+    plan = plan_read([store], [plan_with], PlanSettings(key_probe_partition_threshold=4))
+    rows = sum(confirm(batch, confirm_with).num_rows for task in plan.tasks
+               for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
+    return rows, plan.access[0], Counter(downloads.bytes)
+
+
 @pytest.mark.parametrize("name", ["key =", "key IN (on executors)", "msgId =", "storeTimestamp window"])
 def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads, name):
     """Cold (empty cache directory, fresh process state), each pushed query against the same query
@@ -257,24 +293,43 @@ def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads,
         "storeTimestamp window": [Compare("storeTimestamp", ">=", at_us),
                                   Compare("storeTimestamp", "<=", at_us + 1000)],
     }[name]
-
-    def cold_rows(plan_with: list) -> tuple[int, int]:
-        index_module._REMOTE_VERDICTS.clear()
-        for kind in ("coverage", "logend", "logend-crc", "side-index"):
-            shutil.rmtree(os.path.join(os.environ[CACHE_DIR_ENV], kind), ignore_errors=True)
-        downloads.clear()
-        store = Store.open(uri, index_geometry=GEOMETRY)
-        plan = plan_read([store], [plan_with], PlanSettings(key_probe_partition_threshold=4))
-        assert plan.access == ([access] if plan_with else ["scan"])
-        rows = sum(confirm(batch, predicates).num_rows for task in plan.tasks
-                   for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
-        return rows, downloads.total
-
     access = {"key =": "key-index", "key IN (on executors)": "key-index", "msgId =": "offsets",
               "storeTimestamp window": "range"}[name]
     if name == "storeTimestamp window":
         Store.open(uri).time_ranges(None, None)  # the summaries, cached
-    pushed_rows, pushed = cold_rows(predicates)
-    scan_rows, scan = cold_rows([])
+    pushed_rows, pushed_access, pushed = _cold(uri, predicates, predicates, downloads)
+    scan_rows, scan_access, scan = _cold(uri, [], predicates, downloads)
+    assert (pushed_access, scan_access) == (access, "scan")
     assert pushed_rows == scan_rows > 0
-    assert pushed < scan, (pushed, scan)
+    assert pushed.total() < scan.total(), (pushed, scan)
+
+
+@pytest.mark.parametrize("topic", ["Dense", "Sparse"])
+def test_a_remote_topic_plan_scans_a_dense_topic_and_reads_a_sparse_one_by_points(s3_server, tmp_path,
+                                                                                  downloads, topic):
+    """Without reading the topic's queue units (`planner._units_bound`: one unit read per queue tells
+    that a queue has as many units as a dense topic has), a topic whose point reads could download
+    about every byte (Dense: 30% of the records, ~800 bytes apart) is scanned: the commit log and index
+    bytes of the unpushed scan, plus that unit; a sparse one (Sparse: one record in 500, ~125 KB apart)
+    is read by points: a few % of the scan."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=256 << 10, cq_units_per_segment=20_000)
+    for i in range(6000):
+        name = "Sparse" if i % 500 == 7 else "Dense" if i % 10 < 3 else "Other"
+        b.append(name, b"x" * (i * 37 % 300), keys=f"key-{i}", queue_id=i % 2)
+    b.finish()
+    upload(b.root, "reads/topics")
+    uri = f"s3://reads/topics?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    wanted = [Compare("topic", "=", topic)]
+    pushed_rows, pushed_access, pushed = _cold(uri, wanted, wanted, downloads, None)
+    scan_rows, _, scan = _cold(uri, [], wanted, downloads, None)
+    assert pushed_rows == scan_rows == sum(1 for w in b.written if w.topic == topic)
+    if topic == "Dense":
+        assert pushed_access == "scan"
+        assert pushed["commitlog"] == scan["commitlog"] and pushed["index"] == scan["index"]
+        assert pushed["consumequeue"] == CQ_UNIT_SIZE  # the one unit read of the decision
+        assert pushed.total() == scan.total() + CQ_UNIT_SIZE
+    else:
+        assert pushed_access == "queues"
+        assert pushed.total() < scan.total() / 4, (pushed, scan)
+        assert pushed["commitlog"] < scan["commitlog"] / 10  # the rest: the queues' ends (coverage)

@@ -100,3 +100,26 @@ def test_bad_topic_names_in_topics_json_are_skipped(built):
     assert store.topics() == ["Other", "TopicA", "TopicB"]
     assert any("../../etc" in p for p in store.problems)
     assert store.consume_queue("Other", 0).units().size == 0
+
+
+def test_end_bound_counts_units_by_file_names_and_a_bisection_of_the_last_file(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20, cq_units_per_segment=64)
+    for _ in range(150):  # files at units 0 and 64 (full), 128 (22 units, then zeros)
+        b.append("T", b"x", queue_id=0)
+    b.finish()
+    store = Store.open(b.root)
+    cq = store.consume_queue("T", 0)
+    path = cq.segments[-1].path
+
+    def reads(call):
+        before = dict(store.stats.bytes_by_path), store.stats.read_calls
+        value = call()
+        assert set(store.stats.bytes_by_path) <= set(before[0]) | {path}  # only the last file is read
+        read = store.stats.bytes_by_path[path] - before[0].get(path, 0)
+        return value, store.stats.read_calls - before[1], read
+
+    assert reads(cq.end_bound) == (150, 7, 7 * 20)  # unit 63 is zero: bisection of [0, 63)
+    assert reads(lambda: cq.end_bound(140)) == (140, 1, 20)  # unit 11 of the last file is valid
+    assert reads(lambda: cq.end_bound(100)) == (128, 0, 0)  # the last file starts past 100
+    assert reads(lambda: cq.end_bound(1000)) == (150, 7, 7 * 20)
+    assert cq.end_bound() == cq.max_offset

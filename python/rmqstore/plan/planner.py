@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.plan.predicates import Bounds, Predicate, ProbeKind, bounds
 from rmqstore.plan.queues import queue_windows_slices
 from rmqstore.plan.tasks import (
@@ -51,6 +52,8 @@ from rmqstore.plan.tasks import (
     within,
 )
 from rmqstore.store import IndexUnavailableError, Store
+from rmqstore.store.names import topic_dir_problem
+from rmqstore.store.points import READ_RUN_GAP
 
 log = logging.getLogger("rmqstore.plan")
 
@@ -249,8 +252,15 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
                 notes: list[str]) -> tuple[str, list[ReadTask]]:
     """Consume-queue slices cut along the scan's pieces, except pieces where the selection is dense
     (`DENSE_SHARE`): those are scanned (the reader confirms every row), and so are the bytes no queue
-    covers."""
+    covers. On a remote store, the whole range is scanned when the point reads could download most of
+    it (`REMOTE_POINT_BYTES`), decided before any queue unit is read."""
     lo, hi = bounds
+    dense_units = -(-int(DENSE_SHARE * (hi - lo)) // REMOTE_POINT_BYTES)
+    if store.is_remote and _units_bound(store, b, dense_units) >= dense_units:
+        notes.append(f"store {store.path}: remote point reads of the topic's records could download "
+                     f">= {DENSE_SHARE:.0%} of commit-log range [{lo}, {hi}): scanned instead")
+        return ("scan" if (lo, hi) == (store.min_offset, store.max_offset) else "range"), _range_tasks(
+            index, store, [(lo, hi)], settings)
     slices = _queue_slices(store, b)
     units = [store.consume_queue(s.topic, s.queue_id).units(s.start, s.end, tags=b.tags) for s in slices]
     units = [u[(u["phy"] >= lo) & (u["phy"] < hi)] for u in units]
@@ -272,6 +282,41 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
     if queue_tasks or not dense:
         return "queues", tasks
     return ("range" if dense != [(store.min_offset, store.max_offset)] else "scan"), tasks
+
+
+REMOTE_POINT_BYTES = READ_RUN_GAP + 2 * CQ_UNIT_SIZE
+"""At most what a remote topic plan downloads per selected record, wherever the records lie: its
+consume-queue unit (read in windows growing x2) and, in the commit log, the gap after the record
+before it when that is below `READ_RUN_GAP` (the two share a ranged read, `store.points`), else a
+read of `PROBE_BYTES` < `READ_RUN_GAP` (a longer record is read again: its own bytes). A remote
+topic plan whose selected units, counted without reading them (`_units_bound`), could so download
+`DENSE_SHARE` of its range scans the range instead: a topic whose records are on average closer than
+this downloads about every byte by point reads (a 25% topic ~1 KB apart, an 8% one ~5 KB apart), and
+the scan plan reads no queue unit and needs no coverage (every byte is read), so it downloads what the
+unpushed scan does plus the bisection reads of `_units_bound`."""
+
+
+def _units_bound(store: Store, b: Bounds, enough: int) -> int:
+    """At most how many queue units a topic plan selects, without reading the units, or at least
+    `enough` when there may be that many: per queue of the topics (`queueId` bounds applied), its
+    files' first unit to `ConsumeQueue.end_bound`, clipped to the `queueOffset` bounds. Counts
+    retention's deleted units, fillers and other tags too (the safe side: a scan)."""
+    total = 0
+    queues = ((topic, queue_id) for topic in sorted(t for t in b.topics if topic_dir_problem(t) is None)
+              for queue_id in store.queue_ids(topic) if b.queue_ids is None or queue_id in b.queue_ids)
+    for topic, queue_id in queues:
+        if total >= enough:
+            break
+        cq = store.consume_queue(topic, queue_id)
+        if not cq.segments:
+            continue
+        start = max(cq.segments[0].base_offset // CQ_UNIT_SIZE, b.queue_lo or 0)
+        limit = min(start + enough - total, cq.segments[-1].end_offset // CQ_UNIT_SIZE)
+        if b.queue_hi is not None:
+            limit = min(limit, b.queue_hi)
+        if start < limit:
+            total += min(cq.end_bound(limit), limit) - start
+    return total
 
 
 def _selected_bytes(pieces: Sequence[tuple[int, int]], units: Sequence[np.ndarray]) -> list[float]:

@@ -99,6 +99,35 @@ class ConsumeQueue:
                     return first + at + int(usable[0])
         return end
 
+    def end_bound(self, upto: int | None = None) -> int:
+        """One past the queue's last unit, or at least `upto` when the queue reaches it, without
+        reading the units: files before the last are full (the broker starts a file when the one
+        before is full, §4.3); in the last file, valid units are followed by the zeros it was
+        pre-allocated with, so one unit read tells whether the queue reaches `upto`, and a bisection
+        (log2 of the units before `upto`, one unit read per step) where it ends. Units past the log's
+        end count too: a bound for planning (`max_offset` is the queue's end)."""
+        if not self.segments:
+            return 0
+        last = self.segments[-1]
+        first = last.base_offset // CQ_UNIT_SIZE
+        lo, hi = 0, last.size // CQ_UNIT_SIZE
+        if upto is not None:
+            hi = max(0, min(hi, upto - first))
+        if not hi or self._valid_at(last, hi - 1):
+            return first + hi
+        hi -= 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._valid_at(last, mid):
+                lo = mid + 1
+            else:
+                hi = mid
+        return first + lo
+
+    def _valid_at(self, seg: Segment, unit: int) -> bool:
+        """The unit at index `unit` of a segment is valid (phyOffset >= 0, size > 0): one unit read."""
+        return valid_unit_count(self._segment_units(seg, unit, 1)) == 1
+
     @property
     def _first_offset(self) -> int:
         return self.segments[0].base_offset // CQ_UNIT_SIZE if self.segments else 0
