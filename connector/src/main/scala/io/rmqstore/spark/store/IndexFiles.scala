@@ -31,6 +31,7 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
   import IndexFiles._
 
   private val opened = mutable.ArrayBuffer.empty[RandomAccess]
+  private val sources = mutable.HashMap.empty[String, ByteSource]
   private val views = mutable.HashMap.empty[String, IndexFile.View]
   private var probeCount = 0L
 
@@ -39,16 +40,35 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
     */
   def probes: Long = probeCount
 
-  /** Every 17-digit file in `index/`, oldest first (the broker sorts names the same way). */
-  lazy val infos: IndexedSeq[IndexFileInfo] =
-    fs.list(directory).filter(e => !e.isDir && isIndexName(e.name)).map(e => inspect(e.name, e.path, e.size))
+  // Every 17-digit file in `index/`, oldest first (the broker sorts names the same way).
+  private lazy val listed = fs.list(directory).filter(e => !e.isDir && isIndexName(e.name))
+
+  /** Every index file, oldest first, inspected. */
+  lazy val infos: IndexedSeq[IndexFileInfo] = listed.map(e => inspect(e.name, e.path, e.size))
+
+  /** endPhyOffset in the header of the newest index file by name (§5.1, §5.5: the physical offset of the last
+    * record it indexed, a record start, written at every put; a new file starts with its predecessor's), None
+    * without index files or when the newest is too short for a header. Only the header is read.
+    */
+  def newestEndPhyOffset: Option[Long] =
+    listed.lastOption.filter(e => e.size >= IndexFile.HeaderSize && e.size <= Int.MaxValue).map { e =>
+      IndexFile.header(source(e.path, e.size)).endPhyOffset
+    }
+
+  // The file's bytes, opened once: a local file mapped whole, a remote one read through `CachedPages`.
+  private def source(path: String, size: Long): ByteSource =
+    sources.getOrElseUpdate(
+      path, {
+        val file = fs.open(path, finished = true)
+        opened += file
+        if (file.zeroCopy) ByteSource(file.read(0, size.toInt)) else new CachedPages(file)
+      }
+    )
 
   private def inspect(name: String, path: String, size: Long): IndexFileInfo = {
     if (size > Int.MaxValue)
       return IndexFileInfo(name, path, size, None, None, Some(s"$size bytes: too large for an index file"))
-    val file = fs.open(path, finished = true)
-    opened += file
-    val data = if (file.zeroCopy) ByteSource(file.read(0, size.toInt)) else new CachedPages(file)
+    val data = source(path, size)
     def unusable(e: IllegalArgumentException, header: Option[IndexFile.Header]) =
       IndexFileInfo(name, path, size, None, header, Some(e.getMessage))
     try {
@@ -102,6 +122,7 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
   def close(): Unit = {
     opened.foreach(_.close())
     opened.clear()
+    sources.clear()
   }
 }
 

@@ -37,8 +37,9 @@ final class Store private (
       s"${location.path}: commit-log directory $commitlogDir does not exist (a store root holds $CommitlogDir/)"
     )
   private val (segmentList, layoutProblems) = Segments.list(fs, commitlogDir)
-  private val log = new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize)
   private val index = new IndexFiles(fs, fs.join(root, IndexFiles.IndexDir), indexGeometry)
+  private val log =
+    new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize, () => index.newestEndPhyOffset)
   private val queues = mutable.HashMap.empty[(String, Int), ConsumeQueue]
   private val otherProblems = mutable.ArrayBuffer.empty[String]
 
