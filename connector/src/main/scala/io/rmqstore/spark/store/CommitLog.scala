@@ -32,8 +32,8 @@ private[store] object WalkStop {
   * holds E and the record at E passes the same check (PHYSICALOFFSET == E included), else at 0 (no index
   * file, E elsewhere, or an index that outlived lost commit-log pages); records before the start are
   * checked when read, like those of older segments (FAILFAST / PERMISSIVE). A walk of the same file in
-  * this JVM resumes where the last one stopped when that is further (`EndCache`: the log is append-only);
-  * a walk that does not start at 0 reads windows growing from `ResumeWindow`. The same rule as
+  * this JVM resumes where the last one stopped when that is further (`EndCache`: the log is append-only).
+  * The walk reads windows growing from `ResumeWindow`, so a short one reads little. The same rule as
   * python/rmqstore/store/commitlog.py `CommitLog.end`. Segments wholly before the end are finished and
   * memory-mapped; the segment holding the end is read by positioned reads in windows (the broker may be
   * writing it); a record cut by a window edge is re-read whole.
@@ -81,7 +81,7 @@ private[store] final class CommitLog(
           EndCache.resumeAt(seg, checkCrcAtEnd)(pos => recordAt(seg, pos, checkCrcAtEnd, stats, false)._2)
         )
         var lastStart = -1L
-        walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, if (from > 0) ResumeWindow else 0) {
+        walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, ResumeWindow) {
           v =>
             lastStart = v.physicalOffset - seg.baseOffset
             true
@@ -298,6 +298,72 @@ private[store] final class CommitLog(
     }
   }
 
+  /** The records of `chunks(a, b)` for each of `ranges` (sorted and disjoint), in log order: for many small
+    * ranges starting at record starts (the bytes no consume queue covers, what the index lacks). The ranges of
+    * one segment of at most `GatherRangeBytes` each are read together (`readRanges`, batches of up to
+    * `Store.ReadBatchBytes`: a remote file fetches them in one vectored read, not one request and
+    * `TailSlack` each) and walked; a range whose walk does not reach exactly its end (a BLANK, an invalid
+    * record, a record reaching past it, no record start at its start) is read by `chunks` instead, with
+    * its errors and counters (python/rmqstore/store/store.py `scan_ranges`).
+    */
+  def rangeChunks(ranges: Seq[(Long, Long)], verifyCrc: Boolean, permissive: Boolean, stats: ScanStats)(
+      f: RecordView => Boolean
+  ): Unit = {
+    val wanted = ranges.map { case (a, b) => (math.max(a, minOffset), math.min(b, end)) }.filter(r => r._1 < r._2)
+    def gathered(seg: Segment, r: (Long, Long)) =
+      seg.baseOffset <= r._1 && r._2 <= seg.endOffset && r._2 - r._1 <= GatherRangeBytes
+    val view = new RecordView()
+    view.maxBodySize = maxMessageSize
+    var going = true
+    val each: RecordView => Boolean = { v => going = f(v); going }
+    var i = 0
+    while (going && i < wanted.length) {
+      Segments.find(segments, wanted(i)._1).filter(gathered(_, wanted(i))) match {
+        case None =>
+          chunks(wanted(i)._1, wanted(i)._2, verifyCrc, permissive, stats)(each)
+          i += 1
+        case Some(seg) =>
+          var j = i + 1
+          var bytes = wanted(i)._2 - wanted(i)._1
+          while (
+            j < wanted.length && gathered(seg, wanted(j)) && bytes + wanted(j)._2 - wanted(j)._1 <= Store.ReadBatchBytes
+          ) {
+            bytes += wanted(j)._2 - wanted(j)._1
+            j += 1
+          }
+          val batch = wanted.slice(i, j)
+          val buffers =
+            readRanges(seg, batch.map { case (a, b) => (a - seg.baseOffset, (b - a).toInt) }, stats, isSealed(seg))
+          for (((a, b), buf) <- batch.zip(buffers) if going) {
+            val starts = cleanStarts(buf, (b - a).toInt, a, verifyCrc)
+            if (starts == null) chunks(a, b, verifyCrc, permissive, stats)(each)
+            else
+              starts.iterator.takeWhile(_ => going).foreach { at =>
+                stats.records += 1
+                going = handOver(seg.path, view.reset(buf, at, a + at), permissive, stats, f)
+              }
+          }
+          i = j
+      }
+    }
+  }
+
+  /** Positions of the records tiling `buf` exactly (`length` bytes of the log from physical offset `base`,
+    * checked like a walk), null when they do not: for `rangeChunks`.
+    */
+  private def cleanStarts(buf: ByteBuffer, length: Int, base: Long, verifyCrc: Boolean): Array[Int] = {
+    if (buf.limit() != length) return null
+    val starts = mutable.ArrayBuilder.make[Int]
+    var i = 0
+    while (i < length) {
+      val code = RecordCheck.check(buf, i, length, verifyCrc, base + i)
+      if (code < Layout.MinRecordSize) return null
+      starts += i
+      i += code
+    }
+    if (i == length) starts.result() else null
+  }
+
   /** Where reading resumes after the invalid record at `stop`: the next record start (or the
     * segment-ending BLANK) up to the segment's valid end, else that end. FAILFAST raises
     * StoreCorruptionException; PERMISSIVE counts the place and the bytes up to the resume point.
@@ -344,11 +410,14 @@ private[store] object CommitLog {
   /** First read of a resync: the next record start is usually within a few kilobytes. */
   final val ResyncFirstWindow: Int = 8 << 10
 
+  /** `rangeChunks` reads ranges up to this size together (python/rmqstore/store/store.py `GATHER_RANGE_BYTES`). */
+  final val GatherRangeBytes: Long = 1L << 20
+
   /** First read at a single record: most records fit, bigger ones get a second read. */
   final val ProbeBytes: Int = 4 << 10
 
-  /** First window of a walk for the valid end that does not start at 0 (python/rmqstore/store/commitlog.py
-    * `RESUME_WINDOW`); each further window is 4x longer.
+  /** First window of the walk for the valid end (python/rmqstore/store/commitlog.py `RESUME_WINDOW`, which
+    * Python uses for walks that do not start at 0); each further window is 4x longer, up to the usual one.
     */
   final val ResumeWindow: Int = 16 << 10
 

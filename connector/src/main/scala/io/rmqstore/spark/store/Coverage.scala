@@ -189,14 +189,13 @@ private[store] object Coverage {
     if (gaps.isEmpty) return (IndexedSeq.empty, IndexedSeq.empty)
     val indexed = mutable.ArrayBuffer.empty[(Long, Long)]
     val topics = mutable.SortedSet.empty[String]
-    for ((start, end) <- gaps)
-      log.chunks(start, end, verifyCrc = false, permissive = true, ScanStats()) { v =>
-        if ((v.sysFlag & Layout.SysFlagTransactionMask) != Layout.TransactionRollback) {
-          indexed += ((v.physicalOffset, v.physicalOffset + v.totalSize))
-          topics += v.topic
-        }
-        true
+    log.rangeChunks(gaps, verifyCrc = false, permissive = true, ScanStats()) { v =>
+      if ((v.sysFlag & Layout.SysFlagTransactionMask) != Layout.TransactionRollback) {
+        indexed += ((v.physicalOffset, v.physicalOffset + v.totalSize))
+        topics += v.topic
       }
+      true
+    }
     (Ranges.subtract(gaps, indexed.toIndexedSeq), topics.toIndexedSeq)
   }
 }

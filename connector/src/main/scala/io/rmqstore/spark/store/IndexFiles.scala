@@ -47,12 +47,15 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
   lazy val infos: IndexedSeq[IndexFileInfo] = listed.map(e => inspect(e.name, e.path, e.size))
 
   /** endPhyOffset in the header of the newest index file by name (§5.1, §5.5: the physical offset of the last
-    * record it indexed, a record start, written at every put; a new file starts with its predecessor's), None
-    * without index files or when the newest is too short for a header. Only the header is read.
+    * record it indexed, a record start, written at every put; a new file starts with its predecessor's, §5.7),
+    * None without index files or when that header cannot be read (python/rmqstore/store/index.py
+    * `last_indexed_offset`). Only the header is read. A hint: the record there may be gone (an index outlives
+    * lost log pages).
     */
   def newestEndPhyOffset: Option[Long] =
-    listed.lastOption.filter(e => e.size >= IndexFile.HeaderSize && e.size <= Int.MaxValue).map { e =>
-      IndexFile.header(source(e.path, e.size)).endPhyOffset
+    listed.lastOption.filter(e => e.size >= IndexFile.HeaderSize && e.size <= Int.MaxValue).flatMap { e =>
+      try Some(IndexFile.header(source(e.path, e.size)).endPhyOffset)
+      catch { case _: java.io.IOException => None }
     }
 
   // The file's bytes, opened once: a local file mapped whole, a remote one read through `CachedPages`.

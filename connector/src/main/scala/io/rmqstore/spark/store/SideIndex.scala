@@ -159,16 +159,15 @@ private[store] object SideIndex {
     val hashes = mutable.ArrayBuilder.make[Long]
     val offsets = mutable.ArrayBuilder.make[Long]
     val topics = mutable.SortedSet.empty[String]
-    for ((start, end) <- ranges)
-      store.lookupStats.add(store.scan(start, end, verifyCrc = false, permissive = true) { v =>
-        val topic = v.topic
-        topics += topic
-        val keys = Option(v.uniqKey).toSeq ++ Option(v.keys).toSeq.flatten
-        for (key <- keys) {
-          hashes += JavaHash.indexKeyHash(IndexFile.indexKey(topic, key)).toLong
-          offsets += v.physicalOffset
-        }
-      })
+    store.lookupStats.add(store.scanRanges(ranges, verifyCrc = false, permissive = true) { v =>
+      val topic = v.topic
+      topics += topic
+      val keys = Option(v.uniqKey).toSeq ++ Option(v.keys).toSeq.flatten
+      for (key <- keys) {
+        hashes += JavaHash.indexKeyHash(IndexFile.indexKey(topic, key)).toLong
+        offsets += v.physicalOffset
+      }
+    })
     val (h, o) = (hashes.result(), offsets.result())
     val order = h.indices.sortBy(h(_)) // stable: entries of one hash stay in log order
     ((order.map(h(_)).toArray, order.map(o(_)).toArray), topics.toIndexedSeq)

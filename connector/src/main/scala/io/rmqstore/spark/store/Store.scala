@@ -81,6 +81,19 @@ final class Store private (
     stats
   }
 
+  /** `scan` of each of `ranges` (sorted and disjoint), in log order, the small ranges of a segment read together
+    * (`CommitLog.rangeChunks`): for many small ranges starting at record starts.
+    */
+  def scanRanges(
+      ranges: Seq[(Long, Long)],
+      verifyCrc: Boolean,
+      permissive: Boolean
+  )(f: RecordView => Unit): ScanStats = {
+    val stats = ScanStats()
+    log.rangeChunks(ranges, verifyCrc, permissive, stats) { v => f(v); true }
+    stats
+  }
+
   /** The first record start at or after `offset` (a segment start after a segment's BLANK), `logEnd` if none. */
   def resync(offset: Long): Long = {
     val stats = ScanStats()
