@@ -9,7 +9,7 @@ import scala.collection.mutable
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rmqstore.spark.format.{Encode, IndexFile}
+import io.rmqstore.spark.format.{Encode, IndexFile, RecordView}
 import io.rmqstore.spark.io.CountingFileSystem
 import io.rmqstore.spark.plan.{Compare, Predicate, RangeTask, ScanPlanner}
 import io.rmqstore.spark.format.Encode.{blank, properties, record}
@@ -343,6 +343,41 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
         assert(seen == offsets, maxBytes)
       }
       assert(intercept[IllegalArgumentException](store.splitRanges(0)).getMessage == "maxBytes must be positive, got 0")
+    } finally store.close()
+  }
+
+  test("scanRanges: the records of scan over each range; small ranges of a segment in one vectored read") {
+    val (root, offsets) = writeStore(120, 1 << 16)
+    val bad = offsets(50)
+    corrupt(root, bad, 1 << 16, Array[Byte](0, 0, 0, 7))
+    writeIndex(root, offsets.take(100)) // the walk for the end starts after the damage
+    val store = Store.open(StoreLocation(CountingFileSystem.uri(root.toString)), CountingFileSystem.conf, None)
+    try {
+      assert(store.logEnd == offsets.last + recordSize(119))
+      def records(ranges: Seq[(Long, Long)])(
+          read: (Seq[(Long, Long)], RecordView => Unit) => ScanStats
+      ) = {
+        val seen = mutable.ArrayBuffer.empty[Long]
+        val stats = read(ranges, v => seen += v.physicalOffset)
+        (seen.toSeq, stats.skippedRecords)
+      }
+      def each(ranges: Seq[(Long, Long)], f: RecordView => Unit) =
+        ranges.map { case (a, b) => store.scan(a, b, verifyCrc = false, permissive = true)(f) }.reduce(_ add _)
+      def gathered(ranges: Seq[(Long, Long)], f: RecordView => Unit) =
+        store.scanRanges(ranges, verifyCrc = false, permissive = true)(f)
+      // record-aligned ranges, one starting inside a record, one holding the damage
+      val ranges = Seq((offsets(2), offsets(5)), (offsets(9) + 7, offsets(12)), (offsets(49), offsets(52)))
+      assert(records(ranges)(gathered) == records(ranges)(each))
+      assert(records(ranges)(gathered)._2 == 1)
+      val failing =
+        intercept[StoreCorruptionException](store.scanRanges(ranges, verifyCrc = false, permissive = false)(_ => ()))
+      assert(failing.offset == bad)
+      val segment = root.resolve("commitlog").resolve(f"${0}%020d").toString
+      val clean = (10 until 40 by 3).map(i => (offsets(i), offsets(i + 1)))
+      val (batches, bytes) = (CountingFileSystem.batches(segment).length, CountingFileSystem.reads(segment).length)
+      assert(records(clean)(gathered)._1 == clean.map(_._1))
+      assert(CountingFileSystem.batches(segment).drop(batches) == Seq(clean.length))
+      assert(CountingFileSystem.reads(segment).drop(bytes).map(_.bytes.toLong).sum == clean.map(r => r._2 - r._1).sum)
     } finally store.close()
   }
 
