@@ -144,8 +144,8 @@ def test_the_log_end_walk_resumes_where_it_ended(s3_server, tmp_path, downloads)
     endpoint, _, upload = s3_server
     uri = f"s3://reads/grow?endpoint_override={endpoint}&scheme=http&region=us-east-1"
     b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
-    for i in range(2000):
-        b.append("T", b"y" * 200, keys=f"k{i}")
+    for _ in range(2000):
+        b.append("T", b"y" * 200)  # no keys, no index files: the walk starts at the segment's start
     b.finish(guard=False)  # the test writes the store again
     upload(b.root, "reads/grow")
     assert Store.open(uri).max_offset == Store.open(b.root).max_offset
@@ -154,8 +154,8 @@ def test_the_log_end_walk_resumes_where_it_ended(s3_server, tmp_path, downloads)
     downloads.clear()
     assert Store.open(uri).max_offset == Store.open(b.root).max_offset
     assert downloads.bytes["commitlog"] < 100 << 10
-    for i in range(100):  # the broker appends; the store is synced to S3 again
-        b.append("T", b"z" * 200, keys=f"n{i}")
+    for _ in range(100):  # the broker appends; the store is synced to S3 again
+        b.append("T", b"z" * 200)
     b.finish(guard=False)
     upload(b.root, "reads/grow")
     downloads.clear()
@@ -164,11 +164,29 @@ def test_the_log_end_walk_resumes_where_it_ended(s3_server, tmp_path, downloads)
     # Another store uploaded to the same place is walked from its start.
     shutil.rmtree(b.root)
     other = StoreBuilder(b.root, segment_size=1 << 20)
-    for i in range(2100):
-        other.append("T", b"w" * 201, keys=f"o{i}")
+    for _ in range(2100):
+        other.append("T", b"w" * 201)
     other.finish(guard=False)
     upload(other.root, "reads/grow")
     assert Store.open(uri).max_offset == Store.open(other.root).max_offset == other.cursor
+
+
+def test_a_cold_walk_for_the_end_reads_one_index_header_and_the_log_past_it(s3_server, tmp_path, downloads):
+    """E, the newest index file's endPhyOffset, is one 40-byte ranged read; the walk starts at the
+    record there (the last keyed one), not at the active segment's first record."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
+    for i in range(2000):
+        b.append("T", b"y" * 200, keys=f"k{i}")
+    for _ in range(10):
+        b.append("T", b"n" * 200)  # past the index's end
+    b.finish()
+    upload(b.root, "reads/cold")
+    store = Store.open(f"s3://reads/cold?endpoint_override={endpoint}&scheme=http&region=us-east-1")
+    assert store.max_offset == b.cursor > 400_000
+    assert downloads.requests["index"] == 1 and downloads.bytes["index"] == 40
+    assert downloads.bytes["commitlog"] < 32 << 10
+    assert store.stats.records_walked == 11
 
 
 def test_many_key_probes_fetch_their_slots_and_first_entries_together(stored, downloads):
@@ -210,6 +228,8 @@ def test_a_new_process_looks_a_key_up_from_the_cache_directory(stored, downloads
     Spark session, an executor) downloads the probe and the record, not the queues or the log."""
     b, uri = stored
     wanted = [Compare("key", "=", "key-3456")]
+    index_module._REMOTE_VERDICTS.clear()  # a fresh process's state (earlier tests filled it)
+    downloads.clear()
     assert _rows(Store.open(uri, index_geometry=GEOMETRY), wanted) != []
     cold = downloads.total
     downloads.clear()

@@ -137,6 +137,7 @@ def _age(root, seconds=60):
 def test_a_local_walk_for_the_end_resumes_where_it_ended(tmp_path):
     b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
     written = fill(b, 400)
+    b.index_files.clear()  # no index: the walk starts at the segment's start, not at the last indexed record
     b.finish(guard=False)  # the test writes the store again
     _age(b.root)
     first = Store.open(b.root)
@@ -156,6 +157,7 @@ def test_a_local_walk_is_not_remembered_while_its_file_is_fresh(tmp_path):
     """A write in the same mtime tick as a walk could leave the mtime as the walk saw it."""
     b = StoreBuilder(str(tmp_path / "store"), segment_size=1 << 20)
     written = fill(b, 400)
+    b.index_files.clear()  # no index: the walk starts at the segment's start
     b.finish(guard=False)
     end = written[-1].offset + written[-1].size
     assert Store.open(b.root).max_offset == end
@@ -163,3 +165,119 @@ def test_a_local_walk_is_not_remembered_while_its_file_is_fresh(tmp_path):
     _flip(b.root, victim.offset - victim.offset % (1 << 20), victim.offset % (1 << 20) + 88)
     again = Store.open(b.root)
     assert again.max_offset == victim.offset and again.stats.records_walked > 300
+
+
+# ---- the walk starts at the last indexed record (E = endPhyOffset of the newest index file) ----------
+
+SEG = 1 << 20
+
+
+def _indexed_store(tmp_path, records=400, unindexed=0):
+    """A store of one 1 MiB segment (plus the pre-allocated one): `records` keyed records (in the index),
+    then `unindexed` records without keys (past the index's end). Not yet finished."""
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=SEG)
+    written = fill(b, records)
+    written += [b.append("TopicA", b"u" * 40) for _ in range(unindexed)]
+    return b, written
+
+
+def _last_indexed(b):
+    return b.index_files[-1].header.end_phy_offset
+
+
+def _segment_bytes_read(store, base=0):
+    return store.stats.bytes_by_path[os.path.join(store.path, "commitlog", f"{base:020d}")]
+
+
+def test_the_walk_for_the_end_starts_at_the_last_indexed_record(tmp_path):
+    b, written = _indexed_store(tmp_path, unindexed=3)
+    assert _last_indexed(b) == written[-4].offset
+    b.finish()
+    store = Store.open(b.root)
+    assert store.max_offset == written[-1].offset + written[-1].size
+    assert store.stats.records_walked == 4  # the record at E and the three after it, not the 403
+    assert _segment_bytes_read(store) < 64 << 10  # windows from E, not the 1 MiB segment
+    assert _offsets(store) == [w.offset for w in written]
+
+
+def test_without_index_files_the_walk_starts_at_the_segment_start(tmp_path):
+    b, written = _indexed_store(tmp_path)
+    b.index_files.clear()
+    b.finish()
+    store = Store.open(b.root)
+    assert store.max_offset == written[-1].offset + written[-1].size
+    assert store.stats.records_walked == len(written)
+
+
+@pytest.mark.parametrize("lost", ["zeros", "moved"])
+def test_a_last_indexed_record_that_is_gone_is_not_trusted(tmp_path, lost):
+    """The index outlived lost log pages (its last records are zeros, or hold another record whose
+    PHYSICALOFFSET is not E): the walk starts at the segment start and ends where the pages were lost."""
+    b, written = _indexed_store(tmp_path)
+    first_lost = written[-3]
+    seg = b.segments[0]
+    seg[first_lost.offset : written[-1].offset + written[-1].size] = bytes(
+        written[-1].offset + written[-1].size - first_lost.offset)
+    if lost == "moved":  # a valid record at E, but written for another place
+        donor, at = written[-10], written[-1].offset
+        seg[at : at + donor.size] = seg[donor.offset : donor.offset + donor.size]
+    b.finish()
+    store = Store.open(b.root)
+    assert store.max_offset == first_lost.offset
+    assert store.stats.records_walked == len(written) - 3
+    assert _offsets(store) == [w.offset for w in written[:-3]]
+
+
+def test_a_torn_tail_after_the_last_indexed_record_ends_the_log(tmp_path):
+    b, written = _indexed_store(tmp_path, unindexed=5)
+    torn = written[-2]
+    b.segments[0][torn.offset + torn.size // 2 : torn.offset + torn.size] = bytes(torn.size - torn.size // 2)
+    b.finish()
+    store = Store.open(b.root)
+    assert store.max_offset == torn.offset and "invalid" in store.log_end.reason
+    assert store.stats.records_walked == 4  # from E (written[-6]) to the torn record
+    assert _offsets(store) == [w.offset for w in written[:-2]]
+
+
+def test_damage_before_the_last_indexed_record_is_reported_when_read(tmp_path):
+    """Records before E in the active segment are checked when read, like older segments' records: the
+    end stays where the walk from E found it."""
+    b, written = _indexed_store(tmp_path)
+    victim = written[-50]
+    b.segments[0][victim.offset : victim.offset + 8] = b"\xde\xad\xbe\xef" * 2
+    b.finish()
+    store = Store.open(b.root)
+    assert store.max_offset == written[-1].offset + written[-1].size  # not moved to the damage
+    assert store.stats.records_walked == 1
+    with pytest.raises(StoreCorruptionError) as info:
+        _offsets(store)
+    assert info.value.offset == victim.offset and info.value.path.endswith(f"{0:020d}")
+    assert str(victim.offset) in str(info.value) and "magic" in str(info.value)
+    got = _offsets(store, mode="PERMISSIVE")
+    assert got == [w.offset for w in written if w.offset != victim.offset]
+    assert store.stats.invalid_records_skipped == 1 and store.stats.bytes_skipped == victim.size
+    assert store.max_offset == written[-1].offset + written[-1].size
+
+
+def test_a_last_indexed_record_in_an_older_segment_starts_the_walk_at_the_segment_start(tmp_path):
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=2048)
+    keyed = [b.append("T", b"k" * 50, keys=f"k{i}") for i in range(8)]
+    rest = []
+    while not rest or rest[-1].offset < 2048 or len([w for w in rest if w.offset >= 2048]) < 6:
+        rest.append(b.append("T", b"u" * 50))
+    b.finish()
+    assert _last_indexed(b) == keyed[-1].offset < 2048
+    store = Store.open(b.root)
+    assert store.max_offset == rest[-1].offset + rest[-1].size
+    assert store.stats.records_walked == sum(1 for w in rest if w.offset >= 2048)  # all of the active one
+
+
+def test_a_remembered_end_further_than_the_last_indexed_record_wins(tmp_path):
+    b, written = _indexed_store(tmp_path, unindexed=30)
+    b.finish()
+    _age(b.root)
+    end = written[-1].offset + written[-1].size
+    first = Store.open(b.root)
+    assert first.max_offset == end and first.stats.records_walked == 31
+    again = Store.open(b.root)
+    assert again.max_offset == end and again.stats.records_walked == 0

@@ -2,11 +2,19 @@
 
 Valid end (what recovery would keep, §2.12/§6.3): the last segment whose first record is valid (or a
 BLANK) holds the end; later segments are pre-allocated or stale and count as empty. That segment is
-walked from 0 with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first
-invalid record (a torn tail after a crash, zeros, garbage, a length past the end) ends the log there
-and is not an error. An invalid record in an *older* segment does not move the end: scans report it
-(FAILFAST) or step over the damage (PERMISSIVE): reading resumes at the next record start that
-resync finds (`format.resync`), and the place and the bytes skipped are counted in `StoreStats`.
+walked with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first invalid record
+(a torn tail after a crash, zeros, garbage, a length past the end) ends the log there and is not an
+error. The walk starts at the furthest of: the segment's first record; the last record the broker's
+index has seen (E = endPhyOffset of the newest index file, §5.1/§5.5), when the segment holds E and
+the record at E passes the same check with PHYSICALOFFSET == E (an index can outlive lost log pages:
+then E is not trusted); the end an earlier walk remembered (`rmqstore.store.logend`). So finding the
+end reads the log past E only, not the whole active segment (up to 1 GiB on a remote store), and
+records before E are checked when they are read, like those of older segments (recovery, which
+starts a few segments back, would instead end the log at the first of them that is invalid).
+
+An invalid record before the end does not move it: scans report it (FAILFAST) or step over the
+damage (PERMISSIVE): reading resumes at the next record start that resync finds (`format.resync`),
+and the place and the bytes skipped are counted in `StoreStats`.
 
 Reads go through windows: a local map hands out zero-copy views, a remote file is read in ranged
 requests of at most `remote_window` bytes; a record cut by a window edge is re-read whole.
@@ -15,7 +23,7 @@ requests of at most `remote_window` bytes; a record cut by a window edge is re-r
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
@@ -92,7 +100,8 @@ class CommitLog:
     """Segments of one commit log (possibly spread over several directories)."""
 
     def __init__(self, segments: Sequence[Segment], files: OpenFiles, stats: StoreStats, *,
-                 check_crc_at_end: bool = True, end_cache: LogEndCache | None = None) -> None:
+                 check_crc_at_end: bool = True, end_cache: LogEndCache | None = None,
+                 last_indexed: Callable[[], int | None] | None = None) -> None:
         self.segments = list(segments)
         self.segment_size = common_segment_size(self.segments)
         self._files = files
@@ -100,6 +109,9 @@ class CommitLog:
         self._check_crc_at_end = check_crc_at_end
         self._end_cache = end_cache
         """Where the walk for the end may resume (`rmqstore.store.logend`)."""
+        self._last_indexed = last_indexed
+        """E, the physical offset of the last record the broker indexed (None: no index), read when the
+        end is looked for (`IndexFiles.last_indexed_offset`)."""
 
     # ---- bounds -------------------------------------------------------------------------------
 
@@ -110,14 +122,14 @@ class CommitLog:
 
     @cached_property
     def end(self) -> LogEnd:
-        """The valid end of the log, found like recovery (module docstring)."""
+        """The valid end of the log, found like recovery from the walk's start (module docstring)."""
         for seg in reversed(self.segments):
             first = self.check_at(seg, 0, check_crc=self._check_crc_at_end)
             if first.kind == "invalid":
                 continue
             if first.kind == "blank":
                 return LogEnd(seg.end_offset, seg, f"{seg.path} starts with a BLANK")
-            start = self._end_cache.resume_at(self, seg) if self._end_cache else 0
+            start = self._walk_start(seg)
             stop, last = WalkStop(), None
             for chunk in self.walk(seg, start, seg.size, check_crc=self._check_crc_at_end, stop=stop,
                                    first_window=RESUME_WINDOW if start else None):
@@ -129,6 +141,16 @@ class CommitLog:
                               f"{seg.path}: first invalid record at position {stop.position}: {stop.reason}")
             return LogEnd(seg.end_offset, seg, f"{seg.path} is complete ({stop.kind})")
         return LogEnd(self.min_offset, None, "no segment starts with a valid record: the log is empty")
+
+    def _walk_start(self, seg: Segment) -> int:
+        """Where the walk for the end starts in `seg`, the segment holding it (module docstring): the
+        remembered end or E when further, else 0."""
+        start = self._end_cache.resume_at(self, seg) if self._end_cache else 0
+        indexed = self._last_indexed() if self._last_indexed else None
+        if indexed is None or not seg.contains(indexed) or indexed - seg.base_offset <= start:
+            return start
+        at = indexed - seg.base_offset
+        return at if self.check_at(seg, at, check_crc=self._check_crc_at_end).kind == "record" else start
 
     @property
     def max_offset(self) -> int:

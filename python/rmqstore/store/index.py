@@ -26,8 +26,9 @@ from rmqstore.format.indexfile import (
     parse_index_header,
 )
 from rmqstore.format.javahash import index_key_hash
-from rmqstore.io.base import StoreFileSystem
+from rmqstore.io.base import FileEntry, StoreFileSystem
 from rmqstore.io.remote import CachedPages
+from rmqstore.store.errors import UnreadableFileError
 from rmqstore.store.segments import OpenFiles, list_entries
 
 INDEX_DIR = "index"
@@ -68,16 +69,32 @@ class IndexFiles:
         self._views: dict[str, IndexFileView] = {}
 
     @cached_property
+    def _entries(self) -> list[FileEntry]:
+        """Every 17-digit file in `index/`, oldest first (the broker sorts names the same way)."""
+        return [e for e in list_entries(self._fs, self._directory) if not e.is_dir and _is_index_name(e.name)]
+
+    @cached_property
     def infos(self) -> list[IndexFileInfo]:
-        """Every 17-digit file in `index/`, oldest first (the broker sorts names the same way).
+        """Every index file (`_entries`) with its verdict.
 
         One that is not a regular file (FIFO, device, symlink loop) is listed, unopened, with that
         as its problem."""
-        entries = [e for e in list_entries(self._fs, self._directory)
-                   if not e.is_dir and _is_index_name(e.name)]
         return [self._inspect(e.name, e.path, e.size) if e.special is None
                 else IndexFileInfo(e.name, e.path, e.size, None, None, f"{e.special}, not an index file")
-                for e in entries]
+                for e in self._entries]
+
+    def last_indexed_offset(self) -> int | None:
+        """endPhyOffset of the newest index file: the physical offset of the last record the broker
+        indexed (§5.5 step 7; a rolled-over file starts with its predecessor's, §5.7). One read of
+        that file's header, no other file opened; None without index files or when the header cannot
+        be read. Only a hint: the record there may be gone (an index outlives lost log pages, §6.3)."""
+        if not self._entries or self._entries[-1].special is not None:
+            return None
+        try:
+            head = self._files.get(self._entries[-1].path).read(0, INDEX_HEADER_SIZE)
+            return parse_index_header(head).end_phy_offset
+        except (UnreadableFileError, ValueError):
+            return None
 
     def _inspect(self, name: str, path: str, size: int) -> IndexFileInfo:
         handle = self._files.get(path)

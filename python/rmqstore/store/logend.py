@@ -1,20 +1,20 @@
 """Where the walk for the valid end of the commit log may resume (design §4, spec §2.12).
 
-The valid end is found by walking the segment holding it from its first record (`CommitLog.end`),
-with BODYCRC checked: on every open, so on every plan (a remote store downloads the whole active
-segment; a local one checks some 10 ms of CPU per 10 MB of records). The broker only appends to that
-segment and never rewrites records before its valid end, so where a walk ended can be remembered (on
-disk outside the store, `rmqstore.store.segment_cache`, one kind per BODYCRC setting) with the start
-and first header bytes of the last record before it: while the segment has the same size and that
-record is still there (same header bytes, one small read), the next walk resumes at the remembered end
-and reads only what was written since. Another store uploaded to the same place has other records
-there, so it is walked from its start.
+The valid end is found by walking the segment holding it, with BODYCRC checked, from its first record
+or from the last record the broker indexed (`CommitLog.end`): on every open, so on every plan (the log
+past the index's end; all of the active segment on a store without index files). The broker only
+appends to that segment and never rewrites records before its valid end, so where a walk ended can be
+remembered (on disk outside the store, `rmqstore.store.segment_cache`, one kind per BODYCRC setting)
+with the start and first header bytes of the last record before it: while the segment has the same
+size and that record is still there (same header bytes, one small read), the next walk resumes at the
+remembered end (when it is further than the index's) and reads only what was written since. Another
+store uploaded to the same place has other records there, so it is walked from its start (or E).
 
 A local file is also held to its modification time: an entry is used only while the file's mtime is
 the one seen before the walk, and only if that mtime was `RACY_NS` older than the walk (like git's
 racily clean index entries: a write in the same timestamp tick as the walk could leave the mtime
 unchanged). So a local file written since, in place (a damaged record, another store at the same
-path), is walked from its start; appends by a running broker are walked from the remembered end.
+path), is walked from its start (or E); appends by a running broker are walked from the remembered end.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class LogEndCache:
         return None if cache is None else cls(cache)
 
     def resume_at(self, log: CommitLog, seg: Segment) -> int:
-        """A record start of `seg` every record before which was walked before (0 when none is known)."""
+        """A record start of `seg` where an earlier walk for the end stopped (0 when none is known)."""
         mtime = self._local_mtime(seg)
         entry = self._cache.entries().get(os.path.basename(seg.path))
         if not entry or len(entry) != 5 or entry[0] != seg.size or entry[2] is None:

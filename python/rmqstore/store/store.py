@@ -99,12 +99,13 @@ class Store:
         self.commitlog_dirs = self._commitlog_dirs(commitlog_dirs)
         self._files = OpenFiles(self.fs)
         segments, self._layout_problems = list_segments(self.fs, self.commitlog_dirs)
-        self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end,
-                             end_cache=LogEndCache.for_store(self, check_crc_at_end))
         if index_geometry is not None and (len(index_geometry) != 2 or min(index_geometry) <= 0):
             raise ValueError(f"index_geometry must be (hash slots, index entries) > 0: {index_geometry!r}")
         self._index = IndexFiles(self.fs, self.fs.join(self.path, INDEX_DIR), self._files,
                                  tuple(index_geometry) if index_geometry else None)
+        self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end,
+                             end_cache=LogEndCache.for_store(self, check_crc_at_end),
+                             last_indexed=self._index.last_indexed_offset)
         self._index_tail_scan_limit = index_tail_scan_limit
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._scan_problems: list[str] = []
