@@ -46,8 +46,9 @@ final case class SideIndexParts(
   * Built once per segment from a scan of only those ranges, and cached outside the store (`SegmentCache`
   * kind `side-index`: per segment the ranges indexed, the topics seen and the name of an int64 `.npy`
   * array of shape (2, n) next to the cache's JSON). A segment's entries are reused while its cache key
-  * holds and the ranges they index include every range the segment lacks now. A remote store keeps its
-  * side index per Store.
+  * holds and the ranges they index include every range the segment lacks now. A remote store's are cached
+  * too, keyed by the modification times its listing gives (so executor tasks and later plans on this
+  * machine read them instead of the log); without those it keeps its side index per Store.
   */
 private[store] object SideIndex {
   final val CacheKind = "side-index"
@@ -113,7 +114,7 @@ private[store] object SideIndex {
   def open(store: Store, ranges: Seq[(Long, Long)]): SideIndexParts = {
     val live = store.segments.filter(_.baseOffset < store.logEnd)
     val needed = live.map(seg => seg -> Ranges.within(ranges, seg.baseOffset, seg.endOffset)).filter(_._2.nonEmpty)
-    val cache = store.localCache(CacheKind, CacheVersion, salt = "")
+    val cache = store.diskCache(CacheKind, CacheVersion, salt = "")
     val known = cache.fold(Map.empty[Long, IndexedSeq[com.fasterxml.jackson.databind.JsonNode]])(
       _.load(live, store.logEnd)
     )

@@ -326,10 +326,14 @@ final class Store private (
     */
   def keyTopics(side: SideIndexParts): Seq[String] = (indexedTopics ++ side.topics).distinct.sorted
 
-  /** The cache of `kind` in the cache directory for a local store, None for a remote one. */
-  private[store] def localCache(kind: String, version: Int, salt: String): Option[SegmentCache] =
+  /** The cache of `kind` in the cache directory (`SegmentCache`): a local store's, or a remote one's whose
+    * listing gives every segment a modification time (None otherwise).
+    */
+  private[store] def diskCache(kind: String, version: Int, salt: String): Option[SegmentCache] =
     if (fs.isInstanceOf[io.rmqstore.spark.io.LocalFileSystem])
       Some(SegmentCache.forLocalStore(root, commitlogDir, kind, version, salt))
+    else if (segments.forall(_.modifiedMs > 0))
+      Some(SegmentCache.forRemoteStore(location.path, commitlogDir, kind, version, salt))
     else None
 
   private[store] def commitLog: CommitLog = log
@@ -446,7 +450,7 @@ final class Store private (
     Coverage.verdicts(
       log,
       for (t <- topics; q <- queueIds(t)) yield (s"$t/$q", queue(t, q)),
-      digest => localCache(Coverage.CacheKind, Coverage.CacheVersion, digest)
+      digest => diskCache(Coverage.CacheKind, Coverage.CacheVersion, digest)
     )
 
   /** Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to: transaction

@@ -42,7 +42,7 @@ class RemoteLookupSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("a cold key lookup through Hadoop reads what the lookup needs, not the active segment") {
     val local = Store.open(StoreLocation(root.toString), null, None)
-    val (key, end, indexedEnd, active, uncovered, lacking, units) =
+    val (key, end, indexedEnd, active, uncovered, lackingRanges, units) =
       try {
         var key: String = null
         val active = local.segments.filter(_.baseOffset < local.logEnd).last
@@ -60,10 +60,11 @@ class RemoteLookupSuite extends AnyFunSuite with BeforeAndAfterAll {
           local.indexedEnd,
           active,
           bytes(local.uncoveredRanges),
-          bytes(local.lackingRanges),
+          local.lackingRanges,
           units.sum
         )
       } finally local.close()
+    val lacking = lackingRanges.map { case (a, b) => b - a }.sum
     assert(key != null && active.contains(indexedEnd) && indexedEnd - active.baseOffset > (4 << 20))
 
     val path = CountingFileSystem.uri(root.toString)
@@ -108,5 +109,21 @@ class RemoteLookupSuite extends AnyFunSuite with BeforeAndAfterAll {
     val pages = 2 + 5 * IndexFile.GeometrySamples + 2 * probes
     assert(index <= pages * CachedPages.PageSize)
     assert(log < (end - active.baseOffset) / 10)
+
+    // an executor's probe task opens the store after the plan built the side index: it reads it from the cache
+    // directory (keyed by the listed mtimes), not the lacking ranges of the log; the records at the index
+    // files' ends (`SideIndex.indexHoles`, 8 bytes each) are all it reads of the log
+    val before = bytesRead(s"$root/commitlog")
+    val executor = RmqStores.open(options, path, conf, knownEnd = Some(end))
+    val indexFiles =
+      try {
+        val side = executor.sideIndex(lackingRanges)
+        assert(side.note.isEmpty && side.parts.nonEmpty)
+        assert(executor.indexLookup(executor.keyTopics(side), Seq(key), lackingRanges).nonEmpty)
+        executor.indexFiles.size
+      } finally executor.close()
+    val task = bytesRead(s"$root/commitlog") - before
+    info(f"an executor's key probe after the plan read $task%,d bytes of the log ($lacking%,d lacking)")
+    assert(task <= 2L * 8 * indexFiles)
   }
 }
