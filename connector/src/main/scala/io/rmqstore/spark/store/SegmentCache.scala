@@ -108,8 +108,9 @@ private[store] object SegmentCache {
     * directory without its scheme (`bucket/key` for s3:// and gs://, the path for others).
     */
   def forRemoteStore(location: String, commitlogDir: String, kind: String, version: Int, salt: String): SegmentCache = {
-    val uri = java.net.URI.create(commitlogDir)
-    val dir = if (Seq("s3", "gs").contains(uri.getScheme)) uri.getAuthority + uri.getPath else uri.getPath
+    val at = commitlogDir.indexOf("://")
+    val (scheme, rest) = (commitlogDir.take(math.max(at, 0)), commitlogDir.drop(at + 3))
+    val dir = if (Seq("s3", "gs").contains(scheme)) rest else rest.drop(math.max(rest.indexOf('/'), 0))
     named(Seq[Any](location, Seq(dir)), kind, version, salt, seg => seg.modifiedMs * 1000000L)
   }
 
