@@ -88,9 +88,8 @@ class RemoteLookupSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
     assert(rows >= 1)
 
-    val (log, queues, index) = Seq("commitlog", "consumequeue", "index").map(d => bytesRead(s"$root/$d")) match {
-      case Seq(l, q, i) => (l, q, i)
-    }
+    val (log, queues, index) =
+      (bytesRead(s"$root/commitlog"), bytesRead(s"$root/consumequeue"), bytesRead(s"$root/index"))
     val total = bytesRead(root.toString)
     info(
       f"cold key lookup: $total%,d bytes (commit log $log%,d, queues $queues%,d, index $index%,d); the active " +
@@ -113,17 +112,20 @@ class RemoteLookupSuite extends AnyFunSuite with BeforeAndAfterAll {
     // an executor's probe task opens the store after the plan built the side index: it reads it from the cache
     // directory (keyed by the listed mtimes), not the lacking ranges of the log; the records at the index
     // files' ends (`SideIndex.indexHoles`, 8 bytes each) are all it reads of the log
-    val before = bytesRead(s"$root/commitlog")
+    val (before, indexBefore) = (bytesRead(s"$root/commitlog"), bytesRead(s"$root/index"))
     val executor = RmqStores.open(options, path, conf, knownEnd = Some(end))
-    val indexFiles =
+    val (indexFiles, taskProbes) =
       try {
         val side = executor.sideIndex(lackingRanges)
         assert(side.note.isEmpty && side.parts.nonEmpty)
         assert(executor.indexLookup(executor.keyTopics(side), Seq(key), lackingRanges).nonEmpty)
-        executor.indexFiles.size
+        (executor.indexFiles.size, executor.indexProbes)
       } finally executor.close()
-    val task = bytesRead(s"$root/commitlog") - before
-    info(f"an executor's key probe after the plan read $task%,d bytes of the log ($lacking%,d lacking)")
+    val (task, taskIndex) = (bytesRead(s"$root/commitlog") - before, bytesRead(s"$root/index") - indexBefore)
+    info(f"an executor's key probe after the plan read $task%,d bytes of the log ($lacking%,d lacking) and " +
+      f"$taskIndex%,d of the index ($index%,d for the plan)")
     assert(task <= 2L * 8 * indexFiles)
+    // the geometry verdicts of this JVM: the header and, per probe, a slot page and an entry page
+    assert(taskIndex <= (1 + 2 * taskProbes) * CachedPages.PageSize)
   }
 }
