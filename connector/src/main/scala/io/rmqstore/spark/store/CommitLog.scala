@@ -25,19 +25,26 @@ private[store] object WalkStop {
   * python/rmqstore/store/commitlog.py.
   *
   * Valid end (what recovery would keep, §2.12/§6.3): the last segment whose first record is valid (or
-  * a BLANK) holds the end; later segments are pre-allocated or stale. That segment is walked from 0
-  * with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first invalid record (a
-  * torn tail, zeros, garbage) ends the log there and is not an error. A walk of the same file in this
-  * JVM resumes where the last one stopped (`EndCache`: the log is append-only). Segments wholly before the end
-  * are finished and memory-mapped; the segment holding the end is read by positioned reads in windows
-  * (the broker may be writing it); a record cut by a window edge is re-read whole.
+  * a BLANK) holds the end; later segments are pre-allocated or stale. That segment is walked with the
+  * broker's check (BODYCRC included, like `checkCRCOnRecover`); the first invalid record (a torn tail,
+  * zeros, garbage) ends the log there and is not an error. The walk starts at the last record the
+  * broker's index has seen (`indexedEnd`: the newest index file's endPhyOffset, E) when that segment
+  * holds E and the record at E passes the same check (PHYSICALOFFSET == E included), else at 0 (no index
+  * file, E elsewhere, or an index that outlived lost commit-log pages); records before the start are
+  * checked when read, like those of older segments (FAILFAST / PERMISSIVE). A walk of the same file in
+  * this JVM resumes where the last one stopped when that is further (`EndCache`: the log is append-only).
+  * The walk reads windows growing from `ResumeWindow`, so a short one reads little. The same rule as
+  * python/rmqstore/store/commitlog.py `CommitLog.end`. Segments wholly before the end are finished and
+  * memory-mapped; the segment holding the end is read by positioned reads in windows (the broker may be
+  * writing it); a record cut by a window edge is re-read whole.
   */
 private[store] final class CommitLog(
     fs: StoreFileSystem,
     val segments: IndexedSeq[Segment],
     checkCrcAtEnd: Boolean,
     knownEnd: Option[Long],
-    maxMessageSize: Int
+    maxMessageSize: Int,
+    indexedEnd: () => Option[Long]
 ) extends AutoCloseable {
   import CommitLog._
 
@@ -69,11 +76,15 @@ private[store] final class CommitLog(
         seg.endOffset
       case Some((seg, _)) =>
         val stop = new WalkStop
-        val from = EndCache.resumeAt(seg, checkCrcAtEnd)(pos => recordAt(seg, pos, checkCrcAtEnd, stats, false)._2)
+        val from = math.max(
+          walkStart(seg, stats),
+          EndCache.resumeAt(seg, checkCrcAtEnd)(pos => recordAt(seg, pos, checkCrcAtEnd, stats, false)._2)
+        )
         var lastStart = -1L
-        walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false) { v =>
-          lastStart = v.physicalOffset - seg.baseOffset
-          true
+        walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, ResumeWindow) {
+          v =>
+            lastStart = v.physicalOffset - seg.baseOffset
+            true
         }
         if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, lastStart, stop.position)
         if (stop.kind == WalkStop.Invalid) {
@@ -85,6 +96,15 @@ private[store] final class CommitLog(
         }
     }
   }
+
+  /** Where the walk for the valid end of `seg` starts (class comment): the position of E in `seg` when it
+    * holds E and the record there is valid, else 0.
+    */
+  private def walkStart(seg: Segment, stats: ScanStats): Long =
+    indexedEnd().filter(e => seg.contains(e) && e > seg.baseOffset).fold(0L) { e =>
+      val pos = e - seg.baseOffset
+      if (recordAt(seg, pos, checkCrcAtEnd, stats, finished = false)._2 >= Layout.MinRecordSize) pos else 0L
+    }
 
   /** Sealed segments lie wholly before the valid end: the broker no longer writes them, so they are mapped. */
   def isSealed(seg: Segment): Boolean = seg.endOffset <= end
@@ -156,18 +176,28 @@ private[store] final class CommitLog(
   }
 
   /** Valid records starting in [from, hi) of a segment, `from` being a record start; `f` returns false
-    * to stop early. Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where.
+    * to stop early. Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where. With
+    * `firstWindow`, windows grow from that size (x4 each) to the usual one: for walks that usually end soon.
     */
-  def walk(seg: Segment, from: Long, hi: Long, verifyCrc: Boolean, stop: WalkStop, stats: ScanStats, finished: Boolean)(
-      f: RecordView => Boolean
-  ): Unit = {
+  def walk(
+      seg: Segment,
+      from: Long,
+      hi: Long,
+      verifyCrc: Boolean,
+      stop: WalkStop,
+      stats: ScanStats,
+      finished: Boolean,
+      firstWindow: Int = 0
+  )(f: RecordView => Boolean): Unit = {
     val view = new RecordView()
     view.maxBodySize = maxMessageSize
     val cap = windowCap(seg, finished)
+    var window = if (firstWindow > 0) math.min(firstWindow, cap) else cap
     var pos = from
     var need = 0L
     while (pos < hi) {
-      val length = math.min(seg.size - pos, math.max(math.min(hi - pos + TailSlack, cap.toLong), need)).toInt
+      val length = math.min(seg.size - pos, math.max(math.min(hi - pos + TailSlack, window.toLong), need)).toInt
+      window = math.min(window.toLong * 4, cap.toLong).toInt
       val buf = read(seg, pos, length, stats, finished)
       val lim = buf.limit()
       val bound = math.min(hi - pos, lim.toLong).toInt
@@ -268,6 +298,72 @@ private[store] final class CommitLog(
     }
   }
 
+  /** The records of `chunks(a, b)` for each of `ranges` (sorted and disjoint), in log order: for many small
+    * ranges starting at record starts (the bytes no consume queue covers, what the index lacks). The ranges of
+    * one segment of at most `GatherRangeBytes` each are read together (`readRanges`, batches of up to
+    * `Store.ReadBatchBytes`: a remote file fetches them in one vectored read, not one request and
+    * `TailSlack` each) and walked; a range whose walk does not reach exactly its end (a BLANK, an invalid
+    * record, a record reaching past it, no record start at its start) is read by `chunks` instead, with
+    * its errors and counters (python/rmqstore/store/store.py `scan_ranges`).
+    */
+  def rangeChunks(ranges: Seq[(Long, Long)], verifyCrc: Boolean, permissive: Boolean, stats: ScanStats)(
+      f: RecordView => Boolean
+  ): Unit = {
+    val wanted = ranges.map { case (a, b) => (math.max(a, minOffset), math.min(b, end)) }.filter(r => r._1 < r._2)
+    def gathered(seg: Segment, r: (Long, Long)) =
+      seg.baseOffset <= r._1 && r._2 <= seg.endOffset && r._2 - r._1 <= GatherRangeBytes
+    val view = new RecordView()
+    view.maxBodySize = maxMessageSize
+    var going = true
+    val each: RecordView => Boolean = { v => going = f(v); going }
+    var i = 0
+    while (going && i < wanted.length) {
+      Segments.find(segments, wanted(i)._1).filter(gathered(_, wanted(i))) match {
+        case None =>
+          chunks(wanted(i)._1, wanted(i)._2, verifyCrc, permissive, stats)(each)
+          i += 1
+        case Some(seg) =>
+          var j = i + 1
+          var bytes = wanted(i)._2 - wanted(i)._1
+          while (
+            j < wanted.length && gathered(seg, wanted(j)) && bytes + wanted(j)._2 - wanted(j)._1 <= Store.ReadBatchBytes
+          ) {
+            bytes += wanted(j)._2 - wanted(j)._1
+            j += 1
+          }
+          val batch = wanted.slice(i, j)
+          val buffers =
+            readRanges(seg, batch.map { case (a, b) => (a - seg.baseOffset, (b - a).toInt) }, stats, isSealed(seg))
+          for (((a, b), buf) <- batch.zip(buffers) if going) {
+            val starts = cleanStarts(buf, (b - a).toInt, a, verifyCrc)
+            if (starts == null) chunks(a, b, verifyCrc, permissive, stats)(each)
+            else
+              starts.iterator.takeWhile(_ => going).foreach { at =>
+                stats.records += 1
+                going = handOver(seg.path, view.reset(buf, at, a + at), permissive, stats, f)
+              }
+          }
+          i = j
+      }
+    }
+  }
+
+  /** Positions of the records tiling `buf` exactly (`length` bytes of the log from physical offset `base`,
+    * checked like a walk), null when they do not: for `rangeChunks`.
+    */
+  private def cleanStarts(buf: ByteBuffer, length: Int, base: Long, verifyCrc: Boolean): Array[Int] = {
+    if (buf.limit() != length) return null
+    val starts = mutable.ArrayBuilder.make[Int]
+    var i = 0
+    while (i < length) {
+      val code = RecordCheck.check(buf, i, length, verifyCrc, base + i)
+      if (code < Layout.MinRecordSize) return null
+      starts += i
+      i += code
+    }
+    if (i == length) starts.result() else null
+  }
+
   /** Where reading resumes after the invalid record at `stop`: the next record start (or the
     * segment-ending BLANK) up to the segment's valid end, else that end. FAILFAST raises
     * StoreCorruptionException; PERMISSIVE counts the place and the bytes up to the resume point.
@@ -314,8 +410,16 @@ private[store] object CommitLog {
   /** First read of a resync: the next record start is usually within a few kilobytes. */
   final val ResyncFirstWindow: Int = 8 << 10
 
+  /** `rangeChunks` reads ranges up to this size together (python/rmqstore/store/store.py `GATHER_RANGE_BYTES`). */
+  final val GatherRangeBytes: Long = 1L << 20
+
   /** First read at a single record: most records fit, bigger ones get a second read. */
   final val ProbeBytes: Int = 4 << 10
+
+  /** First window of the walk for the valid end (python/rmqstore/store/commitlog.py `RESUME_WINDOW`, which
+    * Python uses for walks that do not start at 0); each further window is 4x longer, up to the usual one.
+    */
+  final val ResumeWindow: Int = 16 << 10
 
   private object Cut {
     final val Blank = -2L

@@ -2,9 +2,11 @@ package io.rmqstore.spark.store
 
 import java.nio.ByteBuffer
 
+import scala.collection.mutable
+
 import io.rmqstore.spark.format.ConsumeQueueUnit
 import io.rmqstore.spark.format.ConsumeQueueUnit.{Size => Unit20}
-import io.rmqstore.spark.io.StoreFileSystem
+import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** One unit as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields (§4.1). */
 final case class QueueUnit(queueOffset: Long, phyOffset: Long, size: Int, tagsCode: Long)
@@ -22,8 +24,10 @@ final case class QueueUnit(queueOffset: Long, phyOffset: Long, size: Int, tagsCo
   */
 private[store] object ConsumeQueue {
 
-  /** Units (80 KiB) of the first read of a remote queue file searched for its first or last unit. */
-  final val RemoteFirstWindowUnits = 4096L
+  /** Units (20 KiB) of the first read of a remote queue file searched for its first or last unit; each further
+    * read is twice as long (python/rmqstore/store/consumequeue.py `REMOTE_FIRST_WINDOW_UNITS`, measured there).
+    */
+  final val RemoteFirstWindowUnits = 1024L
 }
 
 private[store] final class ConsumeQueue(
@@ -34,51 +38,81 @@ private[store] final class ConsumeQueue(
 ) {
   import ConsumeQueue._
 
+  /** A remote file's valid units read while searching for its end (`validUnits`), by path: later reads inside
+    * them are served from here, not read again.
+    */
+  private val kept = mutable.HashMap.empty[String, ByteBuffer]
+
+  /** `count` units of `seg` from unit index `firstUnit` (whole units only), from `kept` when they are there. */
+  private def segmentUnits(seg: Segment, file: => RandomAccess, firstUnit: Long, count: Long): ByteBuffer =
+    kept.get(seg.path).filter(k => (firstUnit + count) * Unit20 <= k.limit()) match {
+      case Some(k) => k.slice((firstUnit * Unit20).toInt, (math.max(count, 0L) * Unit20).toInt)
+      case None =>
+        val buf = file.read(firstUnit * Unit20, (math.max(count, 0L) * Unit20).toInt)
+        buf.limit(buf.limit() - buf.limit() % Unit20)
+        buf
+    }
+
+  private def open(seg: Segment): RandomAccess = fs.open(seg.path, finished = seg ne segments.last)
+
   private def data(seg: Segment, firstUnit: Long, count: Long): ByteBuffer = {
-    val file = fs.open(seg.path, finished = seg ne segments.last)
-    try {
-      val buf = file.read(firstUnit * Unit20, (math.max(count, 0L) * Unit20).toInt)
-      buf.limit(buf.limit() - buf.limit() % Unit20)
-      buf
-    } finally file.close()
+    var file: RandomAccess = null
+    try segmentUnits(seg, { file = open(seg); file }, firstUnit, count)
+    finally if (file != null) file.close()
   }
 
   private def firstOffset: Long = if (segments.isEmpty) 0L else segments.head.baseOffset / Unit20
 
   /** `f(first unit index, units)` over a segment's units [0, stop) in order while it returns true: one view
-    * of a mapped file; a remote file in reads growing from `RemoteFirstWindowUnits` units (x4 each), so a
-    * caller that stops early reads at most about 4x what it looked at (python/rmqstore/store/consumequeue.py
-    * `_windows`).
+    * of a mapped file; a remote file in reads growing from `RemoteFirstWindowUnits` units (x2 each), so a
+    * caller that stops early reads at most about 2x what it looked at (python/rmqstore/store/consumequeue.py
+    * `_windows`). Returns whether the file is memory-mapped.
     */
-  private def windows(seg: Segment, stop: Long)(f: (Long, ByteBuffer) => Boolean): Unit = {
-    val file = fs.open(seg.path, finished = seg ne segments.last)
+  private def windows(seg: Segment, stop: Long)(f: (Long, ByteBuffer) => Boolean): Boolean = {
+    val file = open(seg)
     try {
       var (first, window, going) = (0L, if (file.zeroCopy) stop else RemoteFirstWindowUnits, true)
       while (going && first < stop) {
-        val units = file.read(first * Unit20, (math.min(window, stop - first) * Unit20).toInt)
-        units.limit(units.limit() - units.limit() % Unit20)
+        val units = segmentUnits(seg, file, first, math.min(window, stop - first))
         going = units.limit() > 0 && f(first, units)
         first += units.limit() / Unit20
-        window *= 4
+        window *= 2
       }
+      file.zeroCopy
     } finally file.close()
+  }
+
+  /** The units of `seg` before its first invalid one (recovery's end, §4.3), read by `windows` (a remote file:
+    * not the zeros the broker pre-allocated past the queue's end, and kept for later reads).
+    */
+  private def validUnits(seg: Segment): ByteBuffer = {
+    val parts = mutable.ArrayBuffer.empty[ByteBuffer]
+    val mapped = windows(seg, seg.size / Unit20) { (_, units) =>
+      val n = units.limit() / Unit20
+      var i = 0
+      while (i < n && ConsumeQueueUnit.isValid(units, i * Unit20)) i += 1
+      parts += units.slice(0, i * Unit20)
+      i == n
+    }
+    val valid = if (parts.size == 1) parts.head
+    else {
+      val all = ByteBuffer.allocate(parts.map(_.limit()).sum)
+      parts.foreach(p => all.put(p.duplicate()))
+      all.flip()
+    }
+    if (!mapped) kept(seg.path) = valid
+    valid
   }
 
   /** One past the last unit that is valid and points before the log's valid end. */
   lazy val maxOffset: Long = {
     val found = segments.reverseIterator.map { seg =>
-      var last = -1L // the last valid unit (recovery's end: the first invalid one, §4.3) reaching before logMax
-      windows(seg, seg.size / Unit20) { (first, units) =>
-        val n = units.limit() / Unit20
-        var i = 0
-        while (i < n && ConsumeQueueUnit.isValid(units, i * Unit20)) {
-          if (ConsumeQueueUnit.phyOffset(units, i * Unit20) < logMax || ConsumeQueueUnit.isFiller(units, i * Unit20))
-            last = first + i
-          i += 1
-        }
-        i == n
+      val units = validUnits(seg)
+      // phy offsets grow along a queue: the last unit reaching before logMax (a filler counts, §4.3)
+      val last = (units.limit() / Unit20 - 1 to 0 by -1).find { i =>
+        ConsumeQueueUnit.phyOffset(units, i * Unit20) < logMax || ConsumeQueueUnit.isFiller(units, i * Unit20)
       }
-      if (last >= 0) seg.baseOffset / Unit20 + last + 1 else -1L
+      last.fold(-1L)(seg.baseOffset / Unit20 + _ + 1)
     }.find(_ >= 0)
     found.getOrElse(firstOffset)
   }

@@ -35,7 +35,7 @@ final case class SegmentVerdict(
   * topic of PREPARED records only has no queue, yet is in the index).
   *
   * Verdicts are cached in memory per JVM by segment identity (path, size, last-modified time, where its
-  * records end) and the set of queues, and for a local store on disk outside the store in the files of
+  * records end) and the set of queues, and on disk outside the store (`Store.diskCache`) in the files of
   * python/rmqstore/store/coverage.py (`SegmentCache` kind `coverage`, salted with the sha256 of the JSON list
   * of queue names), so a new JVM, or the Python engine, does not read every consume queue again. While those
   * are the same, queues can only gain units, so a cached gap may since have been filled: it is scanned for
@@ -61,7 +61,7 @@ private[store] object Coverage {
 
   /** A verdict for every segment holding records (base offset below the valid end), in log order.
     * `queues`: every consume queue of the store, named "topic/queueId"; `diskCache`: the store's cache of
-    * kind `CacheKind` salted with the given digest of the queue names (None for a remote store).
+    * kind `CacheKind` salted with the given digest of the queue names (None where there is none, `Store.diskCache`).
     */
   def verdicts(
       log: CommitLog,
@@ -189,14 +189,13 @@ private[store] object Coverage {
     if (gaps.isEmpty) return (IndexedSeq.empty, IndexedSeq.empty)
     val indexed = mutable.ArrayBuffer.empty[(Long, Long)]
     val topics = mutable.SortedSet.empty[String]
-    for ((start, end) <- gaps)
-      log.chunks(start, end, verifyCrc = false, permissive = true, ScanStats()) { v =>
-        if ((v.sysFlag & Layout.SysFlagTransactionMask) != Layout.TransactionRollback) {
-          indexed += ((v.physicalOffset, v.physicalOffset + v.totalSize))
-          topics += v.topic
-        }
-        true
+    log.rangeChunks(gaps, verifyCrc = false, permissive = true, ScanStats()) { v =>
+      if ((v.sysFlag & Layout.SysFlagTransactionMask) != Layout.TransactionRollback) {
+        indexed += ((v.physicalOffset, v.physicalOffset + v.totalSize))
+        topics += v.topic
       }
+      true
+    }
     (Ranges.subtract(gaps, indexed.toIndexedSeq), topics.toIndexedSeq)
   }
 }

@@ -3,7 +3,7 @@ package io.rmqstore.spark.store
 import scala.collection.mutable
 
 import io.rmqstore.spark.format.{ByteSource, IndexFile, JavaHash}
-import io.rmqstore.spark.io.{CachedPages, RandomAccess, StoreFileSystem}
+import io.rmqstore.spark.io.{CachedPages, FileEntry, LocalFileSystem, RandomAccess, StoreFileSystem}
 
 /** One index file and whether it can be used: `problem` says why not (None when it can). */
 final case class IndexFileInfo(
@@ -31,6 +31,7 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
   import IndexFiles._
 
   private val opened = mutable.ArrayBuffer.empty[RandomAccess]
+  private val sources = mutable.HashMap.empty[String, ByteSource]
   private val views = mutable.HashMap.empty[String, IndexFile.View]
   private var probeCount = 0L
 
@@ -39,30 +40,66 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
     */
   def probes: Long = probeCount
 
-  /** Every 17-digit file in `index/`, oldest first (the broker sorts names the same way). */
-  lazy val infos: IndexedSeq[IndexFileInfo] =
-    fs.list(directory).filter(e => !e.isDir && isIndexName(e.name)).map(e => inspect(e.name, e.path, e.size))
+  // Every 17-digit file in `index/`, oldest first (the broker sorts names the same way).
+  private lazy val listed = fs.list(directory).filter(e => !e.isDir && isIndexName(e.name))
 
-  private def inspect(name: String, path: String, size: Long): IndexFileInfo = {
+  /** Every index file, oldest first, inspected. */
+  lazy val infos: IndexedSeq[IndexFileInfo] = listed.map(inspect)
+
+  /** endPhyOffset in the header of the newest index file by name (§5.1, §5.5: the physical offset of the last
+    * record it indexed, a record start, written at every put; a new file starts with its predecessor's, §5.7),
+    * None without index files or when that header cannot be read (python/rmqstore/store/index.py
+    * `last_indexed_offset`). Only the header is read. A hint: the record there may be gone (an index outlives
+    * lost log pages).
+    */
+  def newestEndPhyOffset: Option[Long] =
+    listed.lastOption.filter(e => e.size >= IndexFile.HeaderSize && e.size <= Int.MaxValue).flatMap { e =>
+      try Some(IndexFile.header(source(e.path, e.size)).endPhyOffset)
+      catch { case _: java.io.IOException => None }
+    }
+
+  // The file's bytes, opened once: a local file mapped whole, a remote one read through `CachedPages`.
+  private def source(path: String, size: Long): ByteSource =
+    sources.getOrElseUpdate(
+      path, {
+        val file = fs.open(path, finished = true)
+        opened += file
+        if (file.zeroCopy) ByteSource(file.read(0, size.toInt)) else new CachedPages(file)
+      }
+    )
+
+  private def inspect(e: FileEntry): IndexFileInfo = {
+    val (name, path, size) = (e.name, e.path, e.size)
     if (size > Int.MaxValue)
       return IndexFileInfo(name, path, size, None, None, Some(s"$size bytes: too large for an index file"))
-    val file = fs.open(path, finished = true)
-    opened += file
-    val data = if (file.zeroCopy) ByteSource(file.read(0, size.toInt)) else new CachedPages(file)
-    def unusable(e: IllegalArgumentException, header: Option[IndexFile.Header]) =
-      IndexFileInfo(name, path, size, None, header, Some(e.getMessage))
+    val data = source(path, size)
     try {
       val header = IndexFile.header(data)
-      try {
-        val (slots, entries) = geometry.getOrElse(IndexFile.detectGeometry(data))
-        val view = new IndexFile.View(data, slots, entries)
-        val problem = headerProblem(header, slots, entries).orElse {
-          if (geometry.isDefined) IndexFile.geometryProblem(data, slots, entries) else None // detected ones are checked
-        }
-        if (problem.isEmpty) views(path) = view
-        IndexFileInfo(name, path, size, Some((slots, entries)), Some(header), problem)
-      } catch { case e: IllegalArgumentException => unusable(e, Some(header)) }
-    } catch { case e: IllegalArgumentException => unusable(e, None) }
+      judged(e, data) match {
+        case Left(problem) => IndexFileInfo(name, path, size, None, Some(header), Some(problem))
+        case Right(((slots, entries), geometryProblem)) =>
+          val problem = headerProblem(header, slots, entries).orElse(geometryProblem)
+          if (problem.isEmpty) views(path) = new IndexFile.View(data, slots, entries)
+          IndexFileInfo(name, path, size, Some((slots, entries)), Some(header), problem)
+      }
+    } catch { case x: IllegalArgumentException => IndexFileInfo(name, path, size, None, None, Some(x.getMessage)) }
+  }
+
+  /** The file's geometry (given, or detected, which checks it) and what `IndexFile.geometryProblem` finds
+    * wrong with a given one, or why none fits: for a remote file once per identity in this JVM (`Judged`).
+    */
+  private def judged(e: FileEntry, data: ByteSource): Verdict = {
+    val key = (e.path, e.size, e.modifiedMs, geometry)
+    Option(Judged.get(key)).getOrElse {
+      val verdict =
+        try {
+          val (slots, entries) = geometry.getOrElse(IndexFile.detectGeometry(data))
+          val problem = if (geometry.isDefined) IndexFile.geometryProblem(data, slots, entries) else None
+          Right(((slots, entries), problem))
+        } catch { case x: IllegalArgumentException => Left(x.getMessage) }
+      if (e.modifiedMs > 0 && !fs.isInstanceOf[LocalFileSystem]) Judged.put(key, verdict)
+      verdict
+    }
   }
 
   def problems: Seq[String] = infos.flatMap(i => i.problem.map(p => s"${i.path}: $p"))
@@ -102,11 +139,31 @@ private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
   def close(): Unit = {
     opened.foreach(_.close())
     opened.clear()
+    sources.clear()
   }
 }
 
 private[store] object IndexFiles {
   final val IndexDir = "index"
+
+  /** Files judged per JVM (least recently used dropped first). */
+  final val JudgedFiles = 1 << 12
+
+  private type Identity = (String, Long, Long, Option[(Int, Int)])
+
+  /** A geometry and the problem found with it, or why no geometry fits. */
+  private type Verdict = Either[String, ((Int, Int), Option[String])]
+
+  /** Geometry verdicts of remote index files by identity (path, size, last-modified time as listed) and the
+    * geometry given: a file's samples are read once per JVM, not by every task that opens the store (executor
+    * key probes). The header, which a live broker rewrites, is read each time; a mapped local file's samples
+    * cost nothing, so they are judged each time.
+    */
+  private val Judged = java.util.Collections.synchronizedMap(
+    new java.util.LinkedHashMap[Identity, Verdict](16, 0.75f, true) {
+      override def removeEldestEntry(eldest: java.util.Map.Entry[Identity, Verdict]): Boolean = size > JudgedFiles
+    }
+  )
 
   /** `timeMillisToHumanString`: yyyyMMddHHmmssSSS of the file's creation (§1.2). */
   final val NameDigits = 17

@@ -18,9 +18,11 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
   * "segments": {name: [size, mtime in ns, records' end or null, *entry]}}`. An entry is reused while its
   * segment has the same size and mtime and, for the segment holding the valid end, the same records' end,
   * and while the salt and the version are the same. The identity is Python's `json.dumps([realpath of the
-  * root, [realpath of the commit-log directory]])`. Remote stores have no cache here.
+  * root, [realpath of the commit-log directory]])`. A remote store's is `json.dumps([location as given,
+  * [commit-log directory as pyarrow names it]])`, its segments keyed by the modification time the listing
+  * gave (an S3 object's upload time: a new upload is another file). `mtimeNs`: a segment's mtime in ns.
   */
-private[store] final class SegmentCache(val path: Path, version: Int, salt: String) {
+private[store] final class SegmentCache(val path: Path, version: Int, salt: String, mtimeNs: Segment => Long) {
   import SegmentCache._
 
   /** Base offset -> cached entry (the JSON values after the key), for the segments of `live` whose entry
@@ -68,11 +70,8 @@ private[store] final class SegmentCache(val path: Path, version: Int, salt: Stri
     } catch { case NonFatal(_) => Map.empty }
 
   /** Size, mtime (ns) and, for the segment holding the valid end, where its records end. */
-  private def key(seg: Segment, logEnd: Long): Seq[Any] = Seq(
-    seg.size,
-    Files.getLastModifiedTime(Paths.get(seg.path)).to(TimeUnit.NANOSECONDS),
-    if (seg.contains(logEnd)) logEnd - seg.baseOffset else null
-  )
+  private def key(seg: Segment, logEnd: Long): Seq[Any] =
+    Seq(seg.size, mtimeNs(seg), if (seg.contains(logEnd)) logEnd - seg.baseOffset else null)
 
   private def keyMatches(entry: IndexedSeq[JsonNode], wanted: Seq[Any]): Boolean =
     entry.take(3).zip(wanted).forall {
@@ -100,9 +99,25 @@ private[store] object SegmentCache {
   /** The cache of kind `kind` of the local store at `root` whose log is in `commitlogDir`. */
   def forLocalStore(root: String, commitlogDir: String, kind: String, version: Int, salt: String = ""): SegmentCache = {
     val real = (p: String) => Paths.get(p).toRealPath().toString
-    val identity = pythonJson(Seq[Any](real(root), Seq(real(commitlogDir))))
-    val digest = MessageDigest.getInstance("SHA-256").digest(identity.getBytes(UTF_8)).map(b => f"$b%02x").mkString
-    new SegmentCache(SegmentCache.root.resolve(kind).resolve(digest + ".json"), version, salt)
+    val mtime = (seg: Segment) => Files.getLastModifiedTime(Paths.get(seg.path)).to(TimeUnit.NANOSECONDS)
+    named(Seq[Any](real(root), Seq(real(commitlogDir))), kind, version, salt, mtime)
+  }
+
+  /** The cache of kind `kind` of the remote store at `location` (as the user gave it) whose log is in
+    * `commitlogDir` (a URI): python/rmqstore/store/segment_cache.py's name for it, where pyarrow names the
+    * directory without its scheme (`bucket/key` for s3:// and gs://, the path for others).
+    */
+  def forRemoteStore(location: String, commitlogDir: String, kind: String, version: Int, salt: String): SegmentCache = {
+    val at = commitlogDir.indexOf("://")
+    val (scheme, rest) = (commitlogDir.take(math.max(at, 0)), commitlogDir.drop(at + 3))
+    val dir = if (Seq("s3", "gs").contains(scheme)) rest else rest.drop(math.max(rest.indexOf('/'), 0))
+    named(Seq[Any](location, Seq(dir)), kind, version, salt, seg => seg.modifiedMs * 1000000L)
+  }
+
+  private def named(identity: Seq[Any], kind: String, version: Int, salt: String, mtime: Segment => Long) = {
+    val text = pythonJson(identity)
+    val digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(UTF_8)).map(b => f"$b%02x").mkString
+    new SegmentCache(SegmentCache.root.resolve(kind).resolve(digest + ".json"), version, salt, mtime)
   }
 
   /** Byte ranges cached as `[[start, end], ...]`, None when `node` is not that shape. */

@@ -46,8 +46,9 @@ final case class SideIndexParts(
   * Built once per segment from a scan of only those ranges, and cached outside the store (`SegmentCache`
   * kind `side-index`: per segment the ranges indexed, the topics seen and the name of an int64 `.npy`
   * array of shape (2, n) next to the cache's JSON). A segment's entries are reused while its cache key
-  * holds and the ranges they index include every range the segment lacks now. A remote store keeps its
-  * side index per Store.
+  * holds and the ranges they index include every range the segment lacks now. A remote store's are cached
+  * too, keyed by the modification times its listing gives (so executor tasks and later plans on this
+  * machine read them instead of the log); without those it keeps its side index per Store.
   */
 private[store] object SideIndex {
   final val CacheKind = "side-index"
@@ -113,7 +114,7 @@ private[store] object SideIndex {
   def open(store: Store, ranges: Seq[(Long, Long)]): SideIndexParts = {
     val live = store.segments.filter(_.baseOffset < store.logEnd)
     val needed = live.map(seg => seg -> Ranges.within(ranges, seg.baseOffset, seg.endOffset)).filter(_._2.nonEmpty)
-    val cache = store.localCache(CacheKind, CacheVersion, salt = "")
+    val cache = store.diskCache(CacheKind, CacheVersion, salt = "")
     val known = cache.fold(Map.empty[Long, IndexedSeq[com.fasterxml.jackson.databind.JsonNode]])(
       _.load(live, store.logEnd)
     )
@@ -159,16 +160,15 @@ private[store] object SideIndex {
     val hashes = mutable.ArrayBuilder.make[Long]
     val offsets = mutable.ArrayBuilder.make[Long]
     val topics = mutable.SortedSet.empty[String]
-    for ((start, end) <- ranges)
-      store.lookupStats.add(store.scan(start, end, verifyCrc = false, permissive = true) { v =>
-        val topic = v.topic
-        topics += topic
-        val keys = Option(v.uniqKey).toSeq ++ Option(v.keys).toSeq.flatten
-        for (key <- keys) {
-          hashes += JavaHash.indexKeyHash(IndexFile.indexKey(topic, key)).toLong
-          offsets += v.physicalOffset
-        }
-      })
+    store.lookupStats.add(store.scanRanges(ranges, verifyCrc = false, permissive = true) { v =>
+      val topic = v.topic
+      topics += topic
+      val keys = Option(v.uniqKey).toSeq ++ Option(v.keys).toSeq.flatten
+      for (key <- keys) {
+        hashes += JavaHash.indexKeyHash(IndexFile.indexKey(topic, key)).toLong
+        offsets += v.physicalOffset
+      }
+    })
     val (h, o) = (hashes.result(), offsets.result())
     val order = h.indices.sortBy(h(_)) // stable: entries of one hash stay in log order
     ((order.map(h(_)).toArray, order.map(o(_)).toArray), topics.toIndexedSeq)

@@ -37,8 +37,9 @@ final class Store private (
       s"${location.path}: commit-log directory $commitlogDir does not exist (a store root holds $CommitlogDir/)"
     )
   private val (segmentList, layoutProblems) = Segments.list(fs, commitlogDir)
-  private val log = new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize)
   private val index = new IndexFiles(fs, fs.join(root, IndexFiles.IndexDir), indexGeometry)
+  private val log =
+    new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize, () => index.newestEndPhyOffset)
   private val queues = mutable.HashMap.empty[(String, Int), ConsumeQueue]
   private val otherProblems = mutable.ArrayBuffer.empty[String]
 
@@ -77,6 +78,19 @@ final class Store private (
   def scan(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Unit): ScanStats = {
     val stats = ScanStats()
     log.chunks(start, end, verifyCrc, permissive, stats) { v => f(v); true }
+    stats
+  }
+
+  /** `scan` of each of `ranges` (sorted and disjoint), in log order, the small ranges of a segment read together
+    * (`CommitLog.rangeChunks`): for many small ranges starting at record starts.
+    */
+  def scanRanges(
+      ranges: Seq[(Long, Long)],
+      verifyCrc: Boolean,
+      permissive: Boolean
+  )(f: RecordView => Unit): ScanStats = {
+    val stats = ScanStats()
+    log.rangeChunks(ranges, verifyCrc, permissive, stats) { v => f(v); true }
     stats
   }
 
@@ -312,10 +326,14 @@ final class Store private (
     */
   def keyTopics(side: SideIndexParts): Seq[String] = (indexedTopics ++ side.topics).distinct.sorted
 
-  /** The cache of `kind` in the cache directory for a local store, None for a remote one. */
-  private[store] def localCache(kind: String, version: Int, salt: String): Option[SegmentCache] =
+  /** The cache of `kind` in the cache directory (`SegmentCache`): a local store's, or a remote one's whose
+    * listing gives every segment a modification time (None otherwise).
+    */
+  private[store] def diskCache(kind: String, version: Int, salt: String): Option[SegmentCache] =
     if (fs.isInstanceOf[io.rmqstore.spark.io.LocalFileSystem])
       Some(SegmentCache.forLocalStore(root, commitlogDir, kind, version, salt))
+    else if (segments.forall(_.modifiedMs > 0))
+      Some(SegmentCache.forRemoteStore(location.path, commitlogDir, kind, version, salt))
     else None
 
   private[store] def commitLog: CommitLog = log
@@ -432,7 +450,7 @@ final class Store private (
     Coverage.verdicts(
       log,
       for (t <- topics; q <- queueIds(t)) yield (s"$t/$q", queue(t, q)),
-      digest => localCache(Coverage.CacheKind, Coverage.CacheVersion, digest)
+      digest => diskCache(Coverage.CacheKind, Coverage.CacheVersion, digest)
     )
 
   /** Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to: transaction

@@ -47,6 +47,19 @@ class SideIndexSuite extends AnyFunSuite {
     assert(SegmentCache.pythonJson(Seq[Any]("/tmp/ключ \"x\"\\", Seq("/a\u007f\t鍵🔑"))) == python)
   }
 
+  test("a remote store's cache file is named by its location and the commit-log directory as pyarrow names it") {
+    // hashlib.sha256(json.dumps([location, [store.commitlog_dirs[0]]]).encode()).hexdigest()
+    for (
+      (location, digest) <- Seq(
+        "s3://b/my store" -> "c20b5db137aea1a407283b32ffe18b421bb5640626543ebe265f15172cd342ef", // b/my store/commitlog
+        "hdfs://nn:8020/rmq" -> "7c3b0b9d295a461a1726a911896506e1d744596452d2e9ddf5f09bd44ad4c7a8" // /rmq/commitlog
+      )
+    ) {
+      val cache = SegmentCache.forRemoteStore(location, location + "/commitlog", SideIndex.CacheKind, 1, "")
+      assert(cache.path == SegmentCache.root.resolve(SideIndex.CacheKind).resolve(digest + ".json"), location)
+    }
+  }
+
   test("candidates are the offsets of the entries with the hash of topic#key, in every segment's part") {
     def hash(topic: String, key: String) = JavaHash.indexKeyHash(IndexFile.indexKey(topic, key)).toLong
     val (a, b) = (hash("T", "a"), hash("T", "b"))

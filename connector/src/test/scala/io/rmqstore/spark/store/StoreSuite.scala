@@ -9,7 +9,7 @@ import scala.collection.mutable
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rmqstore.spark.format.Encode
+import io.rmqstore.spark.format.{Encode, IndexFile, RecordView}
 import io.rmqstore.spark.io.CountingFileSystem
 import io.rmqstore.spark.plan.{Compare, Predicate, RangeTask, ScanPlanner}
 import io.rmqstore.spark.format.Encode.{blank, properties, record}
@@ -148,6 +148,86 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally store.close()
   }
 
+  /** An index file `name` in `root`/index holding the entries the broker writes for the records at `offsets`
+    * (KEYS k<i> of `writeStore`): its header's endPhyOffset is the last one.
+    */
+  private def writeIndex(root: Path, offsets: Seq[Long], name: String = "20240101000000000"): Unit = {
+    val index = new Encode.IndexBuilder(64, 8192)
+    for ((offset, i) <- offsets.zipWithIndex)
+      index.put(IndexFile.indexKey("TopicTest", s"k$i"), offset, 1700000000000L + 1000L * i)
+    Files.write(Files.createDirectories(root.resolve("index")).resolve(name), index.bytes)
+  }
+
+  private def recordSize(i: Int): Long =
+    record(body = new Array[Byte](100), props = properties("KEYS" -> s"k$i", "TAGS" -> "t")).length
+
+  test("the walk for the valid end starts at the newest index file's endPhyOffset: it reads what follows") {
+    val (count, segSize, indexed) = (4000, 2 << 20, 3990)
+    val (root, offsets) = writeStore(count, segSize) // one pre-allocated segment, zeros after the records
+    writeIndex(root, offsets.take(indexed + 1))
+    val (bare, _) = writeStore(count, segSize) // the same records, no index
+    val end = offsets.last + recordSize(count - 1)
+    def walked(dir: Path): Long = {
+      val segment = dir.resolve("commitlog").resolve(f"${0}%020d").toString
+      val before = CountingFileSystem.reads(segment).map(_.bytes.toLong).sum
+      val store = Store.open(StoreLocation(CountingFileSystem.uri(dir.toString)), CountingFileSystem.conf, None)
+      try assert(store.logEnd == end)
+      finally store.close()
+      CountingFileSystem.reads(segment).map(_.bytes.toLong).sum - before
+    }
+    val fromIndex = walked(root)
+    val fromStart = walked(bare)
+    // the first record's check, the record at E's, then [E, end) and the zeros after it in windows growing
+    // x4 from ResumeWindow
+    val after = end - offsets(indexed)
+    val bound = 2L * CommitLog.ProbeBytes + CommitLog.ResumeWindow + 5 * after
+    assert(fromIndex <= bound, s"the walk from E read $fromIndex bytes ($after after E)")
+    assert(fromStart >= end, s"the walk from 0 read $fromStart bytes")
+    info(f"valid-end walk: $fromIndex%,d bytes from E, $fromStart%,d from 0 ($end%,d bytes of records)")
+  }
+
+  test("a walk from E: damage before E in the active segment is FAILFAST / PERMISSIVE, not the end") {
+    val (root, offsets) = writeStore(60, 1 << 16)
+    val (bare, _) = writeStore(60, 1 << 16)
+    val bad = offsets(5)
+    for (dir <- Seq(root, bare)) corrupt(dir, bad, 1 << 16, Array[Byte](0, 0, 0, 7))
+    writeIndex(root, offsets.take(51))
+    val store = open(root)
+    try {
+      assert(store.logEnd == offsets.last + recordSize(59))
+      val e = intercept[StoreCorruptionException](all(store))
+      assert(e.file == root.resolve("commitlog").resolve(f"${0}%020d").toString && e.offset == bad)
+      assert(e.reason == s"invalid record: BODYLENGTH 100 at position ${bad + 84} exceeds TOTALSIZE 7")
+      val (seen, stats) = all(store, permissive = true)
+      assert(seen == offsets.filter(_ != bad))
+      assert(stats.skippedRecords == 1 && stats.skippedBytes == offsets(6) - bad)
+    } finally store.close()
+    val walkedFromStart = open(bare) // no index: the walk from 0 ends at the damage
+    try assert(walkedFromStart.logEnd == bad && all(walkedFromStart)._1 == offsets.take(5))
+    finally walkedFromStart.close()
+  }
+
+  test("the walk starts at 0 when the record at E is invalid or E is not in the segment holding the end") {
+
+    /** The valid end of a store of 60 records in `segSize`-byte segments whose records `damaged` have a bad
+      * BODYCRC, indexed up to (E =) `indexedEnd` of the record offsets, and those offsets.
+      */
+    def end(segSize: Int, damaged: Seq[Int], indexedEnd: Seq[Long] => Long): (Long, Seq[Long]) = {
+      val (root, offsets) = writeStore(60, segSize)
+      damaged.foreach(i => corrupt(root, offsets(i) + 120, segSize, Array[Byte](42)))
+      writeIndex(root, offsets.takeWhile(_ < indexedEnd(offsets)) :+ indexedEnd(offsets))
+      val store = open(root)
+      try (store.logEnd, offsets)
+      finally store.close()
+    }
+    val (atE, offsets) = end(1 << 16, Seq(5, 50), _(50)) // the record at E fails the check (BODYCRC)
+    assert(atE == offsets(5))
+    val (lost, lostOffsets) = end(1 << 16, Seq(5), o => o.last + 3 * recordSize(59)) // E in zeros: pages lost
+    assert(lost == lostOffsets(5))
+    val (older, olderOffsets) = end(8192, Seq(50), _(10)) // E in an older segment than the end's
+    assert(olderOffsets(10) < 8192 && olderOffsets(50) > 8192 && older == olderOffsets(50))
+  }
+
   test("a record below the 91-byte minimum is invalid for the walk (PHYSICALOFFSET and lengths consistent)") {
     val (root, offsets) = writeStore(10, 4096)
     val tiny = record(body = Array.emptyByteArray, props = Array.emptyByteArray, topic = "", phy = offsets(4))
@@ -263,6 +343,41 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
         assert(seen == offsets, maxBytes)
       }
       assert(intercept[IllegalArgumentException](store.splitRanges(0)).getMessage == "maxBytes must be positive, got 0")
+    } finally store.close()
+  }
+
+  test("scanRanges: the records of scan over each range; small ranges of a segment in one vectored read") {
+    val (root, offsets) = writeStore(120, 1 << 16)
+    val bad = offsets(50)
+    corrupt(root, bad, 1 << 16, Array[Byte](0, 0, 0, 7))
+    writeIndex(root, offsets.take(100)) // the walk for the end starts after the damage
+    val store = Store.open(StoreLocation(CountingFileSystem.uri(root.toString)), CountingFileSystem.conf, None)
+    try {
+      assert(store.logEnd == offsets.last + recordSize(119))
+      def records(ranges: Seq[(Long, Long)])(
+          read: (Seq[(Long, Long)], RecordView => Unit) => ScanStats
+      ) = {
+        val seen = mutable.ArrayBuffer.empty[Long]
+        val stats = read(ranges, v => seen += v.physicalOffset)
+        (seen.toSeq, stats.skippedRecords)
+      }
+      def each(ranges: Seq[(Long, Long)], f: RecordView => Unit) =
+        ranges.map { case (a, b) => store.scan(a, b, verifyCrc = false, permissive = true)(f) }.reduce(_ add _)
+      def gathered(ranges: Seq[(Long, Long)], f: RecordView => Unit) =
+        store.scanRanges(ranges, verifyCrc = false, permissive = true)(f)
+      // record-aligned ranges, one starting inside a record, one holding the damage
+      val ranges = Seq((offsets(2), offsets(5)), (offsets(9) + 7, offsets(12)), (offsets(49), offsets(52)))
+      assert(records(ranges)(gathered) == records(ranges)(each))
+      assert(records(ranges)(gathered)._2 == 1)
+      val failing =
+        intercept[StoreCorruptionException](store.scanRanges(ranges, verifyCrc = false, permissive = false)(_ => ()))
+      assert(failing.offset == bad)
+      val segment = root.resolve("commitlog").resolve(f"${0}%020d").toString
+      val clean = (10 until 40 by 3).map(i => (offsets(i), offsets(i + 1)))
+      val (batches, bytes) = (CountingFileSystem.batches(segment).length, CountingFileSystem.reads(segment).length)
+      assert(records(clean)(gathered)._1 == clean.map(_._1))
+      assert(CountingFileSystem.batches(segment).drop(batches) == Seq(clean.length))
+      assert(CountingFileSystem.reads(segment).drop(bytes).map(_.bytes.toLong).sum == clean.map(r => r._2 - r._1).sum)
     } finally store.close()
   }
 
