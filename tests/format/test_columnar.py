@@ -6,6 +6,7 @@ import ipaddress
 import os
 import subprocess
 import sys
+import zlib
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqstore.format import columnar
+from rmqstore.format import columnar, kernels
 from rmqstore.format.columnar import decode_records, walk_records
 from rmqstore.format.compression import compress_body
 from rmqstore.format.layout import (
@@ -477,6 +478,20 @@ def test_walk_crc_check(golden_fields: dict[str, Any]) -> None:
     checked = walk_records(buf, 0, 0, len(buf), check_crc=True)
     assert (checked.starts.tolist(), checked.stop_kind) == ([], "invalid")
     assert "CRC" in checked.reason
+
+
+@SETTINGS
+@given(data=st.binary(max_size=3000), cut=st.tuples(st.integers(0, 3000), st.integers(0, 3000)))
+def test_crc32_kernels_equal_zlib(data: bytes, cut: tuple[int, int]) -> None:
+    """The table kernel and ISA-L's (python-isal is a dependency, so the walk uses it) give zlib's
+    CRC-32 of any slice, at any alignment."""
+    if sys.platform == "linux":  # python-isal exports its C symbols there
+        assert kernels.NATIVE_CRC32 != 0
+    at, length = min(cut[0], len(data)), cut[1]
+    length = min(length, len(data) - at)
+    buf = columnar.as_byte_array(data)
+    expected = zlib.crc32(data[at : at + length])
+    assert kernels.crc32(buf, at, length) == kernels.crc32(buf, at, length, kernels.NATIVE_CRC32) == expected
 
 
 def test_invalid_utf8_topic_is_replaced_like_the_reference(golden_record: bytes) -> None:

@@ -62,6 +62,16 @@ def test_truncated_zstd_is_detected() -> None:
         decompress_body(stored[:-4], sys_flag_for(COMPRESSION_ZSTD))
 
 
+def test_zstd_body_after_a_failed_one_decompresses() -> None:
+    """The thread's zstd decompressor is reused: a body cut mid-frame, or garbage, must not leave
+    state behind for the next body."""
+    stored = compress_body(BODY, COMPRESSION_ZSTD)
+    for bad in (stored[: len(stored) // 2], b"\x00garbage-not-compressed"):
+        with pytest.raises(ValueError, match="compression type 2"):
+            decompress_body(bad, sys_flag_for(COMPRESSION_ZSTD))
+        assert decompress_body(stored, sys_flag_for(COMPRESSION_ZSTD)) == BODY
+
+
 def test_unknown_type_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown compression type 5"):
         decompress_body(b"x", sys_flag_for(5))

@@ -91,7 +91,7 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
     while pos < end:
         count, pos, kind = kernels.walk(buf, base_offset, pos, min(end, pos + WALK_WINDOW), out)
         chain = out[:count].copy()
-        bad = np.flatnonzero(kernels.crc_mismatches(buf, chain)) if check_crc else ()
+        bad = np.flatnonzero(kernels.crc_mismatches(buf, chain, kernels.NATIVE_CRC32)) if check_crc else ()
         if len(bad):
             chain, pos, kind = chain[: bad[0]], int(chain[bad[0]]), kernels.INVALID
         found.append(chain)
@@ -128,7 +128,7 @@ def walk_ranges(buf: Any, physical: np.ndarray, length: np.ndarray, *, check_crc
     starts = out[:count]
     owner = np.searchsorted(at, starts, side="right") - 1
     if check_crc:
-        clean[owner[kernels.crc_mismatches(buf, starts)]] = False
+        clean[owner[kernels.crc_mismatches(buf, starts, kernels.NATIVE_CRC32)]] = False
     kept = clean[owner]
     offsets = physical[owner] + starts - at[owner]
     return RangesWalk(starts[kept].copy(), offsets[kept], clean)
@@ -266,9 +266,9 @@ class _Plan:
         self.fixed_i64 = _empty(np.int64, len(_FIXED_I64), fixed_rows)
         self.body_offsets = _offsets(bool(want[kernels.WANT_BODY]), rows)
         self.body_total = body_total if want[kernels.WANT_BODY] else 0
-        self.replaced = np.zeros(0, dtype=np.int64)
-        self.replacement_offsets = np.zeros(1, dtype=np.int64)
-        self.replacement_data = np.zeros(0, dtype=np.uint8)
+        self.reserved = np.zeros(0, dtype=np.int64)
+        self.replacements: list[bytes] = []
+        self.replaced_rows = np.zeros(0, dtype=np.int64)
         self.topic_offsets = _offsets(bool(want[kernels.WANT_TOPIC]), rows)
         self.topic_data = _empty(np.uint8, topic_total if want[kernels.WANT_TOPIC] else 0)
         self.msg_id_offsets = _offsets(bool(want[kernels.WANT_MSG_ID]), rows)
@@ -302,20 +302,19 @@ class _Plan:
         self.body_data = np.zeros(0, dtype=np.uint8)
 
     def replace_bodies(self, bodies: list[bytes], rows: np.ndarray, stored_lengths: np.ndarray) -> None:
-        """Decompressed bodies for these rows (§2.9) replace the stored ones."""
+        """Decompressed bodies for these rows (§2.9) replace the stored ones (`run` copies them in)."""
         lengths = np.array([len(body) for body in bodies], dtype=np.int64)
-        self.replaced = np.full(self.rows, -1, dtype=np.int64)
-        self.replaced[rows] = np.arange(len(rows))
-        self.replacement_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=self.replacement_offsets[1:])
-        self.replacement_data = np.frombuffer(b"".join(bodies), dtype=np.uint8)
+        self.reserved = np.full(self.rows, -1, dtype=np.int64)
+        self.reserved[rows] = lengths
+        self.replacements = bodies
+        self.replaced_rows = rows
         self.body_total += int(lengths.sum()) - int(stored_lengths.sum())
         if self.body_total > MAX_BUFFER_SIZE:
             raise ValueError(f"decompressed bodies of {self.rows} records exceed {MAX_BUFFER_SIZE} bytes")
 
     def run(self, buf: np.ndarray, starts: np.ndarray) -> tuple[int, ...]:
         self.body_data = _empty(np.uint8, self.body_total)
-        return kernels.decode(
+        used = kernels.decode(
             buf,
             starts,
             self.want,
@@ -323,9 +322,7 @@ class _Plan:
             self.fixed_i64,
             self.body_offsets,
             self.body_data,
-            self.replaced,
-            self.replacement_offsets,
-            self.replacement_data,
+            self.reserved,
             self.topic_offsets,
             self.topic_data,
             self.msg_id_offsets,
@@ -346,6 +343,12 @@ class _Plan:
             self.token_data,
             self.bad_text,
         )
+        if self.replacements:  # straight into the body column: no joined copy of the bodies
+            data = memoryview(self.body_data)
+            at = self.body_offsets[self.replaced_rows].tolist()
+            for begin, body in zip(at, self.replacements, strict=True):
+                data[begin : begin + len(body)] = body
+        return used
 
 
 def _decode(

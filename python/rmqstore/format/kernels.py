@@ -15,6 +15,7 @@ on a machine pays the compile time.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import tempfile
 from pathlib import Path
@@ -531,9 +532,48 @@ def _crc32_tables() -> np.ndarray:
 _CRC32_TABLES = _crc32_tables()
 
 
+def _native_crc32() -> int:
+    """Address of ISA-L's `crc32_gzip_refl(crc, data, length)` (zlib's CRC-32 by carry-less
+    multiplication, some 5x the table kernel), exported by python-isal's extension module; 0 when
+    python-isal is missing or does not export it.
+
+    Compiled code takes the address as an argument (`crc32`'s `native`), never as a global: a global
+    would be frozen into the on-disk cache, and the library loads at another address in each process.
+    """
+    try:
+        from isal import isal_zlib
+
+        function = ctypes.CDLL(isal_zlib.__file__).crc32_gzip_refl
+    except (ImportError, OSError, AttributeError):
+        return 0
+    return ctypes.cast(function, ctypes.c_void_p).value or 0
+
+
+NATIVE_CRC32 = _native_crc32()
+"""Pass as `native` to the CRC kernels (0: the table kernel)."""
+
+
+@intrinsic
+def _call_crc32(typingctx: Any, address: Any, buf: Any, at: Any, length: Any) -> Any:
+    """The function at `address` (`_native_crc32`) on buf[at:at + length], from CRC 0."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        function_type = ir.FunctionType(i32, [i32, ir.IntType(8).as_pointer(), i64])
+        function = builder.inttoptr(args[0], function_type.as_pointer())
+        data = context.make_array(signature.args[1])(context, builder, args[1]).data
+        crc = builder.call(function, [ir.Constant(i32, 0), builder.gep(data, [args[2]]), args[3]])
+        return builder.zext(crc, i64)
+
+    return types.int64(types.int64, buf, types.int64, types.int64), codegen
+
+
 @_jit
-def crc32(buf, at, length):
-    """zlib's CRC-32 of buf[at:at + length] (slicing-by-8: eight bytes per step)."""
+def crc32(buf, at, length, native=0):
+    """zlib's CRC-32 of buf[at:at + length]: by the function at address `native` (`NATIVE_CRC32`)
+    when not 0, else slicing-by-8 (eight bytes per step)."""
+    if native != 0:
+        return np.uint32(_call_crc32(np.int64(native), buf, np.int64(at), np.int64(length)))
     t = _CRC32_TABLES
     crc = np.uint32(0xFFFFFFFF)
     i = at
@@ -551,21 +591,21 @@ def crc32(buf, at, length):
 
 
 @_jit
-def crc_mismatches(buf, starts):
+def crc_mismatches(buf, starts, native=0):
     """Per record: True when its BODYCRC is not its body's CRC-32 masked to 31 bits (§2.7; records
-    already checked with `scan_record`, empty bodies not compared)."""
+    already checked with `scan_record`, empty bodies not compared); `native` as in `crc32`."""
     bad = np.zeros(len(starts), dtype=np.bool_)
     for i in range(len(starts)):
         kind, _, _, body_at, body_len, _, _, _, _ = scan_record(buf, starts[i])
         if kind == RECORD:
-            bad[i] = _crc_mismatch(buf, starts[i], body_at, body_len)
+            bad[i] = _crc_mismatch(buf, starts[i], body_at, body_len, native)
     return bad
 
 
 @_inline
-def _crc_mismatch(buf, pos, body_at, body_len):
+def _crc_mismatch(buf, pos, body_at, body_len, native=0):
     """The record at pos has a non-empty body whose CRC-32 masked to 31 bits is not its BODYCRC (§2.7)."""
-    return body_len > 0 and np.int64(crc32(buf, body_at, body_len) & 0x7FFFFFFF) != _i32(buf, pos + 8)
+    return body_len > 0 and np.int64(crc32(buf, body_at, body_len, native) & 0x7FFFFFFF) != _i32(buf, pos + 8)
 
 
 @_jit
@@ -746,9 +786,7 @@ def decode(
     fixed_i64,
     body_offsets,
     body_data,
-    replaced,
-    replacement_offsets,
-    replacement_data,
+    reserved,
     topic_offsets,
     topic_data,
     msg_id_offsets,
@@ -775,7 +813,8 @@ def decode(
     binary columns get int32 offsets (offsets[0] preset to 0) and contiguous data.
     - fixed_i32 rows: queueId, storeSize, bodyCrc, flag, sysFlag, reconsumeTimes; fixed_i64 rows:
       queueOffset, commitLogOffset, bornTimestamp (µs), storeTimestamp (µs), preparedTransactionOffset.
-    - BODY: a row with replaced[row] = k >= 0 gets replacement k (a decompressed body) instead.
+    - BODY: a row with reserved[row] = n >= 0 (reserved may be empty: none) gets n bytes of body_data
+      left for the caller to fill (a decompressed body) instead of its stored body.
     - msgId: store host + PHYSICALOFFSET in uppercase hex (§3.1); msg_id_data is uint16, two digits
       per element, offsets in bytes.
     - host_codes rows (born, store): codes of the distinct hosts in `hosts` / `host_widths`,
@@ -831,11 +870,9 @@ def decode(
             msg_id_used = _hex(msg_id_data, msg_id_used, buf, pos + 28, 8)
             msg_id_offsets[i + 1] = 2 * msg_id_used
         if want[WANT_BODY]:
-            k = replaced[i] if len(replaced) else -1
-            if k >= 0:
-                at = replacement_offsets[k]
-                length = replacement_offsets[k + 1] - at
-                body_used = _emit_string(body_data, body_offsets, body_used, i, replacement_data, at, length)
+            if len(reserved) and reserved[i] >= 0:
+                body_used += reserved[i]
+                body_offsets[i + 1] = body_used
             else:
                 body_used = _emit_string(body_data, body_offsets, body_used, i, buf, body_at, body_len)
         if want[WANT_TOPIC]:
@@ -912,7 +949,8 @@ def expand_labels(codes, label_offsets, label_data):
 
 @_jit
 def compressed_bodies(buf, starts):
-    """(rows, BODY positions, BODY lengths, sysFlags) of the records whose body is compressed."""
+    """(rows, BODY positions, BODY lengths, sysFlags) of the records whose body is compressed
+    (records already checked with `scan_record`)."""
     count = 0
     for i in range(len(starts)):
         if _i32(buf, starts[i] + 36) & _COMPRESSED:
@@ -923,6 +961,8 @@ def compressed_bodies(buf, starts):
     sys_flags = np.empty(count, dtype=np.int64)
     k = 0
     for i in range(len(starts)):
+        if not _i32(buf, starts[i] + 36) & _COMPRESSED:
+            continue
         _, _, sys_flag, body_at, body_len, _, _, _, _ = scan_record(buf, starts[i])
         if sys_flag & _COMPRESSED:
             rows[k] = i
