@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rmqstore.format.points import PointCheck, PointReader
+from rmqstore.format.points import PointCheck, PointReader, PointRecords
 from rmqstore.store.commitlog import LOCAL_WINDOW, PROBE_BYTES, REMOTE_WINDOW, CommitLog
 from rmqstore.store.segments import Segment
 
@@ -27,12 +27,18 @@ latency costs about as much as transferring this many bytes."""
 @dataclass(frozen=True)
 class SegmentPoints:
     """`buf` holds the windows read; `positions[i]` is where `offsets[i]` starts in it; `checked` the
-    verdicts."""
+    verdicts; `held` the memory that keeping `buf` costs (0 for a view of a memory map)."""
 
     offsets: np.ndarray
     buf: np.ndarray
     positions: np.ndarray
     checked: PointCheck
+    held: int
+
+    def valid(self) -> PointRecords:
+        """The records that passed the check."""
+        ok = self.checked.ok
+        return PointRecords(self.buf, self.positions[ok], self.checked.sizes[ok], self.offsets[ok])
 
 
 def read_points(log: CommitLog, reader: PointReader, seg: Segment, offsets: np.ndarray, *,
@@ -64,5 +70,43 @@ def _read_part(log: CommitLog, reader: PointReader, seg: Segment, offsets: np.nd
         room = ends[owner] - rel
         cut = (checked.sizes > room) & (ends[owner] < seg.size) & (checked.sizes <= seg.size - rel)
         if not cut.any():
-            return SegmentPoints(offsets, buf, positions, checked)
+            return SegmentPoints(offsets, buf, positions, checked, 0 if log.zero_copy(seg) else len(buf))
         np.maximum.at(ends, owner[cut], rel[cut] + checked.sizes[cut])
+
+
+MAX_PENDING_BYTES = REMOTE_WINDOW
+"""Sparse records waiting to be copied together keep the buffers they were read into (not memory
+maps, which cost nothing to keep) up to this many bytes."""
+
+
+class PendingRecords:
+    """Sparse valid records of successive parts, waiting to be copied together into one batch."""
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[PointRecords, int]] = []
+        self.rows = 0
+        self.held = 0
+        """Bytes of non-mapped buffers kept alive (a buffer shared by two parts counts twice)."""
+
+    def add(self, records: PointRecords, held: int) -> None:
+        """Queue records read into a buffer whose keeping costs `held` bytes."""
+        self._parts.append((records, held))
+        self.rows += len(records)
+        self.held += held
+
+    def take(self, rows: int) -> list[PointRecords]:
+        """The first `rows` records queued (all when fewer), in order; the rest stay queued."""
+        taken: list[PointRecords] = []
+        while self._parts and rows:
+            records, held = self._parts[0]
+            if len(records) > rows:
+                taken.append(records.part(0, rows))
+                self._parts[0] = (records.part(rows, len(records)), held)
+                self.rows -= rows
+                break
+            taken.append(records)
+            self._parts.pop(0)
+            self.rows -= len(records)
+            self.held -= held
+            rows -= len(records)
+        return taken
