@@ -12,7 +12,7 @@ from test_columnar import SETTINGS, batch_rows, build_segment, message_specs
 
 from rmqstore.format import kernels
 from rmqstore.format.compression import BodyDecompressionError
-from rmqstore.format.points import PointRecords, point_reader, problem_at, sparse
+from rmqstore.format.points import FEW_RECORDS, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.record import check_record, encode_record
 from rmqstore.format.table import COLUMN_NAMES
 
@@ -142,15 +142,20 @@ def test_gather_of_nothing_is_empty(reader: Any) -> None:
     assert len(gathered) == 0 and len(gathered.buf) == 0
 
 
-def test_sparse_is_a_fill_below_a_quarter_of_the_span() -> None:
-    """Records filling less than a quarter of the bytes from the first start to the last end."""
+def test_worth_gathering_few_or_sparse_records() -> None:
+    """Fewer than FEW_RECORDS records, or records filling less than a quarter of the bytes from the
+    first start to the last end."""
 
     def records(positions: list[int], size: int) -> PointRecords:
         at = np.array(positions, dtype=np.int64)
         return PointRecords(None, at, np.full(len(at), size, dtype=np.int64), at)
 
-    assert not sparse(records([], 100)) and not sparse(records([0], 100))
-    assert not sparse(records([0, 100, 200], 100))  # back to back
-    assert not sparse(records([0, 350], 100))  # 200 of 450 bytes
-    assert sparse(records([0, 701], 100))  # 200 of 801 bytes
-    assert not sparse(records([0, 700], 100))  # 200 of exactly 800 bytes: a quarter is not below
+    def spread(count: int, gap: int) -> list[int]:
+        return list(range(0, count * gap, gap))
+
+    assert worth_gathering(records([], 100)) and worth_gathering(records(spread(FEW_RECORDS - 1, 100), 100))
+    assert not worth_gathering(records(spread(FEW_RECORDS, 100), 100))  # back to back
+    assert not worth_gathering(records(spread(FEW_RECORDS, 399), 100))
+    exactly_a_quarter = [*spread(FEW_RECORDS - 1, 400), FEW_RECORDS * 400 - 100]  # 100 per 400 bytes
+    assert not worth_gathering(records(exactly_a_quarter, 100))
+    assert worth_gathering(records(spread(FEW_RECORDS, 401), 100))  # below a quarter of the span

@@ -45,6 +45,19 @@ def test_read_ranges_concatenates_clipped_ranges_and_counts_them(tree):
     assert len(handle.read_ranges([], [])) == 0 and fs.stats.read_calls == 3
     with pytest.raises(ValueError):
         handle.read_ranges([5], [-1])
+    assert not data.flags.writeable
+    assert len(handle.read_ranges([500, 200], [10, 10])) == 0
+
+
+def test_read_ranges_of_a_file_that_shrank_names_file_and_offset(tmp_path):
+    """The size is taken at open; bytes gone since then end in an OSError, not in zeros."""
+    path = tmp_path / "shrinks.bin"
+    path.write_bytes(bytes(range(200)))
+    handle = LocalFileSystem().open(str(path))
+    os.truncate(path, 100)
+    assert bytes(handle.read_ranges([10, 90], [5, 5])) == bytes([10, 11, 12, 13, 14, 90, 91, 92, 93, 94])
+    with pytest.raises(OSError, match=f"{path}: short read at offset 95"):
+        handle.read_ranges([10, 95], [5, 10])
 
 
 def test_views_survive_close(tree):

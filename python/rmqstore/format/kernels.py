@@ -54,6 +54,8 @@ if _CACHE:
     numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]  # numba may have been imported earlier
 
 _jit = numba.njit(cache=_CACHE, nogil=True)
+compiled = _jit
+"""The decorator of every compiled function (this module's numba cache setup), for other layers'."""
 _inline = numba.njit(cache=_CACHE, nogil=True, inline="always")
 """For small helpers on hot paths: inlined into the caller at numba IR level (LLVM does not inline
 across numba's per-function modules reliably, and a call passes every array as ~7 arguments)."""

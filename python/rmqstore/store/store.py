@@ -20,7 +20,7 @@ from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
-from rmqstore.format.points import PointReader, PointRecords, point_reader, problem_at, sparse
+from rmqstore.format.points import PointReader, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
@@ -316,8 +316,9 @@ class Store:
                              batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
         """`read_offsets` as record batches of at most `batch_rows` rows, in offset order (no copy
         into one batch). The offsets of a segment are read and checked together (`store.points`);
-        records close together are decoded where they lie, sparse ones (`format.points.sparse`) are
-        copied together first, those of several segments into one batch."""
+        many records close together are decoded where they lie, sparse or few ones
+        (`format.points.worth_gathering`) are copied together first, those of several segments into
+        one batch."""
         mode = check_mode(mode)
         cols = list(arrow_schema(columns).names)
         wanted = _sorted_unique(np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets),
@@ -336,7 +337,7 @@ class Store:
                 found = points.valid()
                 for first in range(0, len(found), batch_rows):
                     part = found.part(first, first + batch_rows)
-                    if sparse(part):
+                    if worth_gathering(part):
                         pending.add(part, points.held)
                         while pending.rows >= batch_rows or pending.held > MAX_PENDING_BYTES:
                             yield self._decode_records(reader.gather(pending.take(batch_rows)), cols, mode,
