@@ -132,16 +132,26 @@ class LocalFile(RandomAccessFile):
         try:
             got = _pread_ranges(fd, starts, wanted, out)
             if got < 0:
-                short = -1 - got
-                at, n = int(starts[short]), int(wanted[short])
-                os.pread(fd, n, at)  # raises the OSError of a failed read
-                raise OSError(f"{self.path}: short read at offset {at}: file shrank below {self.size}")
+                self._read_rest(fd, starts, wanted, out, -1 - got)
         finally:
             os.close(fd)
         if len(starts):
             self._stats.record_read(self.path, len(out), len(starts))
         out.flags.writeable = False
         return out
+
+    def _read_rest(self, fd: int, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray,
+                   first: int) -> None:
+        """Ranges `first` on, where the compiled loop stopped, by `os.preadv` (which retries an
+        interrupted read and raises the OSError of a failed one); a range the file no longer holds
+        raises OSError naming the file and offset."""
+        view, filled = memoryview(out), int(lengths[:first].sum())
+        for o, n in zip(starts[first:].tolist(), lengths[first:].tolist(), strict=True):
+            while n:
+                got = os.preadv(fd, [view[filled : filled + n]], o)
+                if got <= 0:
+                    raise OSError(f"{self.path}: short read at offset {o}: file shrank below {self.size}")
+                filled, o, n = filled + got, o + got, n - got
 
     def close(self) -> None:
         # Views handed out keep the map alive; dropping our references lets it unmap when they go.
