@@ -12,7 +12,7 @@ from test_columnar import SETTINGS, batch_rows, build_segment, message_specs
 
 from rmqstore.format import kernels
 from rmqstore.format.compression import BodyDecompressionError
-from rmqstore.format.points import point_reader, problem_at
+from rmqstore.format.points import FEW_RECORDS, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.record import check_record, encode_record
 from rmqstore.format.table import COLUMN_NAMES
 
@@ -102,3 +102,60 @@ def test_problem_names_the_reason(golden_record: bytes) -> None:
     assert problem_at(buf, 3, 3, check_crc=False) == check_record(buf, 3, check_crc=False).reason
     with pytest.raises(ValueError, match="unknown point reader"):
         point_reader("fast")  # type: ignore[arg-type]
+
+
+@SETTINGS
+@given(
+    buffers=st.lists(st.lists(message_specs(), min_size=1, max_size=5), min_size=1, max_size=3),
+    picks=st.randoms(use_true_random=False),
+    columns=st.permutations(COLUMN_NAMES).map(lambda names: list(names[:4])),
+)
+def test_gather_matches_reference(buffers: list[list[dict[str, Any]]], picks: Any,
+                                  columns: list[str]) -> None:
+    """Records of several buffers copied back to back: same bytes, positions, sizes and offsets both
+    ways, and they decode to the rows the records give where they lie."""
+    parts, in_place = [], []
+    for k, specs in enumerate(buffers):
+        base = (k + 1) << 30
+        buf, starts = build_segment(specs, base)
+        kept = sorted(picks.sample(starts, k=picks.randint(0, len(starts))))
+        positions = np.array(kept, dtype=np.int64)
+        sizes = np.array([len(encode_record(physical_offset=0, **specs[starts.index(p)])) for p in kept],
+                         dtype=np.int64)
+        parts.append(PointRecords(buf, positions, sizes, base + positions))
+        in_place.append(COMPILED.decode(buf, positions, base + positions, columns, decompress=True,
+                                        max_body_size=1 << 20))
+    got, want = COMPILED.gather(parts), REFERENCE.gather(parts)
+    assert bytes(got.buf) == bytes(want.buf) == b"".join(
+        bytes(p.buf[a:a + n]) for p in parts for a, n in zip(p.positions, p.sizes, strict=True))
+    for name in ("positions", "sizes", "physical"):
+        assert getattr(got, name).tolist() == getattr(want, name).tolist()
+    assert got.physical.tolist() == [o for p in parts for o in p.physical.tolist()]
+    decoded = COMPILED.decode(got.buf, got.positions, got.physical, columns, decompress=True,
+                              max_body_size=1 << 20)
+    assert batch_rows(decoded) == [row for batch in in_place for row in batch_rows(batch)]
+
+
+@pytest.mark.parametrize("reader", [COMPILED, REFERENCE], ids=lambda r: r.kind)
+def test_gather_of_nothing_is_empty(reader: Any) -> None:
+    gathered = reader.gather([])
+    assert len(gathered) == 0 and len(gathered.buf) == 0
+
+
+def test_worth_gathering_few_or_sparse_records() -> None:
+    """Fewer than FEW_RECORDS records, or records filling less than a quarter of the bytes from the
+    first start to the last end."""
+
+    def records(positions: list[int], size: int) -> PointRecords:
+        at = np.array(positions, dtype=np.int64)
+        return PointRecords(None, at, np.full(len(at), size, dtype=np.int64), at)
+
+    def spread(count: int, gap: int) -> list[int]:
+        return list(range(0, count * gap, gap))
+
+    assert worth_gathering(records([], 100)) and worth_gathering(records(spread(FEW_RECORDS - 1, 100), 100))
+    assert not worth_gathering(records(spread(FEW_RECORDS, 100), 100))  # back to back
+    assert not worth_gathering(records(spread(FEW_RECORDS, 399), 100))
+    exactly_a_quarter = [*spread(FEW_RECORDS - 1, 400), FEW_RECORDS * 400 - 100]  # 100 per 400 bytes
+    assert not worth_gathering(records(exactly_a_quarter, 100))
+    assert worth_gathering(records(spread(FEW_RECORDS, 401), 100))  # below a quarter of the span

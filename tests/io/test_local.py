@@ -45,6 +45,34 @@ def test_read_ranges_concatenates_clipped_ranges_and_counts_them(tree):
     assert len(handle.read_ranges([], [])) == 0 and fs.stats.read_calls == 3
     with pytest.raises(ValueError):
         handle.read_ranges([5], [-1])
+    assert not data.flags.writeable
+    assert len(handle.read_ranges([500, 200], [10, 10])) == 0
+
+
+def test_read_ranges_of_a_file_that_shrank_names_file_and_offset(tmp_path):
+    """The size is taken at open; bytes gone since then end in an OSError, not in zeros."""
+    path = tmp_path / "shrinks.bin"
+    path.write_bytes(bytes(range(200)))
+    handle = LocalFileSystem().open(str(path))
+    os.truncate(path, 100)
+    assert bytes(handle.read_ranges([10, 90], [5, 5])) == bytes([10, 11, 12, 13, 14, 90, 91, 92, 93, 94])
+    with pytest.raises(OSError, match=f"{path}: short read at offset 100"):  # where the bytes end now
+        handle.read_ranges([10, 95, 20], [5, 10, 5])
+
+
+def test_ranges_after_a_compiled_read_that_stopped_are_read_again(tree, monkeypatch):
+    """Where the compiled pread loop stops (an interrupted or failed read), the remaining ranges are
+    read by os.preadv, which retries interruptions and raises real errors."""
+    from rmqstore.io import local
+
+    def stops_at_range_1(fd, starts, lengths, out):
+        out[:] = 0xEE
+        return -1 - 1
+
+    monkeypatch.setattr(local, "_pread_ranges", stops_at_range_1)
+    handle = LocalFileSystem().open(str(tree / "d" / "b.bin"))
+    data = handle.read_ranges([10, 0, 198], [3, 1, 50])
+    assert bytes(data) == bytes([0xEE, 0xEE, 0xEE, 0, 198, 199])  # range 0 stays as the loop left it
 
 
 def test_views_survive_close(tree):

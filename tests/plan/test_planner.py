@@ -138,6 +138,14 @@ def test_confirm_null_never_matches() -> None:
     assert confirm(batch, [Compare("key", ">", "a")]).column("key").to_pylist() == ["b"]
 
 
+def test_confirm_keeps_the_batch_itself_when_every_row_matches() -> None:
+    """No copy of every column when nothing is filtered out (rows read by queue or index)."""
+    batch = pa.RecordBatch.from_pydict({"key": pa.array(["a", "b"]), "body": pa.array([b"x", b"y"])})
+    assert confirm(batch, [InSet("key", ("a", "b"))]) is batch
+    kept = confirm(batch, [InSet("key", ("a",))])
+    assert kept is not batch and kept.to_pylist() == [{"key": "a", "body": b"x"}]
+
+
 def test_merge_and_subtract_ranges() -> None:
     assert merge_ranges([(5, 9), (0, 2), (2, 4), (8, 12), (20, 20)]) == [(0, 4), (5, 12)]
     assert subtract_ranges([(0, 10), (20, 30)], [(2, 4), (6, 22), (28, 40)]) == ((0, 2), (4, 6), (22, 28))

@@ -10,6 +10,8 @@ import pytest
 from store_builder import StoreBuilder, fill
 
 from rmqstore.format import kernels
+from rmqstore.format import points as format_points
+from rmqstore.format.compression import COMPRESSION_ZLIB, compressed_sys_flag
 from rmqstore.format.points import point_reader
 from rmqstore.format.table import COLUMN_NAMES
 from rmqstore.store import Store, StoreCorruptionError
@@ -137,3 +139,90 @@ def test_parts_bound_the_window(built: StoreBuilder, open_store, monkeypatch) ->
     assert got == first_segment
     parts = len({(o - first_segment[0]) // 4096 for o in first_segment})
     assert parts > 3 and store.stats.read_calls == parts
+
+
+def _count_decodes(store: Store, monkeypatch) -> list[int]:
+    calls: list[int] = []
+    decode = store.point_reader.decode
+    monkeypatch.setattr(store.point_reader, "decode",
+                        lambda buf, positions, *args, **kw: calls.append(len(positions)) or decode(
+                            buf, positions, *args, **kw))
+    return calls
+
+
+def test_sparse_records_of_several_segments_decode_in_one_call(tmp_path, open_store, monkeypatch) -> None:
+    """Every 10th record of four segments: copied together and decoded in one call, same rows as
+    the scan; as are few records close together; many of those are decoded where they lie, one call
+    per segment part."""
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=SEGMENT)
+    fill(b, 700)
+    b.finish()
+    store = open_store(b.root)
+    picked = [w.offset for w in b.written[::10]]
+    assert len({o // SEGMENT for o in picked}) == 4
+    scanned = pa.Table.from_batches(list(store.scan()))
+    expected = scanned.filter(pa.compute.is_in(scanned["commitLogOffset"], pa.array(picked))).to_pylist()
+    calls = _count_decodes(store, monkeypatch)
+    assert pa.Table.from_batches([store.read_offsets(picked)]).to_pylist() == expected
+    assert calls == [len(picked)]
+    calls.clear()
+    dense = [w.offset for w in b.written]
+    assert store.read_offsets(dense, ["commitLogOffset"]).column(0).to_pylist() == dense
+    assert calls == [len(dense)]
+    calls.clear()
+    monkeypatch.setattr(format_points, "FEW_RECORDS", 10)
+    assert store.read_offsets(dense, ["commitLogOffset"]).column(0).to_pylist() == dense
+    assert len(calls) == 4 and sum(calls) == len(dense)
+    calls.clear()
+    batches = list(store.read_offsets_batches(picked, ["commitLogOffset"], batch_rows=30))
+    assert [b.num_rows for b in batches] == [30, 30, len(picked) - 60] and calls == [30, 30, len(picked) - 60]
+    assert [o for batch in batches for o in batch.column(0).to_pylist()] == picked
+
+
+def test_a_bad_body_among_sparse_records_names_its_segment(tmp_path, open_store) -> None:
+    """A body that cannot be decompressed, in a batch copied together from two segments: the error
+    names the second segment's file and the record's offset; PERMISSIVE leaves it out and counts it
+    against that file."""
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=SEGMENT)
+    fill(b, 250)
+    bad = b.append("TopicA", b"a plain body, flagged zlib", sys_flag=compressed_sys_flag(COMPRESSION_ZLIB))
+    fill(b, 100)
+    b.finish()
+    assert bad.offset >= SEGMENT
+    picked = [w.offset for w in b.written[::10] if w is not bad] + [bad.offset]
+    store = open_store(b.root)
+    with pytest.raises(StoreCorruptionError) as info:
+        store.read_offsets(picked, ["commitLogOffset", "body"])
+    assert info.value.offset == bad.offset and os.path.basename(info.value.path) == f"{SEGMENT:020d}"
+    got = store.read_offsets(picked, ["commitLogOffset"], mode="PERMISSIVE")  # body not decoded: kept
+    assert bad.offset in got.column(0).to_pylist()
+    got = store.read_offsets(picked, ["commitLogOffset", "body"], mode="PERMISSIVE")
+    assert got.column(0).to_pylist() == sorted(set(picked) - {bad.offset})
+    assert list(store.stats.skipped) == [(info.value.path, bad.offset)]
+    assert store.stats.bytes_skipped == bad.size
+
+
+def test_far_apart_offsets_are_read_by_positioned_reads(tmp_path, open_store, monkeypatch) -> None:
+    """Offsets of a mapped segment that lie LOCAL_SPARSE_GAP apart on average: one gathered read of
+    LOCAL_PROBE bytes per offset, and one more for the records longer than that (read whole); the
+    rows are the scan's."""
+    monkeypatch.setattr(store_points, "LOCAL_SPARSE_GAP", 2048)
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=SEGMENT)
+    fill(b, 40)
+    big = b.append("TopicA", bytes(range(256)) * 12, keys="big")  # 3 KiB: past LOCAL_PROBE
+    fill(b, 60)
+    b.finish()
+    store = open_store(b.root)
+    picked = [w.offset for w in b.written[::12] if w.offset + w.size <= SEGMENT] + [big.offset]
+    picked.sort()
+    assert (picked[-1] - picked[0]) / (len(picked) - 1) >= 2048
+    scanned = pa.Table.from_batches(list(store.scan()))
+    expected = scanned.filter(pa.compute.is_in(scanned["commitLogOffset"], pa.array(picked))).to_pylist()
+    store.stats.reset()
+    assert pa.Table.from_batches([store.read_offsets(picked)]).to_pylist() == expected
+    assert store.stats.read_calls == len(picked) + 1
+    assert store.stats.bytes_read == len(picked) * store_points.LOCAL_PROBE + big.size
+    monkeypatch.setattr(store_points, "LOCAL_SPARSE_GAP", 1 << 30)
+    store.stats.reset()
+    assert pa.Table.from_batches([store.read_offsets(picked)]).to_pylist() == expected
+    assert store.stats.read_calls == 1  # the mapped window

@@ -55,6 +55,8 @@ if _CACHE:
     numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]  # numba may have been imported earlier
 
 _jit = numba.njit(cache=_CACHE, nogil=True)
+compiled = _jit
+"""The decorator of every compiled function (this module's numba cache setup), for other layers'."""
 _inline = numba.njit(cache=_CACHE, nogil=True, inline="always")
 """For small helpers on hot paths: inlined into the caller at numba IR level (LLVM does not inline
 across numba's per-function modules reliably, and a call passes every array as ~7 arguments)."""
@@ -147,6 +149,23 @@ def _trailing_zeros(typingctx: Any, value: Any) -> Any:
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
 
     return types.uint64(value), codegen
+
+
+@intrinsic
+def _prefetch(typingctx: Any, arr: Any, at: Any) -> Any:
+    """Hint the CPU to load the cache line of arr[at] (`llvm.prefetch`, read, high locality): never
+    faults, so a position outside the array or on a page not mapped yet costs nothing but the hint."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        pointer = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        hint = ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32])
+        function = cgutils.get_or_insert_function(builder.module, hint, "llvm.prefetch.p0")
+        builder.call(function, [pointer, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, at), codegen
 
 
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -608,6 +627,11 @@ def _crc_mismatch(buf, pos, body_at, body_len, native=0):
     return body_len > 0 and np.int64(crc32(buf, body_at, body_len, native) & 0x7FFFFFFF) != _i32(buf, pos + 8)
 
 
+PREFETCH_AHEAD = 8
+"""Point reads hint the header of the record this many positions ahead: scattered records then
+arrive from memory while earlier ones are checked or copied, not one after the other."""
+
+
 @_jit
 def check_starts(buf, starts, physical, check_crc):
     """The record check of `record.check_record(..., expected_physical_offset=physical[i])` at each
@@ -621,6 +645,10 @@ def check_starts(buf, starts, physical, check_crc):
     kinds = np.empty(len(starts), dtype=np.int8)
     sizes = np.empty(len(starts), dtype=np.int64)
     for i in range(len(starts)):
+        if i + PREFETCH_AHEAD < len(starts):
+            ahead = starts[i + PREFETCH_AHEAD]
+            if 0 <= ahead < len(buf):
+                _prefetch(buf, ahead)
         pos = starts[i]
         kind, size, _, body_at, body_len, topic_at, topic_len, props_at, props_len = scan_record(buf, pos)
         if kind == RECORD and (
@@ -632,6 +660,26 @@ def check_starts(buf, starts, physical, check_crc):
         kinds[i] = kind
         sizes[i] = size
     return kinds, sizes
+
+
+@_jit
+def gather(buf, starts, sizes, out, at):
+    """out[at + ...]: the byte ranges buf[starts[i]:starts[i] + sizes[i]] back to back, from `at` (the
+    records a point read keeps, copied together so they are decoded in one sequential pass).
+
+    Ranges must lie inside `buf` and `out` must have room; the ranges PREFETCH_AHEAD ahead are hinted
+    line by line. Returns the position in `out` after the last range.
+    """
+    for i in range(len(starts)):
+        if i + PREFETCH_AHEAD < len(starts):
+            line = starts[i + PREFETCH_AHEAD]
+            end = line + sizes[i + PREFETCH_AHEAD]
+            while line < end:
+                _prefetch(buf, line)
+                line += 64
+        _memcpy(out, at, buf, starts[i], sizes[i])
+        at += sizes[i]
+    return at
 
 
 # ---------------------------------------------------------------------------------------------

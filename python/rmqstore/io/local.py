@@ -1,5 +1,6 @@
 """Local files, memory-mapped read-only (mmap ACCESS_READ from an O_RDONLY descriptor); many small
-scattered ranges are read with positioned reads from an O_RDONLY descriptor instead.
+scattered ranges are read with positioned reads from an O_RDONLY descriptor instead (one compiled loop
+of `pread` calls).
 
 The map is never written, locked or extended; a broker may keep writing the file while we read it.
 """
@@ -13,7 +14,9 @@ import stat
 from collections.abc import Sequence
 
 import numpy as np
+from numba import types
 
+from rmqstore.format.kernels import compiled
 from rmqstore.io.base import (
     FileEntry,
     IOStats,
@@ -25,6 +28,27 @@ from rmqstore.io.base import (
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
+
+_pread = types.ExternalFunction("pread", types.int64(types.int32, types.voidptr, types.uint64, types.int64))
+"""libc's pread(fd, buffer, count, offset), called by name from compiled code."""
+
+
+@compiled
+def _pread_ranges(fd, offsets, lengths, out):
+    """Read file range i (offsets[i], lengths[i]) into out, back to back; returns the bytes read, or
+    -1 - i when range i came short (a read error or the end of the file)."""
+    at = 0
+    for i in range(len(offsets)):
+        offset = offsets[i]
+        left = lengths[i]
+        while left > 0:
+            got = _pread(fd, out[at:].ctypes.data, left, offset)
+            if got <= 0:
+                return -1 - i
+            at += got
+            offset += got
+            left -= got
+    return at
 
 
 def special_kind(mode: int) -> str | None:
@@ -90,31 +114,44 @@ class LocalFile(RandomAccessFile):
         return view
 
     def read_ranges(self, offsets: Sequence[int], lengths: Sequence[int]) -> np.ndarray:
-        """`RandomAccessFile.read_ranges` by positioned reads (`preadv`) into one fresh array.
+        """`RandomAccessFile.read_ranges` by positioned reads (`pread`, one compiled loop) into one
+        fresh array.
 
-        For many small scattered ranges this is about twice as fast as slicing the map: it takes
-        no page fault per touched page and leaves nothing mapped to tear down.
+        For many small scattered ranges this is faster than touching the map: no page fault per
+        touched page and nothing mapped to tear down.
         """
-        for o, n in zip(offsets, lengths, strict=True):
-            check_range(o, n)
-        out = bytearray(sum(max(0, min(n, self.size - o)) for o, n in zip(offsets, lengths, strict=True)))
-        view, filled = memoryview(out), 0
+        starts, asked = (np.asarray(a, dtype=np.int64).reshape(-1) for a in (offsets, lengths))
+        if len(starts) != len(asked):
+            raise ValueError(f"{len(starts)} offsets but {len(asked)} lengths")
+        bad = np.flatnonzero((starts < 0) | (asked < 0))
+        if len(bad):
+            check_range(int(starts[bad[0]]), int(asked[bad[0]]))
+        wanted = np.minimum(asked, self.size - starts).clip(0)
+        out = np.empty(int(wanted.sum()), dtype=np.uint8)
         fd = open_regular(self.path)
         try:
-            for o, n in zip(offsets, lengths, strict=True):
-                n = max(0, min(n, self.size - o))
-                while n:
-                    got = os.preadv(fd, [view[filled : filled + n]], o)
-                    if got <= 0:
-                        raise OSError(f"{self.path}: short read at offset {o}: file shrank below {self.size}")
-                    filled, o, n = filled + got, o + got, n - got
+            got = _pread_ranges(fd, starts, wanted, out)
+            if got < 0:
+                self._read_rest(fd, starts, wanted, out, -1 - got)
         finally:
             os.close(fd)
-        if len(offsets):
-            self._stats.record_read(self.path, filled, len(offsets))
-        data = np.frombuffer(out, dtype=np.uint8)
-        data.flags.writeable = False
-        return data
+        if len(starts):
+            self._stats.record_read(self.path, len(out), len(starts))
+        out.flags.writeable = False
+        return out
+
+    def _read_rest(self, fd: int, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray,
+                   first: int) -> None:
+        """Ranges `first` on, where the compiled loop stopped, by `os.preadv` (which retries an
+        interrupted read and raises the OSError of a failed one); a range the file no longer holds
+        raises OSError naming the file and offset."""
+        view, filled = memoryview(out), int(lengths[:first].sum())
+        for o, n in zip(starts[first:].tolist(), lengths[first:].tolist(), strict=True):
+            while n:
+                got = os.preadv(fd, [view[filled : filled + n]], o)
+                if got <= 0:
+                    raise OSError(f"{self.path}: short read at offset {o}: file shrank below {self.size}")
+                filled, o, n = filled + got, o + got, n - got
 
     def close(self) -> None:
         # Views handed out keep the map alive; dropping our references lets it unmap when they go.

@@ -5,6 +5,7 @@ Never writes, locks, truncates or recovers anything: the bytes on disk are the s
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -19,7 +20,7 @@ from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
-from rmqstore.format.points import PointReader, point_reader, problem_at
+from rmqstore.format.points import PointReader, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
@@ -40,7 +41,7 @@ from rmqstore.store.errors import (
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.logend import LogEndCache
 from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
-from rmqstore.store.points import read_points
+from rmqstore.store.points import MAX_PENDING_BYTES, PendingRecords, read_points
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
@@ -320,32 +321,51 @@ class Store:
                              strict: bool = True,
                              batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
         """`read_offsets` as record batches of at most `batch_rows` rows, in offset order (no copy
-        into one batch). The offsets of a segment are read and checked together (`store.points`) and
-        decoded in few calls."""
+        into one batch). The offsets of a segment are read and checked together (`store.points`);
+        many records close together are decoded where they lie, sparse or few ones
+        (`format.points.worth_gathering`) are copied together first, those of several segments into
+        one batch."""
         mode = check_mode(mode)
         cols = list(arrow_schema(columns).names)
         wanted = _sorted_unique(np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets),
                                            dtype=np.int64))
         wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
+        reader = self.point_reader
+        pending = PendingRecords()
         for seg, mine in self._by_segment(wanted):
-            for points in read_points(self.log, self.point_reader, seg, mine, check_crc=check_crc):
-                ok = points.checked.ok
+            for points in read_points(self.log, reader, seg, mine, check_crc=check_crc):
                 if strict:
+                    ok = points.checked.ok
                     bad = zip(points.positions[~ok].tolist(), points.offsets[~ok].tolist(), strict=True)
                     for pos, offset in bad:
                         reason = problem_at(points.buf, pos, offset, check_crc=check_crc)
                         self._bad_offset(seg, offset, reason, mode)
-                starts, found = points.positions[ok], points.offsets[ok]
-                for first in range(0, len(starts), batch_rows):
-                    part = slice(first, first + batch_rows)
-                    yield self._decode(seg, points.buf, starts[part], found[part], cols, mode, decompress,
-                                       self.point_reader.decode)
+                found = points.valid()
+                for first in range(0, len(found), batch_rows):
+                    part = found.part(first, first + batch_rows)
+                    if worth_gathering(part):
+                        pending.add(part, points.held)
+                        while pending.rows >= batch_rows or pending.held > MAX_PENDING_BYTES:
+                            yield self._decode_records(reader.gather(pending.take(batch_rows)), cols, mode,
+                                                       decompress)
+                        continue
+                    if pending.rows:
+                        yield self._decode_records(reader.gather(pending.take(batch_rows)), cols, mode,
+                                                   decompress)
+                    yield self._decode_records(part, cols, mode, decompress, seg)
+        if pending.rows:
+            yield self._decode_records(reader.gather(pending.take(batch_rows)), cols, mode, decompress)
 
-    def _decode(self, seg: Segment, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
+    def _decode_records(self, records: PointRecords, columns: list[str], mode: str, decompress: bool,
+                        seg: Segment | None = None) -> pa.RecordBatch:
+        return self._decode(seg, records.buf, records.positions, records.physical, columns, mode, decompress,
+                            self.point_reader.decode)
+
+    def _decode(self, seg: Segment | None, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
                 columns: list[str], mode: str, decompress: bool,
                 decode: Callable[..., pa.RecordBatch] = decode_records) -> pa.RecordBatch:
         """`decode` (`decode_records`) of the records at buffer positions `starts` (physical `offsets`)
-        of `seg`.
+        of `seg` (None: of the segments that hold those offsets).
 
         A body that cannot be decompressed raises StoreCorruptionError naming the file and the
         record's physical offset (FAILFAST), or leaves that record out and counts it (PERMISSIVE).
@@ -357,13 +377,19 @@ class Store:
                                decompress_threads=self.decompress_threads)
             except BodyDecompressionError as exc:
                 offset = int(offsets[exc.row])
+                path = (seg or self._segment_of(offset)).path
                 if mode == FAILFAST:
-                    raise StoreCorruptionError(seg.path, offset, exc.cause) from None
-                self.stats.skip(seg.path, offset, _total_size(buf, int(starts[exc.row])), exc.cause)
+                    raise StoreCorruptionError(path, offset, exc.cause) from None
+                self.stats.skip(path, offset, _total_size(buf, int(starts[exc.row])), exc.cause)
                 starts, offsets = np.delete(starts, exc.row), np.delete(offsets, exc.row)
                 continue
             self.stats.records_decoded += len(starts)
             return batch
+
+    def _segment_of(self, offset: int) -> Segment:
+        """The segment holding a physical offset (one that some segment holds)."""
+        bases = [seg.base_offset for seg in self.segments]
+        return self.segments[bisect.bisect_right(bases, offset) - 1]
 
     def _by_segment(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
         """Sorted offsets grouped by segment; offsets in no segment are dropped."""
