@@ -633,10 +633,10 @@ arrive from memory while earlier ones are checked or copied, not one after the o
 
 
 @_jit
-def check_starts(buf, starts, physical, check_crc):
+def check_starts(buf, starts, physical, check_crc, native=0):
     """The record check of `record.check_record(..., expected_physical_offset=physical[i])` at each
     position: structure (`scan_record`), PHYSICALOFFSET == physical[i], a schedule-topic DELAY that is
-    a Java int and, with `check_crc`, BODYCRC (empty bodies not compared).
+    a Java int and, with `check_crc`, BODYCRC (empty bodies not compared; `native` as in `crc32`).
 
     Returns (kinds, sizes): kind RECORD, BLANK or INVALID per position, and the TOTALSIZE field read
     there (-1 when at most 4 bytes are left), so the caller can tell a record cut by the buffer's end.
@@ -654,7 +654,7 @@ def check_starts(buf, starts, physical, check_crc):
         if kind == RECORD and (
             _i64(buf, pos + 28) != physical[i]
             or not _delay_ok(buf, topic_at, topic_len, props_at, props_len, props)
-            or (check_crc and _crc_mismatch(buf, pos, body_at, body_len))
+            or (check_crc and _crc_mismatch(buf, pos, body_at, body_len, native))
         ):
             kind = INVALID
         kinds[i] = kind

@@ -113,7 +113,8 @@ class CompiledPointReader:
 
     def check(self, buf: Any, positions: np.ndarray, physical: np.ndarray, *, check_crc: bool) -> PointCheck:
         positions, physical = (np.ascontiguousarray(a, dtype=np.int64) for a in (positions, physical))
-        kinds, sizes = kernels.check_starts(as_byte_array(buf), positions, physical, check_crc)
+        kinds, sizes = kernels.check_starts(as_byte_array(buf), positions, physical, check_crc,
+                                             kernels.NATIVE_CRC32)
         return PointCheck(kinds == kernels.RECORD, sizes)
 
     def decode(self, buf: Any, positions: np.ndarray, physical: np.ndarray, columns: list[str], *,
