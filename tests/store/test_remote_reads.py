@@ -12,7 +12,7 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from store_builder import StoreBuilder
+from store_builder import BASE_TS, StoreBuilder
 
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
@@ -20,7 +20,7 @@ from rmqstore.io import remote
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.lookup import find_by_key
-from rmqstore.plan.planner import PlanSettings, plan_read
+from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
 from rmqstore.plan.predicates import Compare, InSet
 from rmqstore.store import Store
 from rmqstore.store import index as index_module
@@ -242,8 +242,8 @@ def test_executor_key_probes_read_each_candidate_once(stored, downloads):
 def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads, name):
     """Cold (empty cache directory, fresh process state), each pushed query against the same query
     planned without predicates, confirmed by the same reader: the pushed one downloads less. The time
-    window is measured with its time summaries cached: building them walks every segment (a first
-    window on a remote store downloads the scan and the window)."""
+    window is measured with its time summaries cached (a first window scans: see
+    test_a_first_time_window_scans_and_summarizes_for_the_next)."""
     b, uri = stored
     local = Store.open(b.root, index_geometry=GEOMETRY)
     middle = b.written[RECORDS // 2]
@@ -273,8 +273,99 @@ def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads,
     access = {"key =": "key-index", "key IN (on executors)": "key-index", "msgId =": "offsets",
               "storeTimestamp window": "range"}[name]
     if name == "storeTimestamp window":
-        Store.open(uri).time_ranges(None, None)  # the summaries, cached
+        Store.open(uri).seek_time(0)  # the summaries, walked and cached
     pushed_rows, pushed = cold_rows(predicates)
     scan_rows, scan = cold_rows([])
     assert pushed_rows == scan_rows > 0
     assert pushed < scan, (pushed, scan)
+
+
+
+
+HOUR = 3_600_000
+STEPS = (4500, 9900)
+"""The clock steps back 3 h at the first record and 2 h more at the second."""
+
+
+def _append_stepped(b: StoreBuilder, first: int, last: int) -> None:
+    """Records first..last-1, 1 s apart but for the clock's `STEPS` back."""
+    for i in range(first, last):
+        b.append("T", b"t" * (40 + i * 7 % 60), keys=f"k{i}",
+                 store_ts=BASE_TS + i * 1000 - 3 * HOUR * (i >= STEPS[0]) - 2 * HOUR * (i >= STEPS[1]))
+
+
+def _window_rows(uri: str, window: tuple[int, int], settings: PlanSettings, *,
+                 pushed: bool) -> tuple[list[int], ReadPlan]:
+    """The offsets of the rows in the window [begin, end] (ms), read by the plan of the window (else of
+    no predicate), each task on a pickled copy of the driver's store (an executor), and the plan."""
+    predicates = [Compare("storeTimestamp", ">=", window[0] * 1000),
+                  Compare("storeTimestamp", "<=", window[1] * 1000)]
+    store = Store.open(uri)
+    plan = plan_read([store], [predicates if pushed else []], settings)
+    rows = [offset for task in plan.tasks
+            for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings())
+            for offset in confirm(batch, predicates).column("commitLogOffset").to_pylist()]
+    return sorted(rows), plan
+
+
+def test_a_first_time_window_scans_and_summarizes_for_the_next(s3_server, tmp_path, downloads):
+    """Cold (empty cache directory), a window on a remote store downloads no more than the scan without
+    pushdown: the segments whose store times are not summarized are scanned whole, and each task caches
+    the summary of its piece. The next windows join the pieces and download a little; every window,
+    around the clock steps back too, returns the rows of the unpushed scan. Pieces describe what was
+    read: once the active segment has grown, its pieces are not used (it is scanned again)."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=256 << 10)
+    _append_stepped(b, 0, 12_000)
+    b.finish(guard=False)  # the test writes the store again
+    upload(b.root, "reads/stepped")
+    uri = f"s3://reads/stepped?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    settings = PlanSettings(max_bytes_per_partition=96 << 10)  # 3 tasks per segment
+    timeline_dir = os.path.join(os.environ[CACHE_DIR_ENV], "timeline")
+
+    def brute(window: tuple[int, int]) -> list[int]:
+        return [w.offset for w in b.written if window[0] <= w.store_ts <= window[1]]
+
+    first = (BASE_TS + (STEPS[0] - 100) * 1000, BASE_TS + (STEPS[0] + 100) * 1000)  # 100 records
+    assert _window_rows(uri, first, PlanSettings(), pushed=False)[0] == brute(first) != []
+    scan = downloads.total  # a task per segment: each downloaded once
+    shutil.rmtree(os.environ[CACHE_DIR_ENV])
+    downloads.clear()
+    rows, plan = _window_rows(uri, first, PlanSettings(), pushed=True)
+    assert rows == brute(first)
+    assert downloads.total <= scan
+    assert plan.access == ["scan"] and all(task.summarize for task in plan.tasks)
+    # Again cold, in 3 tasks per segment: each caches its piece.
+    shutil.rmtree(os.environ[CACHE_DIR_ENV])
+    assert _window_rows(uri, first, settings, pushed=True)[0] == brute(first)
+    (pieces,) = os.listdir(timeline_dir)
+    assert len(os.listdir(os.path.join(timeline_dir, pieces))) == 3 * len(plan.tasks)
+
+    store = Store.open(uri)
+    for window in [first, (BASE_TS - 5 * HOUR + STEPS[1] * 1000, BASE_TS - 5 * HOUR + (STEPS[1] + 50) * 1000),
+                   (BASE_TS - 3 * HOUR + (STEPS[0] - 10) * 1000, BASE_TS - 3 * HOUR + (STEPS[0] + 10) * 1000),
+                   (BASE_TS - 3 * HOUR + (STEPS[1] - 10) * 1000, BASE_TS + 10_000)]:
+        downloads.clear()
+        rows, plan = _window_rows(uri, window, settings, pushed=True)
+        assert downloads.total < (store.max_offset - store.min_offset) / 4  # bisections and the window
+        assert rows == _window_rows(uri, window, settings, pushed=False)[0] == brute(window) != []
+        assert plan.access == ["range"] and not any(task.summarize for task in plan.tasks)
+    assert not os.listdir(os.path.join(timeline_dir, pieces))  # joined, then dropped
+
+    # The broker appends to the active segment, which is uploaded again (the others are unchanged).
+    old_base = store.log.segment_at(store.max_offset - 1).base_offset
+    _append_stepped(b, 12_000, 12_100)
+    b.finish(guard=False)
+    changed = tmp_path / "changed"
+    for seg in Store.open(b.root).segments:
+        if seg.base_offset >= old_base:
+            os.makedirs(changed / "commitlog", exist_ok=True)
+            shutil.copy(seg.path, changed / "commitlog")
+    upload(str(changed), "reads/stepped")
+    store = Store.open(uri)
+    assert store.max_offset == b.cursor
+    assert store.unsummarized_spans() == [(a, z) for a, z in store.segment_spans() if z > old_base]
+    tail = (BASE_TS - 5 * HOUR + 11_990_000, BASE_TS - 5 * HOUR + 13_000_000)
+    assert _window_rows(uri, tail, settings, pushed=True)[0] == brute(tail) != []
+    assert brute(tail)[-1] == b.written[-1].offset
+    assert Store.open(uri).unsummarized_spans() == []

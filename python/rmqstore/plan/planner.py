@@ -117,7 +117,20 @@ def _plan_store(index: int, store: Store, b: Bounds, settings: PlanSettings,
     if b.topics is not None:
         return _topic_plan(index, store, b, (lo, hi), settings, notes)
     access = "range" if ranges != [(store.min_offset, store.max_offset)] else "scan"
-    return access, _range_tasks(index, store, ranges, settings)
+    return access, _range_tasks(index, store, ranges, settings, _unsummarized(store, b, notes))
+
+
+def _unsummarized(store: Store, b: Bounds, notes: list[str]) -> list[tuple[int, int]]:
+    """The segments a time-window plan takes whole because their store times are not summarized yet
+    (`Store.unsummarized_spans`): their scan summarizes them."""
+    if b.begin_ms is None and b.end_ms is None:
+        return []
+    spans = store.unsummarized_spans()
+    if spans:
+        notes.append(f"store {store.path}: the store times of {len(spans)} segment(s), "
+                     f"{sum(z - a for a, z in spans)} bytes, are not summarized yet: scanned whole, "
+                     "which summarizes them for the next time window")
+    return spans
 
 
 def _log_ranges(store: Store, b: Bounds) -> list[tuple[int, int]]:
@@ -207,10 +220,12 @@ def _offset_tasks(index: int, offsets: list[int], settings: PlanSettings, *,
             for chunk in split_offsets(offsets, OFFSETS_PER_TASK, settings.min_partitions)]
 
 
-def _range_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]],
-                 settings: PlanSettings) -> list[ReadTask]:
-    """A task per piece of `_pieces` (sorted, disjoint `ranges`)."""
-    return [RangeTask(index, start, end) for start, end in _pieces(store, ranges, settings)]
+def _range_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings,
+                 summarize: Sequence[tuple[int, int]] = ()) -> list[ReadTask]:
+    """A task per piece of `_pieces` (sorted, disjoint `ranges`); those inside a `summarize` span
+    summarize what they read."""
+    return [RangeTask(index, start, end, any(a <= start and end <= z for a, z in summarize))
+            for start, end in _pieces(store, ranges, settings)]
 
 
 def _pieces(store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings) -> list[tuple[int, int]]:

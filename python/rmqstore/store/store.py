@@ -44,7 +44,7 @@ from rmqstore.store.points import read_points
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
-from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs
+from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs, window_runs
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
@@ -572,10 +572,24 @@ class Store:
         """
         return first_at_or_after(self, self._time_runs, ts_ms)
 
+    @cached_property
+    def _window_runs(self) -> tuple[list[TimeRun], list[tuple[int, int]]]:
+        return window_runs(self)
+
     def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
         """Commit-log byte ranges, in log order, holding every record with begin_ms <= storeTimestamp
-        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`)."""
-        return time_ranges(self, self._time_runs, begin_ms, end_ms)
+        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`).
+
+        On a remote store, the segments whose store times are not summarized yet are taken whole
+        (`unsummarized_spans`) instead of downloaded to be summarized: the scan of them summarizes them
+        (`rmqstore.store.timeline.summarizing`).
+        """
+        return time_ranges(self, self._window_runs[0], begin_ms, end_ms)
+
+    def unsummarized_spans(self) -> list[tuple[int, int]]:
+        """The parts of the log [start, end), one per segment, that `time_ranges` takes whole because
+        their store times are not summarized yet (remote stores only)."""
+        return list(self._window_runs[1])
 
     # ---- metadata -----------------------------------------------------------------------------
 
