@@ -22,7 +22,7 @@ from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.lookup import find_by_key
 from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
 from rmqstore.plan.predicates import Compare, InSet
-from rmqstore.store import Store
+from rmqstore.store import Store, StoreCorruptionError
 from rmqstore.store import index as index_module
 
 GEOMETRY = (400_000, 400_000)
@@ -369,3 +369,36 @@ def test_a_first_time_window_scans_and_summarizes_for_the_next(s3_server, tmp_pa
     assert _window_rows(uri, tail, settings, pushed=True)[0] == brute(tail) != []
     assert brute(tail)[-1] == b.written[-1].offset
     assert Store.open(uri).unsummarized_spans() == []
+
+
+def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server, tmp_path):
+    """A summary must hold every record a later read returns: a task that stepped over a damaged record
+    (PERMISSIVE), failed on one (FAILFAST) or was not read to the end caches nothing, and the plan keeps
+    scanning that segment; a task read to the end caches its piece."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=64 << 10)
+    _append_stepped(b, 0, 600)  # two segments
+    b.finish(guard=False)  # damaged below
+    damaged = b.written[100].offset  # MAGICCODE overwritten: an invalid record in the sealed segment
+    with open(os.path.join(b.root, "commitlog", f"{0:020d}"), "r+b") as fh:
+        fh.seek(damaged + 4)
+        fh.write(b"\0\0\0\0")
+    upload(b.root, "reads/damaged")
+    uri = f"s3://reads/damaged?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    predicates = [Compare("storeTimestamp", ">=", BASE_TS * 1000)]
+    store = Store.open(uri)
+    plan = plan_read([store], [predicates], PlanSettings())
+    spans = store.segment_spans()
+    assert [(t.start, t.end, t.summarize) for t in plan.tasks] == [(a, z, True) for a, z in spans]
+    permissive = pickle.loads(pickle.dumps(store))
+    rows = [row for batch in run_task(plan.tasks[0], permissive, _COLUMNS, ReadSettings(mode="PERMISSIVE"))
+            for row in batch.column("commitLogOffset").to_pylist()]
+    assert damaged not in rows and permissive.stats.invalid_records_skipped == 1
+    with pytest.raises(StoreCorruptionError):
+        list(run_task(plan.tasks[0], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
+    stopped = run_task(plan.tasks[1], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings())
+    next(stopped)
+    stopped.close()
+    assert Store.open(uri).unsummarized_spans() == spans
+    list(run_task(plan.tasks[1], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
+    assert Store.open(uri).unsummarized_spans() == spans[:1]
