@@ -207,8 +207,8 @@ def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _S
     if cache and (fresh or joined):
         cache.save(store, [(s, found[s.base_offset].to_entry()) for s in live if s.base_offset in found])
         for seg in live:
-            if seg.base_offset in joined:
-                cache.drop_pieces(seg)
+            if pieces and (seg.base_offset in joined or seg.base_offset in fresh):
+                cache.drop_pieces(seg)  # in the segment's entry now
     return live, found
 
 
