@@ -55,8 +55,10 @@ MAX_RUNS = 256
 SEEK_FIRST_WINDOW = 2 * PROBE_BYTES
 """A seek walks forward through ranges of this size, doubling each time (after a bisection, the
 record it looks for starts within PROBE_BYTES)."""
-SUMMARY_COLUMNS = ("commitLogOffset", "storeSize", "storeTimestamp", "bodyCrc", "bornTimestamp")
-"""What a summary is made of: where each record is and its time, and the last record's identity."""
+RUN_COLUMNS = ["commitLogOffset", "storeSize", "storeTimestamp"]
+"""What runs are made of: where each record is and its time."""
+SUMMARY_COLUMNS = (*RUN_COLUMNS, "bodyCrc", "bornTimestamp")
+"""What a task decodes to summarize its records: the runs, and the last record's identity (`_identity`)."""
 UNKNOWN_FIRST_MS, UNKNOWN_LAST_MS = -(2**63), 2**63 - 1
 """The times of a run whose times are not known yet (a remote segment not summarized yet)."""
 _I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
@@ -108,7 +110,6 @@ class _Runs:
         firsts, lasts = np.concatenate(([0], breaks)), np.concatenate((breaks, [len(t)])) - 1
         for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
             self.add(TimeRun(int(offset[a]), int(end[b]), int(t[a]), int(t[b]), True))
-        self.last = _row_identity(batch, batch.num_rows - 1)
 
     def add(self, run: TimeRun) -> None:
         """Append `run`, the next records after the last run's."""
@@ -159,6 +160,8 @@ def summarizing(store: Store, start: int, end: int,
     runs = _Runs()
     for batch in batches:
         runs.add_batch(batch)
+        if batch.num_rows:
+            runs.last = _row_identity(batch, batch.num_rows - 1)
         yield batch
     seg = store.log.segment_at(start)
     cache = _cache(store)
@@ -267,7 +270,7 @@ def _identity(store: Store, seg: Segment, offset: int) -> tuple[int, ...]:
 
 
 def _row_identity(batch: pa.RecordBatch, row: int) -> tuple[int, ...]:
-    """`_identity` of a decoded record (a row of `SUMMARY_COLUMNS`)."""
+    """`_identity` of a decoded record (a row of `SUMMARY_COLUMNS`): no read."""
     return (batch.column("commitLogOffset")[row].as_py(), batch.column("storeSize")[row].as_py(),
             batch.column("bodyCrc")[row].as_py(),
             pc.cast(batch.column("bornTimestamp"), pa.int64())[row].as_py() // 1000)
@@ -315,9 +318,13 @@ def _summarize(store: Store, seg: Segment, grown: _Summary | None) -> _Summary:
     the records after those of `grown`, the cached summary of a segment that has grown since)."""
     runs = _Runs(list(grown.runs), grown.last) if grown else _Runs()
     start = grown.runs[-1].end if grown else seg.base_offset
-    for batch in store.scan(start, min(seg.end_offset, store.max_offset), list(SUMMARY_COLUMNS),
-                            mode=PERMISSIVE, decompress=False):
+    last = None
+    for batch in store.scan(start, min(seg.end_offset, store.max_offset), RUN_COLUMNS, mode=PERMISSIVE,
+                            decompress=False):
         runs.add_batch(batch)
+        last = batch.column("commitLogOffset")[-1].as_py() if batch.num_rows else last
+    if last is not None:
+        runs.last = _identity(store, seg, last)
     return runs.summary()
 
 
