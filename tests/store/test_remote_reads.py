@@ -22,7 +22,7 @@ from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.lookup import find_by_key
 from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
 from rmqstore.plan.predicates import Compare, InSet
-from rmqstore.store import Store, StoreCorruptionError
+from rmqstore.store import Store, StoreCorruptionError, timeline
 from rmqstore.store import index as index_module
 
 GEOMETRY = (400_000, 400_000)
@@ -402,3 +402,35 @@ def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server
     assert Store.open(uri).unsummarized_spans() == spans
     list(run_task(plan.tasks[1], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
     assert Store.open(uri).unsummarized_spans() == spans[:1]
+
+
+@pytest.mark.parametrize(("piece_bytes", "max_runs"),
+                         [(7_001, timeline.MAX_RUNS), (30_000, timeline.MAX_RUNS), (7_001, 3)])
+def test_pieces_join_into_the_summary_a_walk_makes(s3_server, tmp_path, monkeypatch, piece_bytes, max_runs):
+    """Pieces cut anywhere (resynced to records), a clock that steps back by hours and jitters by seconds,
+    a segment with more than `MAX_RUNS` runs: the runs joined from the pieces the tasks cached are the
+    runs of one walk of each segment."""
+    monkeypatch.setattr(timeline, "MAX_RUNS", max_runs)
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=64 << 10)
+    for i in range(1500):
+        jitter = -5000 * (200 <= i < 400 and i % 37 == 0)
+        b.append("T", b"j" * (30 + i * 11 % 70), store_ts=BASE_TS + i * 1000 + jitter - 3 * HOUR * (i >= 700)
+                 - 2 * HOUR * (i >= 1200))
+    b.finish()
+    location = f"reads/joined-{piece_bytes}-{max_runs}"
+    upload(b.root, location)
+    uri = f"s3://{location}?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    store = Store.open(uri)
+    window = [Compare("storeTimestamp", ">=", 0)]
+    plan = plan_read([store], [window], PlanSettings(max_bytes_per_partition=piece_bytes))
+    assert len(plan.tasks) > 2 * len(store.segment_spans()) and all(task.summarize for task in plan.tasks)
+    for task in plan.tasks:
+        batches = run_task(task, pickle.loads(pickle.dumps(store)), ["commitLogOffset"], ReadSettings())
+        assert sum(batch.num_rows for batch in batches) > 0
+    runs, unknown = timeline.window_runs(Store.open(uri))
+    assert unknown == []
+    walked = timeline.time_runs(Store.open(b.root))
+    assert runs == walked
+    assert len(walked) > len(store.segment_spans())  # the steps
+    assert (max_runs == 3) == any(not run.ordered for run in walked)  # the jittering segment
