@@ -39,7 +39,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqstore.format.layout import OFF_BODYCRC, OFF_BORNTIMESTAMP, OFF_PHYSICALOFFSET, OFF_TOTALSIZE
+from rmqstore.format.layout import (
+    OFF_BODYCRC,
+    OFF_BORNHOST,
+    OFF_BORNTIMESTAMP,
+    OFF_PHYSICALOFFSET,
+    OFF_TOTALSIZE,
+)
 from rmqstore.store.commitlog import PROBE_BYTES
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
@@ -94,7 +100,7 @@ class _Summary:
 
 @dataclass
 class _Runs:
-    """Runs built from records in log order (batches of `SUMMARY_COLUMNS`) or from the runs of
+    """Runs built from records in log order (batches of `RUN_COLUMNS`) or from the runs of
     consecutive pieces: a run goes on while store times do not decrease."""
 
     runs: list[TimeRun] = field(default_factory=list)
@@ -263,7 +269,7 @@ def _identity(store: Store, seg: Segment, offset: int) -> tuple[int, ...]:
     """PHYSICALOFFSET, TOTALSIZE, BODYCRC and BORNTIMESTAMP of the record at `offset`, from one small
     read of its header (spec §2.2): tells a record from any other one (another store's, a rewrite)."""
     head = bytes.fromhex(store.log.record_header(seg, offset - seg.base_offset))
-    if len(head) <= OFF_BORNTIMESTAMP:
+    if len(head) < OFF_BORNHOST:
         return ()
     return (_I64.unpack_from(head, OFF_PHYSICALOFFSET)[0], _I32.unpack_from(head, OFF_TOTALSIZE)[0],
             _I32.unpack_from(head, OFF_BODYCRC)[0], _I64.unpack_from(head, OFF_BORNTIMESTAMP)[0])
@@ -273,7 +279,7 @@ def _row_identity(batch: pa.RecordBatch, row: int) -> tuple[int, ...]:
     """`_identity` of a decoded record (a row of `SUMMARY_COLUMNS`): no read."""
     return (batch.column("commitLogOffset")[row].as_py(), batch.column("storeSize")[row].as_py(),
             batch.column("bodyCrc")[row].as_py(),
-            pc.cast(batch.column("bornTimestamp"), pa.int64())[row].as_py() // 1000)
+            pc.cast(batch.column("bornTimestamp").slice(row, 1), pa.int64())[0].as_py() // 1000)
 
 
 def first_at_or_after(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
