@@ -24,6 +24,7 @@ from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
 from rmqstore.plan.predicates import Compare, InSet
 from rmqstore.store import Store, StoreCorruptionError, timeline
 from rmqstore.store import index as index_module
+from rmqstore.store.segment_cache import SegmentCache
 
 GEOMETRY = (400_000, 400_000)
 """Slot table and entries too big for the full geometry check: a 9.6 MB index file, probed by ranges."""
@@ -339,7 +340,9 @@ def test_a_first_time_window_scans_and_summarizes_for_the_next(s3_server, tmp_pa
     shutil.rmtree(os.environ[CACHE_DIR_ENV])
     assert _window_rows(uri, first, settings, pushed=True)[0] == brute(first)
     (pieces,) = os.listdir(timeline_dir)
-    assert len(os.listdir(os.path.join(timeline_dir, pieces))) == 3 * len(plan.tasks)
+    files = os.listdir(os.path.join(timeline_dir, pieces))
+    asked = [name for name in files if name.endswith(".asked.json")]  # the plan's note, per segment
+    assert len(asked) == len(plan.tasks) and len(files) - len(asked) == 3 * len(plan.tasks)
 
     store = Store.open(uri)
     for window in [first, (BASE_TS - 5 * HOUR + STEPS[1] * 1000, BASE_TS - 5 * HOUR + (STEPS[1] + 50) * 1000),
@@ -373,8 +376,9 @@ def test_a_first_time_window_scans_and_summarizes_for_the_next(s3_server, tmp_pa
 
 def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server, tmp_path):
     """A summary must hold every record a later read returns: a task that stepped over a damaged record
-    (PERMISSIVE), failed on one (FAILFAST) or was not read to the end caches nothing, and the plan keeps
-    scanning that segment; a task read to the end caches its piece."""
+    (PERMISSIVE), failed on one (FAILFAST) or was not read to the end caches nothing; a task read to the
+    end caches its piece. The next plan joins the pieces and walks the segment whose tasks were asked
+    and cached nothing (PERMISSIVE, as a walk does)."""
     endpoint, _, upload = s3_server
     b = StoreBuilder(str(tmp_path / "store"), segment_size=64 << 10)
     _append_stepped(b, 0, 600)  # two segments
@@ -399,9 +403,19 @@ def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server
     stopped = run_task(plan.tasks[1], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings())
     next(stopped)
     stopped.close()
-    assert Store.open(uri).unsummarized_spans() == spans
+
+    def cached_pieces() -> list[list[int]]:
+        cache = SegmentCache.for_store(store, timeline.CACHE_KIND, timeline.CACHE_VERSION,
+                                       content_checked=True)
+        assert cache is not None
+        return [sorted(cache.pieces(store, store.log.segment_at(a))) for a, _ in spans]
+
+    assert cached_pieces() == [[], []]
     list(run_task(plan.tasks[1], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
-    assert Store.open(uri).unsummarized_spans() == spans[:1]
+    assert cached_pieces() == [[], [spans[1][0]]]
+    again = Store.open(uri)
+    assert again.unsummarized_spans() == []  # the first walked, the second joined
+    assert timeline.window_runs(again)[0] == timeline.time_runs(Store.open(b.root))
 
 
 @pytest.mark.parametrize(("piece_bytes", "max_runs"),

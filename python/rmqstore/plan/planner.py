@@ -117,19 +117,22 @@ def _plan_store(index: int, store: Store, b: Bounds, settings: PlanSettings,
     if b.topics is not None:
         return _topic_plan(index, store, b, (lo, hi), settings, notes)
     access = "range" if ranges != [(store.min_offset, store.max_offset)] else "scan"
-    return access, _range_tasks(index, store, ranges, settings, _unsummarized(store, b, notes))
+    return access, _range_tasks(index, store, ranges, settings, _unsummarized(store, b, ranges, notes))
 
 
-def _unsummarized(store: Store, b: Bounds, notes: list[str]) -> list[tuple[int, int]]:
+def _unsummarized(store: Store, b: Bounds, ranges: Sequence[tuple[int, int]],
+                  notes: list[str]) -> list[tuple[int, int]]:
     """The segments a time-window plan takes whole because their store times are not summarized yet
-    (`Store.unsummarized_spans`): their scan summarizes them."""
+    (`Store.unsummarized_spans`): their scan summarizes them, which the store notes for those `ranges`
+    read (`Store.ask_summaries`: a later plan that still lacks their summaries walks them)."""
     if b.begin_ms is None and b.end_ms is None:
         return []
-    spans = store.unsummarized_spans()
+    spans = [(a, z) for a, z in store.unsummarized_spans() if any(lo < z and a < hi for lo, hi in ranges)]
     if spans:
         notes.append(f"store {store.path}: the store times of {len(spans)} segment(s), "
                      f"{sum(z - a for a, z in spans)} bytes, are not summarized yet: scanned whole, "
                      "which summarizes them for the next time window")
+        store.ask_summaries(spans)
     return spans
 
 

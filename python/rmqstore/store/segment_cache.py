@@ -12,7 +12,8 @@ the content of each entry it loads itself (`content_checked`).
 Facts about a piece [start, end) of a segment (physical offsets; what one read task saw) are cached in
 a file of their own, `<kind>/<same sha256>.pieces/<segment name>.<start>-<end>.json`, under the same
 key: tasks reading pieces of one segment at once never overwrite each other's, and a later reader joins
-them into the segment's entry (then drops them).
+them into the segment's entry (then drops them). Beside them, `<segment name>.asked.json` notes that
+read tasks were asked to cache pieces of the segment as it is now (same key).
 """
 
 from __future__ import annotations
@@ -119,25 +120,45 @@ class SegmentCache:
         the files of the others are removed."""
         found: dict[int, tuple[int, list[Any]]] = {}
         for path, start, end in self._piece_files(seg):
-            try:
-                with open(path) as fh:
-                    doc = json.load(fh)
-            except (OSError, ValueError):
-                continue  # removed meanwhile, or not JSON: not a piece
-            if self._current(doc) and doc.get("key") == self._key(store, seg):
+            doc = self._keyed(store, seg, path)
+            if doc is not None:
                 found[start] = (end, doc["entry"])
-            else:
-                _remove(path)
         return found
 
+    def save_asked(self, store: Store, seg: Segment) -> None:
+        """Note that read tasks were asked to cache pieces of `seg` as it is now (its key)."""
+        _write_json(self._asked_path(seg), {"version": self.version, "salt": self.salt,
+                                            "key": self._key(store, seg)})
+
+    def asked(self, store: Store, seg: Segment) -> bool:
+        """Read tasks were asked to cache pieces of `seg` as it is now (`save_asked`, same key)."""
+        return self._keyed(store, seg, self._asked_path(seg)) is not None
+
+    def _keyed(self, store: Store, seg: Segment, path: str) -> dict[str, Any] | None:
+        """The document at `path` when it is of this version and salt and keyed as `seg` is now; a file
+        that is not is removed."""
+        try:
+            with open(path) as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError):
+            return None  # none, removed meanwhile, or not JSON
+        if self._current(doc) and doc.get("key") == self._key(store, seg):
+            return doc
+        _remove(path)
+        return None
+
     def drop_pieces(self, seg: Segment) -> None:
-        """Remove the cached pieces of `seg` (joined into its entry)."""
+        """Remove the cached pieces of `seg` (joined into its entry) and the note that they were asked."""
         for path, _, _ in self._piece_files(seg):
             _remove(path)
+        _remove(self._asked_path(seg))
 
     @property
     def _pieces_dir(self) -> str:
         return self.path.removesuffix(".json") + ".pieces"
+
+    def _asked_path(self, seg: Segment) -> str:
+        return os.path.join(self._pieces_dir, os.path.basename(seg.path) + ".asked.json")
 
     def _piece_files(self, seg: Segment) -> list[tuple[str, int, int]]:
         """(path, start, end) of the piece files of `seg`."""

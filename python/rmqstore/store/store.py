@@ -44,7 +44,14 @@ from rmqstore.store.points import read_points
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
-from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs, window_runs
+from rmqstore.store.timeline import (
+    TimeRun,
+    ask_summaries,
+    first_at_or_after,
+    time_ranges,
+    time_runs,
+    window_runs,
+)
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
@@ -590,6 +597,11 @@ class Store:
         """The parts of the log [start, end), one per segment, that `time_ranges` takes whole because
         their store times are not summarized yet (remote stores only)."""
         return list(self._window_runs[1])
+
+    def ask_summaries(self, spans: Sequence[tuple[int, int]]) -> None:
+        """Note that a plan's tasks summarize these `unsummarized_spans`: a later plan that finds no
+        summary of them walks them (`rmqstore.store.timeline.window_runs`)."""
+        ask_summaries(self, spans)
 
     # ---- metadata -----------------------------------------------------------------------------
 

@@ -26,10 +26,13 @@ tasks scanning it summarize what they read as pieces of its summary (`summarizin
 records a walk returns). Once pieces cover a segment's part of the log, the next plan joins them: the
 runs of consecutive pieces continue each other exactly like the runs of one walk. Pieces are used only
 where the listing gives modification times (they key the segment's identity); elsewhere the plan walks.
+Tasks cache pieces where they run: when a plan finds no pieces for a segment whose tasks an earlier
+plan asked (executors without the driver's cache directory), it walks the segment (`window_runs`).
 """
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass, field
@@ -39,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.layout import (
     OFF_BODYCRC,
     OFF_BORNHOST,
@@ -53,6 +57,8 @@ from rmqstore.store.segments import Segment
 
 if TYPE_CHECKING:
     from rmqstore.store.store import Store
+
+log = logging.getLogger("rmqstore.store")
 
 CACHE_KIND = "timeline"
 CACHE_VERSION = 2
@@ -145,7 +151,14 @@ def window_runs(store: Store) -> tuple[list[TimeRun], list[tuple[int, int]]]:
     are not known yet: on a remote store whose listing gives modification times, a segment with no
     cached summary (or pieces covering it) is one unordered run of unknown times over its part of the
     log, which every window takes whole; the tasks scanning it summarize it (`summarizing`). Else
-    `time_runs`."""
+    `time_runs`.
+
+    The rule when tasks were asked and no summary came back (`ask_summaries` noted it, for the segment
+    as it is now: same size, modification time and records' end): the plan walks that segment itself
+    and caches its summary. Tasks cache pieces where they run; executors that do not share the
+    driver's cache directory never hand them to the planner, so a remote segment costs at most one
+    scan by the tasks and one walk by the driver, then small windows (where they share it, the walk is
+    never needed: one scan)."""
     live, summaries = _summaries(store, walk=False)
     runs, unknown = [], []
     for seg in live:
@@ -156,6 +169,18 @@ def window_runs(store: Store) -> tuple[list[TimeRun], list[tuple[int, int]]]:
             runs.append(TimeRun(*span, UNKNOWN_FIRST_MS, UNKNOWN_LAST_MS, False))
             unknown.append(span)
     return runs, unknown
+
+
+def ask_summaries(store: Store, spans: Iterable[tuple[int, int]]) -> None:
+    """Note in the cache directory that the tasks of a plan were asked to summarize the segments
+    holding `spans` (unknown spans of `window_runs`): the next plan walks those it still lacks."""
+    cache = _cache(store)
+    if cache is None or not _by_pieces(store, cache):
+        return
+    for start, _ in spans:
+        seg = store.log.segment_at(start)
+        if seg is not None:
+            cache.save_asked(store, seg)
 
 
 def summarizing(store: Store, start: int, end: int,
@@ -192,8 +217,9 @@ def _span(store: Store, seg: Segment) -> tuple[int, int]:
 
 def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _Summary]]:
     """The live segments and, by base offset, their summaries: cached, else joined from cached pieces
-    (where pieces are used), else walked (with `walk`, or where pieces are not used); what is new is
-    cached. On a remote store each one is checked to still end with the record it ends with."""
+    (where pieces are used), else walked (with `walk`, where pieces are not used, or where tasks were
+    asked for pieces: `window_runs`); what is new is cached. On a remote store each one is checked to
+    still end with the record it ends with."""
     live = [s for s in store.segments if s.base_offset < store.max_offset]
     cache = _cache(store)
     pieces = cache is not None and _by_pieces(store, cache)
@@ -208,11 +234,17 @@ def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _S
                   and (summary := _joined(store, cache, s)) is not None
                   and _checked(store, s.base_offset, summary)}
     found.update(joined)
-    fresh = {}
-    if walk or not pieces:
-        fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None)
-                 for s in live if s.base_offset not in found}
-        found.update(fresh)
+    lacking = [s for s in live if s.base_offset not in found]
+    if not walk and pieces:  # only those whose tasks were asked (`window_runs`)
+        assert cache is not None
+        lacking = [s for s in lacking if cache.asked(store, s)]
+        if lacking:
+            log.info("%s: walking %d segment(s), %d bytes, for their store times: the tasks asked to "
+                     "summarize them cached nothing where this process reads (executors without the "
+                     "driver's cache directory, %s, or failed tasks)", store.location, len(lacking),
+                     sum(z - a for a, z in (_span(store, s) for s in lacking)), CACHE_DIR_ENV)
+    fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None) for s in lacking}
+    found.update(fresh)
     if cache and (fresh or joined):
         cache.save(store, [(s, found[s.base_offset].to_entry()) for s in live if s.base_offset in found])
         for seg in live:
