@@ -295,17 +295,21 @@ def _append_stepped(b: StoreBuilder, first: int, last: int) -> None:
                  store_ts=BASE_TS + i * 1000 - 3 * HOUR * (i >= STEPS[0]) - 2 * HOUR * (i >= STEPS[1]))
 
 
-def _window_rows(uri: str, window: tuple[int, int], settings: PlanSettings, *,
-                 pushed: bool) -> tuple[list[int], ReadPlan]:
+def _window_rows(uri: str, window: tuple[int, int], settings: PlanSettings, *, pushed: bool,
+                 executor_cache: str | None = None) -> tuple[list[int], ReadPlan]:
     """The offsets of the rows in the window [begin, end] (ms), read by the plan of the window (else of
-    no predicate), each task on a pickled copy of the driver's store (an executor), and the plan."""
+    no predicate), each task on a pickled copy of the driver's store (an executor; its cache directory
+    is `executor_cache` when given, else the driver's), and the plan."""
     predicates = [Compare("storeTimestamp", ">=", window[0] * 1000),
                   Compare("storeTimestamp", "<=", window[1] * 1000)]
     store = Store.open(uri)
     plan = plan_read([store], [predicates if pushed else []], settings)
-    rows = [offset for task in plan.tasks
-            for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings())
-            for offset in confirm(batch, predicates).column("commitLogOffset").to_pylist()]
+    with pytest.MonkeyPatch.context() as mp:
+        if executor_cache is not None:
+            mp.setenv(CACHE_DIR_ENV, executor_cache)
+        rows = [offset for task in plan.tasks
+                for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings())
+                for offset in confirm(batch, predicates).column("commitLogOffset").to_pylist()]
     return sorted(rows), plan
 
 
@@ -372,6 +376,58 @@ def test_a_first_time_window_scans_and_summarizes_for_the_next(s3_server, tmp_pa
     assert _window_rows(uri, tail, settings, pushed=True)[0] == brute(tail) != []
     assert brute(tail)[-1] == b.written[-1].offset
     assert Store.open(uri).unsummarized_spans() == []
+
+
+def test_executors_without_the_drivers_cache_cost_one_walk_then_small_windows(s3_server, tmp_path, downloads):
+    """Executors with a cache directory of their own (a cluster without a shared one): the first window
+    scans (no more than the unpushed scan) and its tasks' pieces stay with them; the next plan walks the
+    segments its tasks were asked to summarize (one download of the log, on the driver) and reads the
+    window; every later window downloads a little. Rows exact each time."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=256 << 10)
+    _append_stepped(b, 0, 12_000)
+    b.finish()
+    upload(b.root, "reads/cluster")
+    uri = f"s3://reads/cluster?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    store = Store.open(uri)
+    log_bytes = store.max_offset - store.min_offset
+    executor = str(tmp_path / "executor-cache")
+    windows = [(BASE_TS + (STEPS[0] - 100) * 1000, BASE_TS + (STEPS[0] + 100) * 1000),
+               (BASE_TS - 3 * HOUR + (STEPS[0] - 10) * 1000, BASE_TS - 3 * HOUR + (STEPS[0] + 10) * 1000),
+               (BASE_TS - 5 * HOUR + STEPS[1] * 1000, BASE_TS - 5 * HOUR + (STEPS[1] + 50) * 1000)]
+    expected = [[w.offset for w in b.written if lo <= w.store_ts <= hi] for lo, hi in windows]
+    assert all(expected)
+    unpushed = _window_rows(uri, windows[0], PlanSettings(), pushed=False, executor_cache=executor)[0]
+    assert unpushed == expected[0]
+    scan = downloads.total
+    shutil.rmtree(os.environ[CACHE_DIR_ENV])  # the driver's: cold
+
+    downloads.clear()
+    rows, plan = _window_rows(uri, windows[0], PlanSettings(), pushed=True, executor_cache=executor)
+    first = downloads.total
+    assert rows == expected[0] and plan.access == ["scan"] and all(task.summarize for task in plan.tasks)
+    assert first <= scan
+    assert os.listdir(os.path.join(executor, "timeline"))  # the pieces, where the driver does not read
+
+    downloads.clear()
+    planned = plan_read([Store.open(uri)], [[Compare("storeTimestamp", ">=", windows[1][0] * 1000),
+                                             Compare("storeTimestamp", "<=", windows[1][1] * 1000)]],
+                        PlanSettings())
+    walk = downloads.total  # the driver's walk of every segment, once, and the window's bisections
+    assert log_bytes <= walk < scan + log_bytes / 20
+    assert planned.access == ["range"] and not any(task.summarize for task in planned.tasks)
+    downloads.clear()
+    rows, plan = _window_rows(uri, windows[1], PlanSettings(), pushed=True, executor_cache=executor)
+    assert rows == expected[1] and plan.access == ["range"] and not any(t.summarize for t in plan.tasks)
+    second = downloads.total
+    assert second < log_bytes / 4
+
+    downloads.clear()
+    rows, plan = _window_rows(uri, windows[2], PlanSettings(), pushed=True, executor_cache=executor)
+    third = downloads.total
+    assert rows == expected[2] and plan.access == ["range"]
+    assert third < log_bytes / 4
+    print(f"log {log_bytes} scan {scan} first {first} walk {walk} second {second} third {third}")
 
 
 def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server, tmp_path):
