@@ -60,7 +60,7 @@ def test_a_first_time_window_on_s3_scans_and_the_executors_summarize_for_the_nex
         spark: SparkSession, small_store: Path, s3_server, tmp_path: Path) -> None:
     """On a remote store, a first window scans the segments whose store times are not summarized and
     its tasks (Python workers sharing the driver's cache directory) summarize them: the next window's
-    plan reads ranges only."""
+    plan joins their summaries (no walk by the driver) and reads ranges only."""
     endpoint, _, upload = s3_server
     upload(str(small_store), "proof/window")
     options = {"s3.accessKey": "testing", "s3.secretKey": "testing", "s3.endpoint": endpoint,
@@ -74,11 +74,13 @@ def test_a_first_time_window_on_s3_scans_and_the_executors_summarize_for_the_nex
               .where(F.col("storeTimestamp").between(lo, hi)))
         got = sorted(r.commitLogOffset for r in df.select("commitLogOffset").collect())
         assert got == expected_offsets(rows, lambda r, lo=lo, hi=hi: lo <= r["storeTimestamp"] <= hi) != []
-        plans.append(next(r for r in read_stats(tmp_path / str(n)) if r["event"] == "plan"))
+        (plan,) = [r for r in read_stats(tmp_path / str(n)) if r["event"] == "plan"]
+        plans.append(plan)
     with Store.open(str(small_store)) as store:
         log_bytes = store.max_offset - store.min_offset
     assert plans[0]["access"] == ["scan"] and plans[0]["range_bytes"] >= log_bytes
     assert plans[1]["access"] == ["range"] and plans[1]["range_bytes"] < log_bytes / 4
+    assert plans[1]["notes"] == []  # joined from the tasks' pieces: no walk by the driver
 
 
 def test_topic_reads_only_its_consume_queues(spark: SparkSession, small_store: Path, engine_format: str,

@@ -416,6 +416,11 @@ def test_executors_without_the_drivers_cache_cost_one_walk_then_small_windows(s3
     walk = downloads.total  # the driver's walk of every segment, once, and the window's bisections
     assert log_bytes <= walk < scan + log_bytes / 20
     assert planned.access == ["range"] and not any(task.summarize for task in planned.tasks)
+    assert [n for n in planned.notes if "walked by the driver" in n] == [
+        f"store {store.path}: the store times of {len(store.segment_spans())} segment(s), {log_bytes} "
+        "bytes, were walked by the driver: the tasks of an earlier time window summarized them where the "
+        "driver does not read (give the executors the driver's cache directory, "
+        "spark.executorEnv.RMQSTORE_CACHE_DIR) or failed"]
     downloads.clear()
     rows, plan = _window_rows(uri, windows[1], PlanSettings(), pushed=True, executor_cache=executor)
     assert rows == expected[1] and plan.access == ["range"] and not any(t.summarize for t in plan.tasks)
@@ -425,9 +430,8 @@ def test_executors_without_the_drivers_cache_cost_one_walk_then_small_windows(s3
     downloads.clear()
     rows, plan = _window_rows(uri, windows[2], PlanSettings(), pushed=True, executor_cache=executor)
     third = downloads.total
-    assert rows == expected[2] and plan.access == ["range"]
+    assert rows == expected[2] and plan.access == ["range"] and plan.notes == []
     assert third < log_bytes / 4
-    print(f"log {log_bytes} scan {scan} first {first} walk {walk} second {second} third {third}")
 
 
 def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server, tmp_path):
@@ -471,7 +475,7 @@ def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server
     assert cached_pieces() == [[], [spans[1][0]]]
     again = Store.open(uri)
     assert again.unsummarized_spans() == []  # the first walked, the second joined
-    assert timeline.window_runs(again)[0] == timeline.time_runs(Store.open(b.root))
+    assert timeline.window_runs(again).runs == timeline.time_runs(Store.open(b.root))
 
 
 @pytest.mark.parametrize(("piece_bytes", "max_runs"),
@@ -498,8 +502,8 @@ def test_pieces_join_into_the_summary_a_walk_makes(s3_server, tmp_path, monkeypa
     for task in plan.tasks:
         batches = run_task(task, pickle.loads(pickle.dumps(store)), ["commitLogOffset"], ReadSettings())
         assert sum(batch.num_rows for batch in batches) > 0
-    runs, unknown = timeline.window_runs(Store.open(uri))
-    assert unknown == []
+    runs, unknown, walked = timeline.window_runs(Store.open(uri))
+    assert unknown == walked == []
     walked = timeline.time_runs(Store.open(b.root))
     assert runs == walked
     assert len(walked) > len(store.segment_spans())  # the steps

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.plan.predicates import Bounds, Predicate, ProbeKind, bounds
 from rmqstore.plan.queues import queue_windows_slices
 from rmqstore.plan.tasks import (
@@ -127,13 +128,23 @@ def _unsummarized(store: Store, b: Bounds, ranges: Sequence[tuple[int, int]],
     read (`Store.ask_summaries`: a later plan that still lacks their summaries walks them)."""
     if b.begin_ms is None and b.end_ms is None:
         return []
+    if walked := store.walked_spans():
+        notes.append(_times_note(store, walked, "were walked by the driver: the tasks of an earlier time "
+                                 "window summarized them where the driver does not read (give the "
+                                 "executors the driver's cache directory, "
+                                 f"spark.executorEnv.{CACHE_DIR_ENV}) or failed"))
     spans = [(a, z) for a, z in store.unsummarized_spans() if any(lo < z and a < hi for lo, hi in ranges)]
     if spans:
-        notes.append(f"store {store.path}: the store times of {len(spans)} segment(s), "
-                     f"{sum(z - a for a, z in spans)} bytes, are not summarized yet: scanned whole, "
-                     "which summarizes them for the next time window")
+        notes.append(_times_note(store, spans, "are not summarized yet: scanned whole, which summarizes "
+                                 "them for the next time window"))
         store.ask_summaries(spans)
     return spans
+
+
+def _times_note(store: Store, spans: Sequence[tuple[int, int]], what: str) -> str:
+    """A plan note about the store times of the segments holding `spans`."""
+    return (f"store {store.path}: the store times of {len(spans)} segment(s), "
+            f"{sum(z - a for a, z in spans)} bytes, {what}")
 
 
 def _log_ranges(store: Store, b: Bounds) -> list[tuple[int, int]]:

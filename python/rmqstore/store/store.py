@@ -46,6 +46,7 @@ from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, op
 from rmqstore.store.stats import StoreStats
 from rmqstore.store.timeline import (
     TimeRun,
+    WindowRuns,
     ask_summaries,
     first_at_or_after,
     time_ranges,
@@ -580,7 +581,7 @@ class Store:
         return first_at_or_after(self, self._time_runs, ts_ms)
 
     @cached_property
-    def _window_runs(self) -> tuple[list[TimeRun], list[tuple[int, int]]]:
+    def _window_runs(self) -> WindowRuns:
         return window_runs(self)
 
     def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
@@ -591,12 +592,17 @@ class Store:
         (`unsummarized_spans`) instead of downloaded to be summarized: the scan of them summarizes them
         (`rmqstore.store.timeline.summarizing`).
         """
-        return time_ranges(self, self._window_runs[0], begin_ms, end_ms)
+        return time_ranges(self, self._window_runs.runs, begin_ms, end_ms)
 
     def unsummarized_spans(self) -> list[tuple[int, int]]:
         """The parts of the log [start, end), one per segment, that `time_ranges` takes whole because
         their store times are not summarized yet (remote stores only)."""
-        return list(self._window_runs[1])
+        return list(self._window_runs.unknown)
+
+    def walked_spans(self) -> list[tuple[int, int]]:
+        """The parts of the log, one per segment, whose store times `time_ranges` walked because the
+        tasks of an earlier plan were asked to summarize them and no summary came back (remote stores)."""
+        return list(self._window_runs.walked)
 
     def ask_summaries(self, spans: Sequence[tuple[int, int]]) -> None:
         """Note that a plan's tasks summarize these `unsummarized_spans`: a later plan that finds no

@@ -32,17 +32,15 @@ plan asked (executors without the driver's cache directory), it walks the segmen
 
 from __future__ import annotations
 
-import logging
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.layout import (
     OFF_BODYCRC,
     OFF_BORNHOST,
@@ -57,8 +55,6 @@ from rmqstore.store.segments import Segment
 
 if TYPE_CHECKING:
     from rmqstore.store.store import Store
-
-log = logging.getLogger("rmqstore.store")
 
 CACHE_KIND = "timeline"
 CACHE_VERSION = 2
@@ -142,16 +138,26 @@ class _Runs:
 def time_runs(store: Store) -> list[TimeRun]:
     """The runs of every segment holding records, in log order (from the cache where still valid,
     else walked)."""
-    live, summaries = _summaries(store, walk=True)
+    live, summaries, _ = _summaries(store, walk=True)
     return [run for s in live for run in summaries[s.base_offset].runs]
 
 
-def window_runs(store: Store) -> tuple[list[TimeRun], list[tuple[int, int]]]:
-    """The runs a window plan uses, and the spans [start, end) of the segments among them whose times
-    are not known yet: on a remote store whose listing gives modification times, a segment with no
-    cached summary (or pieces covering it) is one unordered run of unknown times over its part of the
-    log, which every window takes whole; the tasks scanning it summarize it (`summarizing`). Else
-    `time_runs`.
+class WindowRuns(NamedTuple):
+    """What a window plan knows of the store times (`window_runs`)."""
+
+    runs: list[TimeRun]
+    unknown: list[tuple[int, int]]
+    """The spans [start, end) of the segments whose times are not known yet."""
+    walked: list[tuple[int, int]]
+    """The spans of the segments walked because their tasks were asked and no summary came back."""
+
+
+def window_runs(store: Store) -> WindowRuns:
+    """The runs a window plan uses, the spans [start, end) of the segments among them whose times are
+    not known yet, and those walked by the rule below (`WindowRuns`): on a remote store whose listing
+    gives modification times, a segment with no cached summary (or pieces covering it) is one
+    unordered run of unknown times over its part of the log, which every window takes whole; the tasks
+    scanning it summarize it (`summarizing`). Else `time_runs`.
 
     The rule when tasks were asked and no summary came back (`ask_summaries` noted it, for the segment
     as it is now: same size, modification time and records' end): the plan walks that segment itself
@@ -159,7 +165,7 @@ def window_runs(store: Store) -> tuple[list[TimeRun], list[tuple[int, int]]]:
     driver's cache directory never hand them to the planner, so a remote segment costs at most one
     scan by the tasks and one walk by the driver, then small windows (where they share it, the walk is
     never needed: one scan)."""
-    live, summaries = _summaries(store, walk=False)
+    live, summaries, walked = _summaries(store, walk=False)
     runs, unknown = [], []
     for seg in live:
         if seg.base_offset in summaries:
@@ -168,7 +174,7 @@ def window_runs(store: Store) -> tuple[list[TimeRun], list[tuple[int, int]]]:
             span = _span(store, seg)
             runs.append(TimeRun(*span, UNKNOWN_FIRST_MS, UNKNOWN_LAST_MS, False))
             unknown.append(span)
-    return runs, unknown
+    return WindowRuns(runs, unknown, [_span(store, seg) for seg in walked])
 
 
 def ask_summaries(store: Store, spans: Iterable[tuple[int, int]]) -> None:
@@ -215,11 +221,11 @@ def _span(store: Store, seg: Segment) -> tuple[int, int]:
     return max(store.min_offset, seg.base_offset), min(seg.end_offset, store.max_offset)
 
 
-def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _Summary]]:
+def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _Summary], list[Segment]]:
     """The live segments and, by base offset, their summaries: cached, else joined from cached pieces
     (where pieces are used), else walked (with `walk`, where pieces are not used, or where tasks were
-    asked for pieces: `window_runs`); what is new is cached. On a remote store each one is checked to
-    still end with the record it ends with."""
+    asked for pieces: `window_runs`, the segments returned third); what is new is cached. On a remote
+    store each one is checked to still end with the record it ends with."""
     live = [s for s in store.segments if s.base_offset < store.max_offset]
     cache = _cache(store)
     pieces = cache is not None and _by_pieces(store, cache)
@@ -235,14 +241,10 @@ def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _S
                   and _checked(store, s.base_offset, summary)}
     found.update(joined)
     lacking = [s for s in live if s.base_offset not in found]
+    asked: list[Segment] = []
     if not walk and pieces:  # only those whose tasks were asked (`window_runs`)
         assert cache is not None
-        lacking = [s for s in lacking if cache.asked(store, s)]
-        if lacking:
-            log.info("%s: walking %d segment(s), %d bytes, for their store times: the tasks asked to "
-                     "summarize them cached nothing where this process reads (executors without the "
-                     "driver's cache directory, %s, or failed tasks)", store.location, len(lacking),
-                     sum(z - a for a, z in (_span(store, s) for s in lacking)), CACHE_DIR_ENV)
+        lacking = asked = [s for s in lacking if cache.asked(store, s)]
     fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None) for s in lacking}
     found.update(fresh)
     if cache and (fresh or joined):
@@ -250,7 +252,7 @@ def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _S
         for seg in live:
             if pieces and (seg.base_offset in joined or seg.base_offset in fresh):
                 cache.drop_pieces(seg)  # in the segment's entry now
-    return live, found
+    return live, found, asked
 
 
 def _checked(store: Store, base: int, summary: _Summary) -> bool:
