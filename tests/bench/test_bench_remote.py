@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import socket
 import subprocess
 import sys
@@ -124,23 +125,38 @@ def _upload(endpoint: str, local_root: Path, bucket: str, prefix: str) -> None:
         client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(local_root).as_posix()}")
 
 
-@pytest.mark.timeout(3600)
-def test_remote_query_downloads(store_path, s3_process, tmp_path, monkeypatch):
-    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+@pytest.fixture(scope="module")
+def s3(store_path, s3_process) -> pafs.S3FileSystem:
+    """The S3 file system holding the demo store at bench/store."""
     start = time.perf_counter()
     _upload(s3_process, store_path, "bench", "store")
     print(f"\n  (uploaded in {time.perf_counter() - start:.0f} s)", flush=True)
-    s3 = pafs.S3FileSystem(access_key="testing", secret_key="testing", endpoint_override=s3_process,
-                           scheme="http", region="us-east-1", request_timeout=300, connect_timeout=30)
+    return pafs.S3FileSystem(access_key="testing", secret_key="testing", endpoint_override=s3_process,
+                             scheme="http", region="us-east-1", request_timeout=300, connect_timeout=30)
+
+
+def _report(results: dict[str, dict], local: Store) -> None:
+    scan = results["full scan, no pushdown"]
+    log_mb = (local.max_offset - local.min_offset) / 1e6
+    index_mb = sum(info.size for info in local.index_files) / 1e6
+    print(f"\n[remote] demo store on loopback S3: log {log_mb:.0f} MB, {len(local.index_files)} index "
+          f"file(s) {index_mb:.0f} MB")
+    for name, r in results.items():
+        print(f"  {name:30s} {r['mb']:9.2f} MB {r['requests']:6d} requests {r['s']:7.2f} s "
+              f"{r['rows']:8d} rows  ({r['mb'] / scan['mb']:.4f} of the scan's bytes, {r['access']}) "
+              f"{r['by_kind']}")
+
+
+@pytest.mark.timeout(3600)
+def test_remote_query_downloads(store_path, s3, tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     local = Store.open(store_path)
     middle = (local.min_offset + local.max_offset) // 2
     orders = [row["key"] for row in next(local.scan(middle, middle + (4 << 20), ["key"])).to_pylist()
               if (row["key"] or "").startswith("order-") and " " not in row["key"]]  # whole KEYS strings
     key = orders[0]
-    first = next(local.scan(middle, middle + (1 << 20), ["msgId", "storeTimestamp"]))
+    first = next(local.scan(middle, middle + (1 << 20), ["msgId"]))
     msg_id = first.column("msgId")[0].as_py()
-    at_us = pc.cast(first.column("storeTimestamp"), pa.int64())[0].as_py()
-    window = [Compare("storeTimestamp", ">=", at_us), Compare("storeTimestamp", "<", at_us + 60_000_000)]
     counted = Counted()
     counted.install(monkeypatch)
     index_module._REMOTE_VERDICTS.clear()  # a fresh process's state
@@ -151,26 +167,49 @@ def test_remote_query_downloads(store_path, s3_process, tmp_path, monkeypatch):
         "key = (warm)": _query(s3, [Compare("key", "=", key)], counted),
         "key IN 200": _query(s3, [InSet("key", tuple(orders[:200]))], counted),
         "msgId =": _query(s3, [Compare("msgId", "=", msg_id)], counted),
-        "storeTimestamp 60 s (cold)": _query(s3, window, counted),
-        "storeTimestamp 60 s (again)": _query(s3, window, counted),
         "topic = PaymentTopic": _query(s3, [Compare("topic", "=", "PaymentTopic")], counted),
         "topic = PaymentTopic (again)": _query(s3, [Compare("topic", "=", "PaymentTopic")], counted),
         "full scan, no pushdown": _query(s3, [], counted),
     })
+    _report(results, local)
+    print(f"  key {key!r}")
     scan = results["full scan, no pushdown"]
-    log_mb = (local.max_offset - local.min_offset) / 1e6
-    index_mb = sum(info.size for info in local.index_files) / 1e6
-    print(f"\n[remote] demo store on loopback S3: log {log_mb:.0f} MB, {len(local.index_files)} index "
-          f"file(s) {index_mb:.0f} MB, key {key!r}")
-    for name, r in results.items():
-        print(f"  {name:30s} {r['mb']:9.2f} MB {r['requests']:6d} requests {r['s']:7.2f} s "
-              f"{r['rows']:8d} rows  ({r['mb'] / scan['mb']:.4f} of the scan's bytes, {r['access']}) "
-              f"{r['by_kind']}")
     assert results["key = (cold)"]["rows"] == results["key = (warm)"]["rows"] >= 1
     assert results["key IN 200"]["rows"] >= 200
     assert results["msgId ="]["rows"] == 1
-    assert results["storeTimestamp 60 s (cold)"]["rows"] == results["storeTimestamp 60 s (again)"]["rows"] > 0
     assert results["topic = PaymentTopic"]["rows"] == results["topic = PaymentTopic (again)"]["rows"] > 0
     assert results["key = (warm)"]["mb"] < 4
     assert results["key = (new process)"]["mb"] < 4
     assert max(r["mb"] for name, r in results.items() if name != "full scan, no pushdown") < scan["mb"]
+
+
+@pytest.mark.timeout(3600)
+def test_remote_time_window_downloads(store_path, s3, tmp_path, monkeypatch):
+    """A first storeTimestamp window on a cold cache directory downloads no more than the scan (it scans
+    the segments whose store times are not summarized, and summarizes them); the next windows, in this
+    process or a new one, download bisections and the window."""
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    local = Store.open(store_path)
+    middle = (local.min_offset + local.max_offset) // 2
+    at_us = pc.cast(next(local.scan(middle, middle + (1 << 20), ["storeTimestamp"])).column("storeTimestamp"),
+                    pa.int64())[0].as_py()
+
+    def window(start_us: int) -> list[Predicate]:
+        return [Compare("storeTimestamp", ">=", start_us),
+                Compare("storeTimestamp", "<", start_us + 60_000_000)]
+
+    counted = Counted()
+    counted.install(monkeypatch)
+    results = {"full scan, no pushdown": _query(s3, [], counted)}
+    shutil.rmtree(tmp_path / "cache")  # both cold (the valid end walked again too)
+    results.update({
+        "storeTimestamp 60 s (cold)": _query(s3, window(at_us), counted),
+        "storeTimestamp 60 s (again)": _query(s3, window(at_us), counted),
+        "storeTimestamp 60 s (later)": _query(s3, window(at_us - 600_000_000), counted),
+    })
+    _report(results, local)
+    scan = results["full scan, no pushdown"]
+    assert results["storeTimestamp 60 s (cold)"]["rows"] == results["storeTimestamp 60 s (again)"]["rows"] > 0
+    assert results["storeTimestamp 60 s (later)"]["rows"] > 0
+    assert results["storeTimestamp 60 s (cold)"]["mb"] <= scan["mb"]
+    assert max(results[f"storeTimestamp 60 s ({w})"]["mb"] for w in ("again", "later")) < scan["mb"] / 10

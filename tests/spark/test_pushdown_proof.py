@@ -13,12 +13,15 @@ from pyspark.sql import functions as F
 from spark_expected import expected_offsets, store_rows
 from spark_stores import explain_text, read_stats
 
+from rmqstore.store import Store
+
 
 def _decoded(stats_dir: Path) -> int:
     return sum(r["records_decoded"] for r in read_stats(stats_dir) if r["event"] == "read")
 
 
-def _read(spark: SparkSession, store: Path, stats_dir: Path, fmt: str = "rmqstore_python", **options: str):
+def _read(spark: SparkSession, store: Path | str, stats_dir: Path, fmt: str = "rmqstore_python",
+          **options: str):
     reader = spark.read.format(fmt).option("statsDir", str(stats_dir))
     for name, value in options.items():
         reader = reader.option(name, value)
@@ -51,6 +54,33 @@ def test_time_window_reads_a_slice_of_the_log(spark: SparkSession, small_store: 
     got = df.where(F.col("storeTimestamp").between(lo, hi)).count()
     assert got == len(expected_offsets(rows, lambda r: lo <= r["storeTimestamp"] <= hi))
     assert _decoded(tmp_path) < len(rows) // 2
+
+
+def test_a_first_time_window_on_s3_scans_and_the_executors_summarize_for_the_next(
+        spark: SparkSession, small_store: Path, s3_server, tmp_path: Path) -> None:
+    """On a remote store, a first window scans the segments whose store times are not summarized and
+    its tasks (Python workers sharing the driver's cache directory) summarize them: the next window's
+    plan joins their summaries (no walk by the driver) and reads ranges only."""
+    endpoint, _, upload = s3_server
+    upload(str(small_store), "proof/window")
+    options = {"s3.accessKey": "testing", "s3.secretKey": "testing", "s3.endpoint": endpoint,
+               "s3.scheme": "http", "s3.region": "us-east-1"}
+    rows = store_rows(small_store)
+    times = sorted(r["storeTimestamp"] for r in rows)
+    plans = []
+    for n, at in enumerate((len(times) // 2, len(times) // 3)):
+        lo, hi = times[at], times[at + 20]
+        df = (_read(spark, "s3://proof/window", tmp_path / str(n), **options)
+              .where(F.col("storeTimestamp").between(lo, hi)))
+        got = sorted(r.commitLogOffset for r in df.select("commitLogOffset").collect())
+        assert got == expected_offsets(rows, lambda r, lo=lo, hi=hi: lo <= r["storeTimestamp"] <= hi) != []
+        (plan,) = [r for r in read_stats(tmp_path / str(n)) if r["event"] == "plan"]
+        plans.append(plan)
+    with Store.open(str(small_store)) as store:
+        log_bytes = store.max_offset - store.min_offset
+    assert plans[0]["access"] == ["scan"] and plans[0]["range_bytes"] >= log_bytes
+    assert plans[1]["access"] == ["range"] and plans[1]["range_bytes"] < log_bytes / 4
+    assert plans[1]["notes"] == []  # joined from the tasks' pieces: no walk by the driver
 
 
 def test_topic_reads_only_its_consume_queues(spark: SparkSession, small_store: Path, engine_format: str,

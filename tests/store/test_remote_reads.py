@@ -12,7 +12,7 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from store_builder import StoreBuilder
+from store_builder import BASE_TS, StoreBuilder
 
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
@@ -20,10 +20,11 @@ from rmqstore.io import remote
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.lookup import find_by_key
-from rmqstore.plan.planner import PlanSettings, plan_read
+from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
 from rmqstore.plan.predicates import Compare, InSet
-from rmqstore.store import Store
+from rmqstore.store import Store, StoreCorruptionError, timeline
 from rmqstore.store import index as index_module
+from rmqstore.store.segment_cache import SegmentCache
 
 GEOMETRY = (400_000, 400_000)
 """Slot table and entries too big for the full geometry check: a 9.6 MB index file, probed by ranges."""
@@ -278,8 +279,8 @@ def _cold(uri: str, plan_with: list, confirm_with: list, downloads: Downloads,
 def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads, name):
     """Cold (empty cache directory, fresh process state), each pushed query against the same query
     planned without predicates, confirmed by the same reader: the pushed one downloads less. The time
-    window is measured with its time summaries cached: building them walks every segment (a first
-    window on a remote store downloads the scan and the window)."""
+    window is measured with its time summaries cached (a first window scans: see
+    test_a_first_time_window_scans_and_summarizes_for_the_next)."""
     b, uri = stored
     local = Store.open(b.root, index_geometry=GEOMETRY)
     middle = b.written[RECORDS // 2]
@@ -296,7 +297,7 @@ def test_no_pushed_query_downloads_more_than_the_unpushed_one(stored, downloads,
     access = {"key =": "key-index", "key IN (on executors)": "key-index", "msgId =": "offsets",
               "storeTimestamp window": "range"}[name]
     if name == "storeTimestamp window":
-        Store.open(uri).time_ranges(None, None)  # the summaries, cached
+        Store.open(uri).seek_time(0)  # the summaries, walked and cached
     pushed_rows, pushed_access, pushed = _cold(uri, predicates, predicates, downloads)
     scan_rows, scan_access, scan = _cold(uri, [], predicates, downloads)
     assert (pushed_access, scan_access) == (access, "scan")
@@ -333,3 +334,233 @@ def test_a_remote_topic_plan_scans_a_dense_topic_and_reads_a_sparse_one_by_point
         assert pushed_access == "queues"
         assert pushed.total() < scan.total() / 4, (pushed, scan)
         assert pushed["commitlog"] < scan["commitlog"] / 10  # the rest: the queues' ends (coverage)
+
+
+
+
+HOUR = 3_600_000
+STEPS = (4500, 9900)
+"""The clock steps back 3 h at the first record and 2 h more at the second."""
+
+
+def _append_stepped(b: StoreBuilder, first: int, last: int) -> None:
+    """Records first..last-1, 1 s apart but for the clock's `STEPS` back."""
+    for i in range(first, last):
+        b.append("T", b"t" * (40 + i * 7 % 60), keys=f"k{i}",
+                 store_ts=BASE_TS + i * 1000 - 3 * HOUR * (i >= STEPS[0]) - 2 * HOUR * (i >= STEPS[1]))
+
+
+def _window_rows(uri: str, window: tuple[int, int], settings: PlanSettings, *, pushed: bool,
+                 executor_cache: str | None = None) -> tuple[list[int], ReadPlan]:
+    """The offsets of the rows in the window [begin, end] (ms), read by the plan of the window (else of
+    no predicate), each task on a pickled copy of the driver's store (an executor; its cache directory
+    is `executor_cache` when given, else the driver's), and the plan."""
+    predicates = [Compare("storeTimestamp", ">=", window[0] * 1000),
+                  Compare("storeTimestamp", "<=", window[1] * 1000)]
+    store = Store.open(uri)
+    plan = plan_read([store], [predicates if pushed else []], settings)
+    with pytest.MonkeyPatch.context() as mp:
+        if executor_cache is not None:
+            mp.setenv(CACHE_DIR_ENV, executor_cache)
+        rows = [offset for task in plan.tasks
+                for batch in run_task(task, pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings())
+                for offset in confirm(batch, predicates).column("commitLogOffset").to_pylist()]
+    return sorted(rows), plan
+
+
+def test_a_first_time_window_scans_and_summarizes_for_the_next(s3_server, tmp_path, downloads):
+    """Cold (empty cache directory), a window on a remote store downloads no more than the scan without
+    pushdown: the segments whose store times are not summarized are scanned whole, and each task caches
+    the summary of its piece. The next windows join the pieces and download a little; every window,
+    around the clock steps back too, returns the rows of the unpushed scan. Pieces describe what was
+    read: once the active segment has grown, its pieces are not used (it is scanned again)."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=256 << 10)
+    _append_stepped(b, 0, 12_000)
+    b.finish(guard=False)  # the test writes the store again
+    upload(b.root, "reads/stepped")
+    uri = f"s3://reads/stepped?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    settings = PlanSettings(max_bytes_per_partition=96 << 10)  # 3 tasks per segment
+    timeline_dir = os.path.join(os.environ[CACHE_DIR_ENV], "timeline")
+
+    def brute(window: tuple[int, int]) -> list[int]:
+        return [w.offset for w in b.written if window[0] <= w.store_ts <= window[1]]
+
+    first = (BASE_TS + (STEPS[0] - 100) * 1000, BASE_TS + (STEPS[0] + 100) * 1000)  # 100 records
+    assert _window_rows(uri, first, PlanSettings(), pushed=False)[0] == brute(first) != []
+    scan = downloads.total  # a task per segment: each downloaded once
+    shutil.rmtree(os.environ[CACHE_DIR_ENV])
+    downloads.clear()
+    rows, plan = _window_rows(uri, first, PlanSettings(), pushed=True)
+    assert rows == brute(first)
+    assert downloads.total <= scan
+    assert plan.access == ["scan"] and all(task.summarize for task in plan.tasks)
+    # Again cold, in 3 tasks per segment: each caches its piece.
+    shutil.rmtree(os.environ[CACHE_DIR_ENV])
+    assert _window_rows(uri, first, settings, pushed=True)[0] == brute(first)
+    (pieces,) = os.listdir(timeline_dir)
+    files = os.listdir(os.path.join(timeline_dir, pieces))
+    asked = [name for name in files if name.endswith(".asked.json")]  # the plan's note, per segment
+    assert len(asked) == len(plan.tasks) and len(files) - len(asked) == 3 * len(plan.tasks)
+
+    store = Store.open(uri)
+    for window in [first, (BASE_TS - 5 * HOUR + STEPS[1] * 1000, BASE_TS - 5 * HOUR + (STEPS[1] + 50) * 1000),
+                   (BASE_TS - 3 * HOUR + (STEPS[0] - 10) * 1000, BASE_TS - 3 * HOUR + (STEPS[0] + 10) * 1000),
+                   (BASE_TS - 3 * HOUR + (STEPS[1] - 10) * 1000, BASE_TS + 10_000)]:
+        downloads.clear()
+        rows, plan = _window_rows(uri, window, settings, pushed=True)
+        assert downloads.total < (store.max_offset - store.min_offset) / 4  # bisections and the window
+        assert rows == _window_rows(uri, window, settings, pushed=False)[0] == brute(window) != []
+        assert plan.access == ["range"] and not any(task.summarize for task in plan.tasks)
+    assert not os.listdir(os.path.join(timeline_dir, pieces))  # joined, then dropped
+
+    # The broker appends to the active segment, which is uploaded again (the others are unchanged).
+    old_base = store.log.segment_at(store.max_offset - 1).base_offset
+    _append_stepped(b, 12_000, 12_100)
+    b.finish(guard=False)
+    changed = tmp_path / "changed"
+    for seg in Store.open(b.root).segments:
+        if seg.base_offset >= old_base:
+            os.makedirs(changed / "commitlog", exist_ok=True)
+            shutil.copy(seg.path, changed / "commitlog")
+    upload(str(changed), "reads/stepped")
+    store = Store.open(uri)
+    assert store.max_offset == b.cursor
+    assert store.unsummarized_spans() == [(a, z) for a, z in store.segment_spans() if z > old_base]
+    tail = (BASE_TS - 5 * HOUR + 11_990_000, BASE_TS - 5 * HOUR + 13_000_000)
+    assert _window_rows(uri, tail, settings, pushed=True)[0] == brute(tail) != []
+    assert brute(tail)[-1] == b.written[-1].offset
+    assert Store.open(uri).unsummarized_spans() == []
+
+
+def test_executors_without_the_drivers_cache_cost_one_walk_then_small_windows(s3_server, tmp_path, downloads):
+    """Executors with a cache directory of their own (a cluster without a shared one): the first window
+    scans (no more than the unpushed scan) and its tasks' pieces stay with them; the next plan walks the
+    segments its tasks were asked to summarize (one download of the log, on the driver) and reads the
+    window; every later window downloads a little. Rows exact each time."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=256 << 10)
+    _append_stepped(b, 0, 12_000)
+    b.finish()
+    upload(b.root, "reads/cluster")
+    uri = f"s3://reads/cluster?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    store = Store.open(uri)
+    log_bytes = store.max_offset - store.min_offset
+    executor = str(tmp_path / "executor-cache")
+    windows = [(BASE_TS + (STEPS[0] - 100) * 1000, BASE_TS + (STEPS[0] + 100) * 1000),
+               (BASE_TS - 3 * HOUR + (STEPS[0] - 10) * 1000, BASE_TS - 3 * HOUR + (STEPS[0] + 10) * 1000),
+               (BASE_TS - 5 * HOUR + STEPS[1] * 1000, BASE_TS - 5 * HOUR + (STEPS[1] + 50) * 1000)]
+    expected = [[w.offset for w in b.written if lo <= w.store_ts <= hi] for lo, hi in windows]
+    assert all(expected)
+    unpushed = _window_rows(uri, windows[0], PlanSettings(), pushed=False, executor_cache=executor)[0]
+    assert unpushed == expected[0]
+    scan = downloads.total
+    shutil.rmtree(os.environ[CACHE_DIR_ENV])  # the driver's: cold
+
+    downloads.clear()
+    rows, plan = _window_rows(uri, windows[0], PlanSettings(), pushed=True, executor_cache=executor)
+    first = downloads.total
+    assert rows == expected[0] and plan.access == ["scan"] and all(task.summarize for task in plan.tasks)
+    assert first <= scan
+    assert os.listdir(os.path.join(executor, "timeline"))  # the pieces, where the driver does not read
+
+    downloads.clear()
+    planned = plan_read([Store.open(uri)], [[Compare("storeTimestamp", ">=", windows[1][0] * 1000),
+                                             Compare("storeTimestamp", "<=", windows[1][1] * 1000)]],
+                        PlanSettings())
+    walk = downloads.total  # the driver's walk of every segment, once, and the window's bisections
+    assert log_bytes <= walk < 1.5 * log_bytes  # one walk (its end checks and bisections: ~8 KiB reads
+    # per run edge, some 15% of these 256 KiB segments), never two
+    assert planned.access == ["range"] and not any(task.summarize for task in planned.tasks)
+    assert [n for n in planned.notes if "walked by the driver" in n] == [
+        f"store {store.path}: the store times of {len(store.segment_spans())} segment(s), {log_bytes} "
+        "bytes, were walked by the driver: the tasks of an earlier time window summarized them where the "
+        "driver does not read (give the executors the driver's cache directory, "
+        "spark.executorEnv.RMQSTORE_CACHE_DIR) or failed"]
+    downloads.clear()
+    rows, plan = _window_rows(uri, windows[1], PlanSettings(), pushed=True, executor_cache=executor)
+    assert rows == expected[1] and plan.access == ["range"] and not any(t.summarize for t in plan.tasks)
+    second = downloads.total
+    assert second < log_bytes / 4
+
+    downloads.clear()
+    rows, plan = _window_rows(uri, windows[2], PlanSettings(), pushed=True, executor_cache=executor)
+    third = downloads.total
+    assert rows == expected[2] and plan.access == ["range"] and plan.notes == []
+    assert third < log_bytes / 4
+
+
+def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server, tmp_path):
+    """A summary must hold every record a later read returns: a task that stepped over a damaged record
+    (PERMISSIVE), failed on one (FAILFAST) or was not read to the end caches nothing; a task read to the
+    end caches its piece. The next plan joins the pieces and walks the segment whose tasks were asked
+    and cached nothing (PERMISSIVE, as a walk does)."""
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=64 << 10)
+    _append_stepped(b, 0, 600)  # two segments
+    b.finish(guard=False)  # damaged below
+    damaged = b.written[100].offset  # MAGICCODE overwritten: an invalid record in the sealed segment
+    with open(os.path.join(b.root, "commitlog", f"{0:020d}"), "r+b") as fh:
+        fh.seek(damaged + 4)
+        fh.write(b"\0\0\0\0")
+    upload(b.root, "reads/damaged")
+    uri = f"s3://reads/damaged?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    predicates = [Compare("storeTimestamp", ">=", BASE_TS * 1000)]
+    store = Store.open(uri)
+    plan = plan_read([store], [predicates], PlanSettings())
+    spans = store.segment_spans()
+    assert [(t.start, t.end, t.summarize) for t in plan.tasks] == [(a, z, True) for a, z in spans]
+    permissive = pickle.loads(pickle.dumps(store))
+    rows = [row for batch in run_task(plan.tasks[0], permissive, _COLUMNS, ReadSettings(mode="PERMISSIVE"))
+            for row in batch.column("commitLogOffset").to_pylist()]
+    assert damaged not in rows and permissive.stats.invalid_records_skipped == 1
+    with pytest.raises(StoreCorruptionError):
+        list(run_task(plan.tasks[0], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
+    stopped = run_task(plan.tasks[1], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings())
+    next(stopped)
+    stopped.close()
+
+    def cached_pieces() -> list[list[int]]:
+        cache = SegmentCache.for_store(store, timeline.CACHE_KIND, timeline.CACHE_VERSION,
+                                       content_checked=True)
+        assert cache is not None
+        return [sorted(cache.pieces(store, store.log.segment_at(a))) for a, _ in spans]
+
+    assert cached_pieces() == [[], []]
+    list(run_task(plan.tasks[1], pickle.loads(pickle.dumps(store)), _COLUMNS, ReadSettings()))
+    assert cached_pieces() == [[], [spans[1][0]]]
+    again = Store.open(uri)
+    assert again.unsummarized_spans() == []  # the first walked, the second joined
+    assert timeline.window_runs(again).runs == timeline.time_runs(Store.open(b.root))
+
+
+@pytest.mark.parametrize(("piece_bytes", "max_runs"),
+                         [(7_001, timeline.MAX_RUNS), (30_000, timeline.MAX_RUNS), (7_001, 3)])
+def test_pieces_join_into_the_summary_a_walk_makes(s3_server, tmp_path, monkeypatch, piece_bytes, max_runs):
+    """Pieces cut anywhere (resynced to records), a clock that steps back by hours and jitters by seconds,
+    a segment with more than `MAX_RUNS` runs: the runs joined from the pieces the tasks cached are the
+    runs of one walk of each segment."""
+    monkeypatch.setattr(timeline, "MAX_RUNS", max_runs)
+    endpoint, _, upload = s3_server
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=64 << 10)
+    for i in range(1500):
+        jitter = -5000 * (200 <= i < 400 and i % 37 == 0)
+        b.append("T", b"j" * (30 + i * 11 % 70), store_ts=BASE_TS + i * 1000 + jitter - 3 * HOUR * (i >= 700)
+                 - 2 * HOUR * (i >= 1200))
+    b.finish()
+    location = f"reads/joined-{piece_bytes}-{max_runs}"
+    upload(b.root, location)
+    uri = f"s3://{location}?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    store = Store.open(uri)
+    window = [Compare("storeTimestamp", ">=", 0)]
+    plan = plan_read([store], [window], PlanSettings(max_bytes_per_partition=piece_bytes))
+    assert len(plan.tasks) > 2 * len(store.segment_spans()) and all(task.summarize for task in plan.tasks)
+    for task in plan.tasks:
+        batches = run_task(task, pickle.loads(pickle.dumps(store)), ["commitLogOffset"], ReadSettings())
+        assert sum(batch.num_rows for batch in batches) > 0
+    runs, unknown, walked = timeline.window_runs(Store.open(uri))
+    assert unknown == walked == []
+    walked = timeline.time_runs(Store.open(b.root))
+    assert runs == walked
+    assert len(walked) > len(store.segment_spans())  # the steps
+    assert (max_runs == 3) == any(not run.ordered for run in walked)  # the jittering segment

@@ -23,6 +23,7 @@ from rmqstore.plan.tasks import (
     within,
 )
 from rmqstore.store import Store
+from rmqstore.store.timeline import SUMMARY_COLUMNS, summarizing
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class ReadSettings:
 def run_task(task: ReadTask, store: Store, columns: Sequence[str],
              settings: ReadSettings) -> Iterator[pa.RecordBatch]:
     """Candidate rows of one task, as batches with exactly `columns`."""
+    if isinstance(task, RangeTask) and task.summarize:
+        yield from _summarizing_scan(task, store, columns, settings)
+        return
     if isinstance(task, RangeTask):
         yield from store.scan(task.start, task.end, list(columns), check_crc=settings.check_crc,
                               mode=settings.mode, decompress=settings.decompress)
@@ -55,6 +59,16 @@ def run_task(task: ReadTask, store: Store, columns: Sequence[str],
         offsets = _queue_offsets(store, task)
         strict = task.strict
     yield from _read(store, offsets, columns, settings, strict)
+
+
+def _summarizing_scan(task: RangeTask, store: Store, columns: Sequence[str],
+                      settings: ReadSettings) -> Iterator[pa.RecordBatch]:
+    """The scan of `task`, decoding what a store-time summary needs too, which it caches."""
+    decode = list(dict.fromkeys([*columns, *SUMMARY_COLUMNS]))
+    batches = store.scan(task.start, task.end, decode, check_crc=settings.check_crc, mode=settings.mode,
+                         decompress=settings.decompress)
+    for batch in summarizing(store, task.start, task.end, batches):
+        yield batch.select(list(columns))
 
 
 def _probe(task: KeyProbeTask, store: Store, columns: Sequence[str],

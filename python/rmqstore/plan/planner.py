@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.plan.predicates import Bounds, Predicate, ProbeKind, bounds
 from rmqstore.plan.queues import queue_windows_slices
@@ -120,7 +121,33 @@ def _plan_store(index: int, store: Store, b: Bounds, settings: PlanSettings,
     if b.topics is not None:
         return _topic_plan(index, store, b, (lo, hi), settings, notes)
     access = "range" if ranges != [(store.min_offset, store.max_offset)] else "scan"
-    return access, _range_tasks(index, store, ranges, settings)
+    return access, _range_tasks(index, store, ranges, settings, _unsummarized(store, b, ranges, notes))
+
+
+def _unsummarized(store: Store, b: Bounds, ranges: Sequence[tuple[int, int]],
+                  notes: list[str]) -> list[tuple[int, int]]:
+    """The segments a time-window plan takes whole because their store times are not summarized yet
+    (`Store.unsummarized_spans`): their scan summarizes them, which the store notes for those `ranges`
+    read (`Store.ask_summaries`: a later plan that still lacks their summaries walks them)."""
+    if b.begin_ms is None and b.end_ms is None:
+        return []
+    if walked := store.walked_spans():
+        notes.append(_times_note(store, walked, "were walked by the driver: the tasks of an earlier time "
+                                 "window summarized them where the driver does not read (give the "
+                                 "executors the driver's cache directory, "
+                                 f"spark.executorEnv.{CACHE_DIR_ENV}) or failed"))
+    spans = [(a, z) for a, z in store.unsummarized_spans() if any(lo < z and a < hi for lo, hi in ranges)]
+    if spans:
+        notes.append(_times_note(store, spans, "are not summarized yet: scanned whole, which summarizes "
+                                 "them for the next time window"))
+        store.ask_summaries(spans)
+    return spans
+
+
+def _times_note(store: Store, spans: Sequence[tuple[int, int]], what: str) -> str:
+    """A plan note about the store times of the segments holding `spans`."""
+    return (f"store {store.path}: the store times of {len(spans)} segment(s), "
+            f"{sum(z - a for a, z in spans)} bytes, {what}")
 
 
 def _log_ranges(store: Store, b: Bounds) -> list[tuple[int, int]]:
@@ -210,10 +237,12 @@ def _offset_tasks(index: int, offsets: list[int], settings: PlanSettings, *,
             for chunk in split_offsets(offsets, OFFSETS_PER_TASK, settings.min_partitions)]
 
 
-def _range_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]],
-                 settings: PlanSettings) -> list[ReadTask]:
-    """A task per piece of `_pieces` (sorted, disjoint `ranges`)."""
-    return [RangeTask(index, start, end) for start, end in _pieces(store, ranges, settings)]
+def _range_tasks(index: int, store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings,
+                 summarize: Sequence[tuple[int, int]] = ()) -> list[ReadTask]:
+    """A task per piece of `_pieces` (sorted, disjoint `ranges`); those inside a `summarize` span
+    summarize what they read."""
+    return [RangeTask(index, start, end, any(a <= start and end <= z for a, z in summarize))
+            for start, end in _pieces(store, ranges, settings)]
 
 
 def _pieces(store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSettings) -> list[tuple[int, int]]:

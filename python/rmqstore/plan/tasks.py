@@ -26,6 +26,9 @@ class RangeTask:
     store: int
     start: int
     end: int
+    summarize: bool = False
+    """Also cache the store-time summary of the records read (`rmqstore.store.timeline.summarizing`):
+    a piece of a remote segment whose summary a time-window plan lacked."""
 
 
 @dataclass(frozen=True)

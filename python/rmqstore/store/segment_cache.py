@@ -8,10 +8,17 @@ depend on) and the format version are the same. A remote store is cached in a fi
 location as given, its segments keyed by the modification time its listing gives (an S3 object's
 upload time: a new upload is another file); where the listing gives none, only for a kind that checks
 the content of each entry it loads itself (`content_checked`).
+
+Facts about a piece [start, end) of a segment (physical offsets; what one read task saw) are cached in
+a file of their own, `<kind>/<same sha256>.pieces/<segment name>.<start>-<end>.json`, under the same
+key: tasks reading pieces of one segment at once never overwrite each other's, and a later reader joins
+them into the segment's entry (then drops them). Beside them, `<segment name>.asked.json` notes that
+read tasks were asked to cache pieces of the segment as it is now (same key).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -86,9 +93,11 @@ class SegmentCache:
                 doc = json.load(fh)
         except (OSError, ValueError):
             return {}
-        if not isinstance(doc, dict) or doc.get("version") != self.version or doc.get("salt") != self.salt:
-            return {}
-        return doc.get("segments", {})
+        return doc.get("segments", {}) if self._current(doc) else {}
+
+    def _current(self, doc: Any) -> bool:
+        """A cache document of this version and salt."""
+        return isinstance(doc, dict) and doc.get("version") == self.version and doc.get("salt") == self.salt
 
     def save(self, store: Store, entries: Sequence[tuple[Segment, list[Any]]]) -> None:
         """Write these entries (lists of JSON values) as the whole cache (atomic rename); failures are
@@ -98,23 +107,98 @@ class SegmentCache:
 
     def save_entries(self, segments: dict[str, list[Any]]) -> None:
         """Write these entries, by segment file name, as the whole cache (see `save`)."""
-        doc = {"version": self.version, "salt": self.salt, "segments": segments}
-        directory = os.path.dirname(self.path)
+        _write_json(self.path, {"version": self.version, "salt": self.salt, "segments": segments})
+
+    def save_piece(self, store: Store, seg: Segment, start: int, end: int, entry: list[Any]) -> None:
+        """Write the entry of the piece [start, end) of `seg` in its own file (atomic rename)."""
+        name = f"{os.path.basename(seg.path)}.{start}-{end}.json"
+        doc = {"version": self.version, "salt": self.salt, "key": self._key(store, seg), "entry": entry}
+        _write_json(os.path.join(self._pieces_dir, name), doc)
+
+    def pieces(self, store: Store, seg: Segment) -> dict[int, tuple[int, list[Any]]]:
+        """start -> (end, entry) of the cached pieces of `seg` still valid (same key, version and salt);
+        the files of the others are removed."""
+        found: dict[int, tuple[int, list[Any]]] = {}
+        for path, start, end in self._piece_files(seg):
+            doc = self._keyed(store, seg, path)
+            if doc is not None:
+                found[start] = (end, doc["entry"])
+        return found
+
+    def save_asked(self, store: Store, seg: Segment) -> None:
+        """Note that read tasks were asked to cache pieces of `seg` as it is now (its key)."""
+        _write_json(self._asked_path(seg), {"version": self.version, "salt": self.salt,
+                                            "key": self._key(store, seg)})
+
+    def asked(self, store: Store, seg: Segment) -> bool:
+        """Read tasks were asked to cache pieces of `seg` as it is now (`save_asked`, same key)."""
+        return self._keyed(store, seg, self._asked_path(seg)) is not None
+
+    def _keyed(self, store: Store, seg: Segment, path: str) -> dict[str, Any] | None:
+        """The document at `path` when it is of this version and salt and keyed as `seg` is now; a file
+        that is not is removed."""
         try:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w") as fh:
-                    json.dump(doc, fh)
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError as exc:
-            log.debug("segment cache %s not written: %s", self.path, exc)
+            with open(path) as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError):
+            return None  # none, removed meanwhile, or not JSON
+        if self._current(doc) and doc.get("key") == self._key(store, seg):
+            return doc
+        _remove(path)
+        return None
+
+    def drop_pieces(self, seg: Segment) -> None:
+        """Remove the cached pieces of `seg` (joined into its entry) and the note that they were asked."""
+        for path, _, _ in self._piece_files(seg):
+            _remove(path)
+        _remove(self._asked_path(seg))
+
+    @property
+    def _pieces_dir(self) -> str:
+        return self.path.removesuffix(".json") + ".pieces"
+
+    def _asked_path(self, seg: Segment) -> str:
+        return os.path.join(self._pieces_dir, os.path.basename(seg.path) + ".asked.json")
+
+    def _piece_files(self, seg: Segment) -> list[tuple[str, int, int]]:
+        """(path, start, end) of the piece files of `seg`."""
+        prefix = os.path.basename(seg.path) + "."
+        try:
+            names = os.listdir(self._pieces_dir)
+        except OSError:
+            return []
+        out = []
+        for name in (n for n in names if n.startswith(prefix) and n.endswith(".json")):
+            span = name.removeprefix(prefix).removesuffix(".json").split("-")
+            if len(span) == 2 and all(part.isdigit() for part in span):
+                out.append((os.path.join(self._pieces_dir, name), int(span[0]), int(span[1])))
+        return out
 
     def _key(self, store: Store, seg: Segment) -> list[int | None]:
         """Size, mtime (a remote file's as listed, maybe None) and, for the segment holding the valid
         end, where its records end."""
         records_end = store.max_offset - seg.base_offset if seg.contains(store.max_offset) else None
         return [seg.size, os.stat(seg.path).st_mtime_ns if self.local else seg.mtime_ns, records_end]
+
+
+def _write_json(path: str, doc: dict[str, Any]) -> None:
+    """Write `doc` to `path` whole or not at all (a temporary file renamed over it); failures are only
+    logged (a cache)."""
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(doc, fh)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        log.debug("segment cache %s not written: %s", path, exc)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):  # removed meanwhile by another reader
+        os.unlink(path)

@@ -45,7 +45,15 @@ from rmqstore.store.points import MAX_PENDING_BYTES, PendingRecords, read_points
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
-from rmqstore.store.timeline import TimeRun, first_at_or_after, time_ranges, time_runs
+from rmqstore.store.timeline import (
+    TimeRun,
+    WindowRuns,
+    ask_summaries,
+    first_at_or_after,
+    time_ranges,
+    time_runs,
+    window_runs,
+)
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
@@ -604,10 +612,34 @@ class Store:
         """
         return first_at_or_after(self, self._time_runs, ts_ms)
 
+    @cached_property
+    def _window_runs(self) -> WindowRuns:
+        return window_runs(self)
+
     def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
         """Commit-log byte ranges, in log order, holding every record with begin_ms <= storeTimestamp
-        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`)."""
-        return time_ranges(self, self._time_runs, begin_ms, end_ms)
+        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`).
+
+        On a remote store, the segments whose store times are not summarized yet are taken whole
+        (`unsummarized_spans`) instead of downloaded to be summarized: the scan of them summarizes them
+        (`rmqstore.store.timeline.summarizing`).
+        """
+        return time_ranges(self, self._window_runs.runs, begin_ms, end_ms)
+
+    def unsummarized_spans(self) -> list[tuple[int, int]]:
+        """The parts of the log [start, end), one per segment, that `time_ranges` takes whole because
+        their store times are not summarized yet (remote stores only)."""
+        return list(self._window_runs.unknown)
+
+    def walked_spans(self) -> list[tuple[int, int]]:
+        """The parts of the log, one per segment, whose store times `time_ranges` walked because the
+        tasks of an earlier plan were asked to summarize them and no summary came back (remote stores)."""
+        return list(self._window_runs.walked)
+
+    def ask_summaries(self, spans: Sequence[tuple[int, int]]) -> None:
+        """Note that a plan's tasks summarize these `unsummarized_spans`: a later plan that finds no
+        summary of them walks them (`rmqstore.store.timeline.window_runs`)."""
+        ask_summaries(self, spans)
 
     # ---- metadata -----------------------------------------------------------------------------
 

@@ -18,18 +18,36 @@ a sealed segment is walked once; the segment holding the valid end, when it has 
 where its cached summary ends (if the record that summary ends with is still there). Remote files
 may have no mtime, so a remote store's cached summaries are used only while each segment still ends
 with the record its summary ends with (one small read per segment).
+
+On a remote store that walk would download every segment, which a window's scan does anyway: a window
+plan (`window_runs`) takes a segment with no cached summary whole, as a run of unknown times, and the
+tasks scanning it summarize what they read as pieces of its summary (`summarizing`, cached per piece
+[start, end) of the segment, only when the read met no damaged record: then it returned exactly the
+records a walk returns). Once pieces cover a segment's part of the log, the next plan joins them: the
+runs of consecutive pieces continue each other exactly like the runs of one walk. Pieces are used only
+where the listing gives modification times (they key the segment's identity); elsewhere the plan walks.
+Tasks cache pieces where they run: when a plan finds no pieces for a segment whose tasks an earlier
+plan asked (executors without the driver's cache directory), it walks the segment (`window_runs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import astuple, dataclass
-from typing import TYPE_CHECKING
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import astuple, dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqstore.format.layout import (
+    OFF_BODYCRC,
+    OFF_BORNHOST,
+    OFF_BORNTIMESTAMP,
+    OFF_PHYSICALOFFSET,
+    OFF_TOTALSIZE,
+)
 from rmqstore.store.commitlog import PROBE_BYTES
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
@@ -39,12 +57,19 @@ if TYPE_CHECKING:
     from rmqstore.store.store import Store
 
 CACHE_KIND = "timeline"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 MAX_RUNS = 256
 """A segment with more runs than this is summarized as one unordered run."""
 SEEK_FIRST_WINDOW = 2 * PROBE_BYTES
 """A seek walks forward through ranges of this size, doubling each time (after a bisection, the
 record it looks for starts within PROBE_BYTES)."""
+RUN_COLUMNS = ["commitLogOffset", "storeSize", "storeTimestamp"]
+"""What runs are made of: where each record is and its time."""
+SUMMARY_COLUMNS = (*RUN_COLUMNS, "bodyCrc", "bornTimestamp")
+"""What a task decodes to summarize its records: the runs, and the last record's identity (`_identity`)."""
+UNKNOWN_FIRST_MS, UNKNOWN_LAST_MS = -(2**63), 2**63 - 1
+"""The times of a run whose times are not known yet (a remote segment not summarized yet)."""
+_I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
 
 
 @dataclass(frozen=True)
@@ -61,49 +86,207 @@ class TimeRun:
 
 @dataclass(frozen=True)
 class _Summary:
-    """The runs of one segment, and where its last record starts with that record's first header
-    bytes (TOTALSIZE to BORNTIMESTAMP, hex): what tells a grown segment from a rewritten one."""
+    """The runs of one segment (or of a piece of it), and the identity of its last record (`_identity`):
+    what tells a grown segment from a rewritten one, or another store's."""
 
     runs: tuple[TimeRun, ...]
-    last_start: int | None
-    last_header: str
+    last: tuple[int, ...] | None
 
     def to_entry(self) -> list:
-        return [self.last_start, self.last_header, *(astuple(run) for run in self.runs)]
+        return [None if self.last is None else list(self.last), *(astuple(run) for run in self.runs)]
 
     @classmethod
     def from_entry(cls, entry: list) -> _Summary:
-        return cls(tuple(TimeRun(*run) for run in entry[2:]), entry[0], entry[1])
+        return cls(tuple(TimeRun(*run) for run in entry[1:]), None if entry[0] is None else tuple(entry[0]))
+
+
+@dataclass
+class _Runs:
+    """Runs built from records in log order (batches of `RUN_COLUMNS`) or from the runs of
+    consecutive pieces: a run goes on while store times do not decrease."""
+
+    runs: list[TimeRun] = field(default_factory=list)
+    last: tuple[int, ...] | None = None
+
+    def add_batch(self, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows:
+            return
+        offset = batch.column("commitLogOffset").to_numpy()
+        end = offset + batch.column("storeSize").to_numpy()
+        t = _millis(batch)
+        breaks = np.flatnonzero(t[1:] < t[:-1]) + 1
+        firsts, lasts = np.concatenate(([0], breaks)), np.concatenate((breaks, [len(t)])) - 1
+        for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
+            self.add(TimeRun(int(offset[a]), int(end[b]), int(t[a]), int(t[b]), True))
+
+    def add(self, run: TimeRun) -> None:
+        """Append `run`, the next records after the last run's."""
+        last = self.runs[-1] if self.runs else None
+        if last and last.ordered and run.ordered and run.first_ms >= last.last_ms:  # the run goes on
+            self.runs[-1] = TimeRun(last.start, run.end, last.first_ms, run.last_ms, True)
+        else:
+            self.runs.append(run)
+
+    def summary(self) -> _Summary:
+        runs = self.runs
+        if len(runs) > MAX_RUNS or not all(run.ordered for run in runs):
+            runs = [TimeRun(runs[0].start, runs[-1].end, min(run.first_ms for run in runs),
+                            max(run.last_ms for run in runs), False)]
+        return _Summary(tuple(runs), self.last)
 
 
 def time_runs(store: Store) -> list[TimeRun]:
-    """The runs of every segment holding records, in log order (from the cache where still valid)."""
-    live = [s for s in store.segments if s.base_offset < store.max_offset]
-    cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION, content_checked=True)
-    summaries = {base: _Summary.from_entry(entry) for base, entry in
-                 (cache.load(store, live) if cache else {}).items()}
-    if cache and not cache.local:  # maybe no mtime: the segment must still end with the same record
-        by_base = {s.base_offset: s for s in live}
-        summaries = {base: summary for base, summary in summaries.items()
-                     if summary.last_start is None or _still_ends(store, by_base[base], summary)}
-    fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None)
-             for s in live if s.base_offset not in summaries}
-    summaries.update(fresh)
-    if cache and fresh:
-        cache.save(store, [(s, summaries[s.base_offset].to_entry()) for s in live])
+    """The runs of every segment holding records, in log order (from the cache where still valid,
+    else walked)."""
+    live, summaries, _ = _summaries(store, walk=True)
     return [run for s in live for run in summaries[s.base_offset].runs]
+
+
+class WindowRuns(NamedTuple):
+    """What a window plan knows of the store times (`window_runs`)."""
+
+    runs: list[TimeRun]
+    unknown: list[tuple[int, int]]
+    """The spans [start, end) of the segments whose times are not known yet."""
+    walked: list[tuple[int, int]]
+    """The spans of the segments walked because their tasks were asked and no summary came back."""
+
+
+def window_runs(store: Store) -> WindowRuns:
+    """The runs a window plan uses, the spans [start, end) of the segments among them whose times are
+    not known yet, and those walked by the rule below (`WindowRuns`): on a remote store whose listing
+    gives modification times, a segment with no cached summary (or pieces covering it) is one
+    unordered run of unknown times over its part of the log, which every window takes whole; the tasks
+    scanning it summarize it (`summarizing`). Else `time_runs`.
+
+    The rule when tasks were asked and no summary came back (`ask_summaries` noted it, for the segment
+    as it is now: same size, modification time and records' end): the plan walks that segment itself
+    and caches its summary. Tasks cache pieces where they run; executors that do not share the
+    driver's cache directory never hand them to the planner, so a remote segment costs at most one
+    scan by the tasks and one walk by the driver, then small windows (where they share it, the walk is
+    never needed: one scan)."""
+    live, summaries, walked = _summaries(store, walk=False)
+    runs, unknown = [], []
+    for seg in live:
+        if seg.base_offset in summaries:
+            runs += summaries[seg.base_offset].runs
+        else:
+            span = _span(store, seg)
+            runs.append(TimeRun(*span, UNKNOWN_FIRST_MS, UNKNOWN_LAST_MS, False))
+            unknown.append(span)
+    return WindowRuns(runs, unknown, [_span(store, seg) for seg in walked])
+
+
+def ask_summaries(store: Store, spans: Iterable[tuple[int, int]]) -> None:
+    """Note in the cache directory that the tasks of a plan were asked to summarize the segments
+    holding `spans` (unknown spans of `window_runs`): the next plan walks those it still lacks."""
+    cache = _cache(store)
+    if cache is None or not _by_pieces(store, cache):
+        return
+    for start, _ in spans:
+        seg = store.log.segment_at(start)
+        if seg is not None:
+            cache.save_asked(store, seg)
+
+
+def summarizing(store: Store, start: int, end: int,
+                batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """`batches` (a scan of [start, end), inside one segment, decoding `SUMMARY_COLUMNS`) passed on;
+    once all were read, and the read met no damaged record (`store.stats.skipped`: then it returned the
+    records a walk returns), their summary is cached as the piece [start, end) of the segment's."""
+    runs = _Runs()
+    for batch in batches:
+        runs.add_batch(batch)
+        if batch.num_rows:
+            runs.last = _row_identity(batch, batch.num_rows - 1)
+        yield batch
+    seg = store.log.segment_at(start)
+    cache = _cache(store)
+    if seg is None or cache is None or store.stats.skipped or not _by_pieces(store, cache):
+        return
+    cache.save_piece(store, seg, start, end, runs.summary().to_entry())
+
+
+def _cache(store: Store) -> SegmentCache | None:
+    return SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION, content_checked=True)
+
+
+def _by_pieces(store: Store, cache: SegmentCache) -> bool:
+    """Summaries may be joined from pieces: a remote store whose segments have modification times."""
+    return not cache.local and all(seg.mtime_ns is not None for seg in store.segments)
+
+
+def _span(store: Store, seg: Segment) -> tuple[int, int]:
+    """The segment's part of the log (what its summary covers)."""
+    return max(store.min_offset, seg.base_offset), min(seg.end_offset, store.max_offset)
+
+
+def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _Summary], list[Segment]]:
+    """The live segments and, by base offset, their summaries: cached, else joined from cached pieces
+    (where pieces are used), else walked (with `walk`, where pieces are not used, or where tasks were
+    asked for pieces: `window_runs`, the segments returned third); what is new is cached. On a remote
+    store each one is checked to still end with the record it ends with."""
+    live = [s for s in store.segments if s.base_offset < store.max_offset]
+    cache = _cache(store)
+    pieces = cache is not None and _by_pieces(store, cache)
+    found = {base: _Summary.from_entry(entry) for base, entry in
+             (cache.load(store, live) if cache else {}).items()}
+    if cache and not cache.local:  # maybe no mtime: the segment must still end with the same record
+        found = {base: summary for base, summary in found.items() if _checked(store, base, summary)}
+    joined = {}
+    if pieces:
+        assert cache is not None
+        joined = {s.base_offset: summary for s in live if s.base_offset not in found
+                  and (summary := _joined(store, cache, s)) is not None
+                  and _checked(store, s.base_offset, summary)}
+    found.update(joined)
+    lacking = [s for s in live if s.base_offset not in found]
+    asked: list[Segment] = []
+    if not walk and pieces:  # only those whose tasks were asked (`window_runs`)
+        assert cache is not None
+        lacking = asked = [s for s in lacking if cache.asked(store, s)]
+    fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None) for s in lacking}
+    found.update(fresh)
+    if cache and (fresh or joined):
+        cache.save(store, [(s, found[s.base_offset].to_entry()) for s in live if s.base_offset in found])
+        for seg in live:
+            if pieces and (seg.base_offset in joined or seg.base_offset in fresh):
+                cache.drop_pieces(seg)  # in the segment's entry now
+    return live, found, asked
+
+
+def _checked(store: Store, base: int, summary: _Summary) -> bool:
+    """The segment at `base` still ends with the record the summary ends with (or it has none)."""
+    seg = store.log.segment_at(base)
+    return summary.last is None or (seg is not None and _still_ends(store, seg, summary))
+
+
+def _joined(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
+    """The summary of `seg` from cached pieces that cover its part of the log one after another."""
+    pieces = cache.pieces(store, seg)
+    start, end = _span(store, seg)
+    runs = _Runs()
+    while start < end:
+        if start not in pieces:
+            return None
+        start, entry = pieces[start]
+        piece = _Summary.from_entry(entry)
+        for run in piece.runs:
+            runs.add(run)
+        runs.last = piece.last if piece.last is not None else runs.last
+    return runs.summary() if start == end else None
 
 
 def _grown(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
     """The cached summary of `seg` from when it held the valid end, if the segment has only grown
     since: the broker appends and never rewrites records before its valid end, so the cached runs
-    still hold when the record they end with is still there (same header bytes)."""
+    still hold when the record they end with is still there (same identity)."""
     stale = cache.stale(seg)
     if stale is None:
         return None
     (size, _, records_end), entry = stale[0], stale[1]
     summary = _Summary.from_entry(entry)
-    if size != seg.size or records_end is None or summary.last_start is None:
+    if size != seg.size or records_end is None or summary.last is None:
         return None
     if min(seg.end_offset, store.max_offset) < summary.runs[-1].end:
         return None
@@ -111,9 +294,26 @@ def _grown(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
 
 
 def _still_ends(store: Store, seg: Segment, summary: _Summary) -> bool:
-    """The record the summary ends with is still there (same header bytes)."""
-    assert summary.last_start is not None
-    return _header(store, seg, summary.last_start) == summary.last_header
+    """The record the summary ends with is still there (same identity)."""
+    assert summary.last is not None
+    return _identity(store, seg, summary.last[0]) == summary.last
+
+
+def _identity(store: Store, seg: Segment, offset: int) -> tuple[int, ...]:
+    """PHYSICALOFFSET, TOTALSIZE, BODYCRC and BORNTIMESTAMP of the record at `offset`, from one small
+    read of its header (spec §2.2): tells a record from any other one (another store's, a rewrite)."""
+    head = bytes.fromhex(store.log.record_header(seg, offset - seg.base_offset))
+    if len(head) < OFF_BORNHOST:
+        return ()
+    return (_I64.unpack_from(head, OFF_PHYSICALOFFSET)[0], _I32.unpack_from(head, OFF_TOTALSIZE)[0],
+            _I32.unpack_from(head, OFF_BODYCRC)[0], _I64.unpack_from(head, OFF_BORNTIMESTAMP)[0])
+
+
+def _row_identity(batch: pa.RecordBatch, row: int) -> tuple[int, ...]:
+    """`_identity` of a decoded record (a row of `SUMMARY_COLUMNS`): no read."""
+    return (batch.column("commitLogOffset")[row].as_py(), batch.column("storeSize")[row].as_py(),
+            batch.column("bodyCrc")[row].as_py(),
+            pc.cast(batch.column("bornTimestamp").slice(row, 1), pa.int64())[0].as_py() // 1000)
 
 
 def first_at_or_after(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
@@ -156,36 +356,16 @@ def time_ranges(store: Store, runs: Sequence[TimeRun], begin_ms: int | None,
 def _summarize(store: Store, seg: Segment, grown: _Summary | None) -> _Summary:
     """The runs of one segment's records (module docstring), from a walk of its store times (only of
     the records after those of `grown`, the cached summary of a segment that has grown since)."""
-    offsets, ends, times = [], [], []
-    columns = ["commitLogOffset", "storeSize", "storeTimestamp"]
+    runs = _Runs(list(grown.runs), grown.last) if grown else _Runs()
     start = grown.runs[-1].end if grown else seg.base_offset
-    for batch in store.scan(start, min(seg.end_offset, store.max_offset), columns, mode=PERMISSIVE,
+    last = None
+    for batch in store.scan(start, min(seg.end_offset, store.max_offset), RUN_COLUMNS, mode=PERMISSIVE,
                             decompress=False):
-        offset = batch.column("commitLogOffset").to_numpy()
-        offsets.append(offset)
-        ends.append(offset + batch.column("storeSize").to_numpy())
-        times.append(_millis(batch))
-    runs = list(grown.runs) if grown else []
-    if not offsets:
-        return _Summary(tuple(runs), grown.last_start, grown.last_header) if grown else _Summary((), None, "")
-    offset, end, t = np.concatenate(offsets), np.concatenate(ends), np.concatenate(times)
-    breaks = np.flatnonzero(t[1:] < t[:-1]) + 1
-    firsts, lasts = np.concatenate(([0], breaks)), np.concatenate((breaks, [len(t)])) - 1
-    for a, b in zip(firsts.tolist(), lasts.tolist(), strict=True):
-        if runs and runs[-1].ordered and a == 0 and int(t[0]) >= runs[-1].last_ms:  # the run goes on
-            runs[-1] = TimeRun(runs[-1].start, int(end[b]), runs[-1].first_ms, int(t[b]), True)
-        else:
-            runs.append(TimeRun(int(offset[a]), int(end[b]), int(t[a]), int(t[b]), True))
-    if len(runs) > MAX_RUNS or not all(run.ordered for run in runs):
-        runs = [TimeRun(runs[0].start, runs[-1].end, min(run.first_ms for run in runs),
-                        max(run.last_ms for run in runs), False)]
-    last = int(offset[-1])
-    return _Summary(tuple(runs), last, _header(store, seg, last))
-
-
-def _header(store: Store, seg: Segment, offset: int) -> str:
-    """TOTALSIZE to BORNTIMESTAMP of the record at `offset`, hex."""
-    return store.log.record_header(seg, offset - seg.base_offset)
+        runs.add_batch(batch)
+        last = batch.column("commitLogOffset")[-1].as_py() if batch.num_rows else last
+    if last is not None:
+        runs.last = _identity(store, seg, last)
+    return runs.summary()
 
 
 def _first_in_run(store: Store, run: TimeRun, ts_ms: int) -> int:
