@@ -5,7 +5,6 @@ Never writes, locks, truncates or recovers anything: the bytes on disk are the s
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -385,7 +384,7 @@ class Store:
                                decompress_threads=self.decompress_threads)
             except BodyDecompressionError as exc:
                 offset = int(offsets[exc.row])
-                path = (seg or self._segment_of(offset)).path
+                path = self._path_of(seg, offset)
                 if mode == FAILFAST:
                     raise StoreCorruptionError(path, offset, exc.cause) from None
                 self.stats.skip(path, offset, _total_size(buf, int(starts[exc.row])), exc.cause)
@@ -394,10 +393,11 @@ class Store:
             self.stats.records_decoded += len(starts)
             return batch
 
-    def _segment_of(self, offset: int) -> Segment:
-        """The segment holding a physical offset (one that some segment holds)."""
-        bases = [seg.base_offset for seg in self.segments]
-        return self.segments[bisect.bisect_right(bases, offset) - 1]
+    def _path_of(self, seg: Segment | None, offset: int) -> str:
+        """The file of `seg`, or when None of the segment holding the physical `offset`."""
+        held = seg or self.log.segment_at(offset)
+        assert held is not None, offset  # a decoded record's offset lies in the segment it was read from
+        return held.path
 
     def _by_segment(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
         """Sorted offsets grouped by segment; offsets in no segment are dropped."""
