@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from format_vectors import RECORD
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -225,10 +226,7 @@ def test_blank_example_of_spec_2_6(golden_fields: dict[str, Any]) -> None:
     assert walk.starts.tolist() == [0, 178]
     assert (walk.stop_pos, walk.stop_kind) == (356, "blank")
     ids = decode_records(np.frombuffer(segment, dtype=np.uint8), walk.starts, 0, ["msgId", "queueOffset"])
-    assert ids.column("msgId").to_pylist() == [
-        "7F00000100002A9F0000000000000000",
-        "7F00000100002A9F00000000000000B2",
-    ]
+    assert ids.column("msgId").to_pylist() == [RECORD["decoded"]["msgId"], RECORD["msg_id_at_b2"]]
     assert ids.column("queueOffset").to_pylist() == [0, 1]
 
 

@@ -6,6 +6,7 @@ import random
 import struct
 
 import pytest
+from format_vectors import INDEX_FILE
 
 from rmqstore.format.indexfile import (
     FULL_CHECK_BYTES,
@@ -28,10 +29,9 @@ FOREVER = 2**62
 
 
 def spec_8_3_file() -> bytes:
-    builder = IndexFileBuilder(100, 400)
-    for key in (UNIQ, K1, K2):
-        assert builder.put_key(key, 0, T)
-    assert builder.put_key(ORDER, 178, T + 1500)
+    builder = IndexFileBuilder(INDEX_FILE["hash_slots"], INDEX_FILE["entries"])
+    for key, phy, store_timestamp in INDEX_FILE["puts"]:
+        assert builder.put_key(key, phy, store_timestamp)
     return builder.to_bytes()
 
 
@@ -41,17 +41,15 @@ def slot(data: bytes, number: int) -> int:
 
 def test_spec_8_3_bytes() -> None:
     data = spec_8_3_file()
-    assert len(data) == 8440 == index_file_size(100, 400)
-    assert data[:40] == bytes.fromhex(
-        "0000018BCFE5687B0000018BCFE56E57000000000000000000000000000000B20000000300000005"
-    )
+    assert len(data) == INDEX_FILE["size"] == index_file_size(100, 400)
+    assert data[:40] == bytes.fromhex(INDEX_FILE["header_hex"])
     assert parse_index_header(data) == IndexHeader(T, T + 1500, 0, 178, 3, 5)
-    assert {n: slot(data, n) for n in range(100) if slot(data, n)} == {90: 1, 24: 4, 25: 3}
+    slots = {int(n): entry for n, entry in INDEX_FILE["slots"].items()}
+    assert {n: slot(data, n) for n in range(100) if slot(data, n)} == slots
     assert data[440:460] == bytes(20)  # entry #0 is never used
-    assert data[460:480].hex().upper() == "5E460BFA" + "00" * 16
-    assert data[480:500].hex().upper() == "0029E6A8" + "00" * 16
-    assert data[500:520].hex().upper() == "0029E6A9" + "00" * 16
-    assert data[520:540].hex().upper() == "6D0746D000000000000000B20000000100000002"
+    assert sorted(INDEX_FILE["entries_hex"]) == ["460", "480", "500", "520"]
+    for at, entry_hex in INDEX_FILE["entries_hex"].items():
+        assert data[int(at):int(at) + 20].hex().upper() == entry_hex
     assert data[540:] == bytes(len(data) - 540)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from format_vectors import VECTORS
 
 from rmqstore.format.indexfile import DEFAULT_HASH_SLOTS, INDEX_HEADER_SIZE
 from rmqstore.format.javahash import index_key_hash, java_string_hashcode, tags_code
@@ -10,15 +11,8 @@ from rmqstore.format.javahash import index_key_hash, java_string_hashcode, tags_
 
 @pytest.mark.parametrize(
     ("key", "java_hash", "key_hash", "slot_default", "slot_pos", "slot_100"),
-    [
-        ("TopicTest#order-1", -1829193424, 1829193424, 4193424, 16773736, 24),
-        ("TopicTest#k1", 2746024, 2746024, 2746024, 10984136, 24),
-        ("TopicTest#k2", 2746025, 2746025, 2746025, 10984140, 25),
-        ("TopicTest#7F00000104D21B6D358605265C000000", 1581648890, 1581648890, 1648890, 6595600, 90),
-        ("TopicTest#订单-1", -573861415, 573861415, 3861415, 15445700, 15),
-        ("TopicTest#key-\U0001f600", 2033569811, 2033569811, 3569811, 14279284, 11),
-        ("polygenelubricants", -2147483648, 0, 0, 40, 0),
-    ],
+    [(v["key"], v["java_hash"], v["key_hash"], v["slot_default"], v["slot_pos"], v["slot_100"])
+     for v in VECTORS["hashes"]],
 )
 def test_hash_table_of_spec_8_1(
     key: str, java_hash: int, key_hash: int, slot_default: int, slot_pos: int, slot_100: int
@@ -42,10 +36,7 @@ def test_empty_string_hash_is_zero() -> None:
 
 @pytest.mark.parametrize(
     ("tags", "code", "unit_bytes"),
-    [
-        ("TagA", 2598919, "00000000 0027A807"),
-        ("TagB||TagC", -1617987183, "FFFFFFFF 9F8F7991"),
-    ],
+    [(v["tags"], v["code"], v["unit_hex"]) for v in VECTORS["tags_codes"]],
 )
 def test_tags_code_is_sign_extended_java_hash(tags: str, code: int, unit_bytes: str) -> None:
     assert tags_code(tags) == code

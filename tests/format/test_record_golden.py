@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from format_vectors import RECORD, VECTORS
 
 from rmqstore.format.layout import MAGIC_V1, MIN_RECORD_SIZE
 from rmqstore.format.record import check_record, decode_record, encode_blank, encode_record
@@ -15,8 +16,10 @@ from rmqstore.format.table import COLUMN_NAMES
 
 
 def test_decode_every_field(golden_record: bytes, golden_fields: dict[str, Any]) -> None:
-    uniq_key = "7F00000104D21B6D358605265C000000"
+    uniq_key = RECORD["decoded"]["uniqKey"]
     rec = decode_record(golden_record, 0)
+    assert {column: rec.to_row()[column] for column in RECORD["decoded"] if column in COLUMN_NAMES} == {
+        column: value for column, value in RECORD["decoded"].items() if column in COLUMN_NAMES}
     assert rec.topic == "TopicTest"
     assert rec.queue_id == 0
     assert rec.queue_offset == 0
@@ -64,19 +67,20 @@ def test_check_golden_record(golden_record: bytes) -> None:
 
 
 def test_crc_property_variant(golden_record: bytes, golden_fields: dict[str, Any]) -> None:
+    vector = VECTORS["record_with_crc"]
     data = encode_record(**golden_fields, append_crc_property=True)
-    assert len(data) == 198
-    assert struct.unpack_from(">i", data, 0)[0] == 198
-    assert struct.unpack_from(">h", data, 103)[0] == 93
-    assert data[-20:] == bytes.fromhex("5F5F43524333322301383736373530343431 3102".replace(" ", ""))
+    assert len(data) == vector["size"]
+    assert struct.unpack_from(">i", data, 0)[0] == vector["size"]
+    assert struct.unpack_from(">h", data, 103)[0] == vector["properties_length"]
+    assert data[-20:] == bytes.fromhex(vector["crc_property_hex"])
     assert data[4:103] == golden_record[4:103]
     assert data[105:178] == golden_record[105:178]
-    assert zlib.crc32(data[:178]) & 0x7FFFFFFF == 1144057678
+    assert zlib.crc32(data[:178]) & 0x7FFFFFFF == vector["record_crc"]
     check = check_record(data, 0, check_crc=True, verify_prop_crc=True)
     assert check.kind == "record"
     rec = decode_record(data, 0)
     # MessageDecoder keeps the record-CRC property like any other one (digits as stored).
-    assert rec.properties == {**golden_fields["properties"], "__CRC32#": "8767504411"}
+    assert rec.properties == {**golden_fields["properties"], "__CRC32#": vector["crc_property"]}
     assert rec.store_size == 198
 
 

@@ -1,4 +1,4 @@
-"""The Spark 4.1–4.3 stale-reader bug (facts file §3) never gives silently wrong rows: the Python
+"""The Spark 4.1–4.3 stale-reader bug (design §7.3) never gives silently wrong rows: the Python
 engine's guard (rmqstore.spark.guard), so every read names it (`rmqstore_python`) whatever engine
 `format("rmqstore")` resolves to. The JVM engine builds a new scan for every planned query."""
 

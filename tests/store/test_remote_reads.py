@@ -24,6 +24,7 @@ from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
 from rmqstore.plan.predicates import Compare, InSet
 from rmqstore.store import Store, StoreCorruptionError, timeline
 from rmqstore.store import index as index_module
+from rmqstore.store.contract_store import TIMELINE_CACHE_KIND, TIMELINE_CACHE_VERSION
 from rmqstore.store.segment_cache import SegmentCache
 
 GEOMETRY = (400_000, 400_000)
@@ -521,7 +522,7 @@ def test_a_task_caches_its_piece_only_when_it_read_all_of_it_undamaged(s3_server
     stopped.close()
 
     def cached_pieces() -> list[list[int]]:
-        cache = SegmentCache.for_store(store, timeline.CACHE_KIND, timeline.CACHE_VERSION,
+        cache = SegmentCache.for_store(store, TIMELINE_CACHE_KIND, TIMELINE_CACHE_VERSION,
                                        content_checked=True)
         assert cache is not None
         return [sorted(cache.pieces(store, store.log.segment_at(a))) for a, _ in spans]

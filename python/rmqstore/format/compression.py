@@ -39,6 +39,7 @@ try:
 except ImportError:  # a platform without python-isal wheels: zlib inflates alone
     _isal_zlib = None
 
+from rmqstore.format.contract_layout import MAX_MESSAGE_SIZE
 from rmqstore.format.layout import (
     COMPRESSION_LEGACY_ZLIB,
     COMPRESSION_LZ4,
@@ -51,11 +52,6 @@ from rmqstore.format.layout import (
 
 _ZLIB_TYPES = (COMPRESSION_LEGACY_ZLIB, COMPRESSION_ZLIB)
 
-ROCKETMQ_MAX_MESSAGE_SIZE = 4 << 20
-"""RocketMQ's default `maxMessageSize` (producer and broker): 4 MiB."""
-MAX_MESSAGE_SIZE = 16 * ROCKETMQ_MAX_MESSAGE_SIZE
-"""Default cap on a decompressed body: 16x RocketMQ's default `maxMessageSize`, room for brokers and
-producers configured with a raised limit; a body inflating past it is treated as corrupt."""
 _ZSTD_MAX_RATIO = 1 << 15
 """Most output one input byte of a zstd frame can produce: a block is at least 4 bytes (3-byte
 header, 1 RLE byte) and at most 128 KiB of output."""

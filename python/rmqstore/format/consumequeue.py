@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from rmqstore.format.contract_layout import CQ_UNIT_SIZE
 from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import PROPERTY_DELAY, PROPERTY_TAGS, SCHEDULE_TOPIC, parse_java_int
 
-CQ_UNIT_SIZE = 20
 CQ_DTYPE = np.dtype([("phy", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
 FILLER_SIZE = 0x7FFFFFFF
 """Size field of a pre-blank filler unit `(0, Integer.MAX_VALUE, 0)` (§4.3)."""

@@ -13,13 +13,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from rmqstore.format.contract_layout import (
+    DEFAULT_HASH_SLOTS,
+    DEFAULT_INDEX_ENTRIES,
+    INDEX_ENTRY_SIZE,
+    INDEX_HEADER_SIZE,
+    INDEX_SLOT_SIZE,
+)
 from rmqstore.format.javahash import index_key_hash
 
-INDEX_HEADER_SIZE = 40
-INDEX_SLOT_SIZE = 4
-INDEX_ENTRY_SIZE = 20
-DEFAULT_HASH_SLOTS = 5_000_000
-DEFAULT_INDEX_ENTRIES = 20_000_000
 INDEX_ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("phy", ">i8"), ("time_diff", ">i4"), ("prev", ">i4")])
 """One entry (§5.1): keyHash, phyOffset, timeDiff in seconds, previous entry number in the chain."""
 KEY_SEPARATOR = "#"

@@ -22,6 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from rmqstore.cachedir import cache_root
+from rmqstore.format.contract_layout import (
+    BLANK_MAGIC,
+    MAGIC_V1,
+    MAGIC_V2,
+    MIN_RECORD_SIZE,
+    PROPERTY_NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    SYSFLAG_BORNHOST_V6,
+    SYSFLAG_COMPRESSED,
+    SYSFLAG_STOREHOST_V6,
+)
 
 
 def _configure_cache() -> bool:
@@ -68,15 +79,6 @@ INVALID = 2
 END = 3
 """walk only: reached the end position."""
 
-_MAGIC_V1 = 0xDAA320A7
-_MAGIC_V2 = 0xDAA320AB
-_BLANK_MAGIC = 0xCBD43194
-_MIN_RECORD_SIZE = 91
-_BORNHOST_V6 = 0x10
-_STOREHOST_V6 = 0x20
-_COMPRESSED = 0x1
-_NAME_VALUE_SEPARATOR = 1
-_PROPERTY_SEPARATOR = 2
 _KEY_SEPARATOR = 0x20
 _INT_MAX = (1 << 31) - 1
 _MAX_PROPERTIES = (0x7FFF + 1) // 3 + 1
@@ -215,12 +217,13 @@ def scan_record(buf, pos):
     if n - pos < size or n - pos < 8:
         return INVALID, size, 0, 0, 0, 0, 0, 0, 0
     magic = _u32(buf, pos + 4)
-    if magic == _BLANK_MAGIC:
+    if magic == BLANK_MAGIC:
         return BLANK, size, 0, 0, 0, 0, 0, 0, 0
-    if (magic != _MAGIC_V1 and magic != _MAGIC_V2) or size < 0 or n - pos < 40:
+    if (magic != MAGIC_V1 and magic != MAGIC_V2) or size < 0 or n - pos < 40:
         return INVALID, size, 0, 0, 0, 0, 0, 0, 0
     sys_flag = _i32(buf, pos + 36)
-    body_len_at = pos + 68 + (20 if sys_flag & _BORNHOST_V6 else 8) + (20 if sys_flag & _STOREHOST_V6 else 8)
+    body_len_at = (pos + 68 + (20 if sys_flag & SYSFLAG_BORNHOST_V6 else 8)
+                   + (20 if sys_flag & SYSFLAG_STOREHOST_V6 else 8))
     if body_len_at + 4 > n:
         return INVALID, size, 0, 0, 0, 0, 0, 0, 0
     body_len = _i32(buf, body_len_at)
@@ -230,7 +233,7 @@ def scan_record(buf, pos):
         if body_len > size or at + body_len > n:
             return INVALID, size, 0, 0, 0, 0, 0, 0, 0
         at += body_len
-    topic_width = 2 if magic == _MAGIC_V2 else 1
+    topic_width = 2 if magic == MAGIC_V2 else 1
     if at + topic_width > n:
         return INVALID, size, 0, 0, 0, 0, 0, 0, 0
     topic_len = _i16(buf, at) if topic_width == 2 else np.int64(np.int8(buf[at]))
@@ -368,21 +371,21 @@ def split_properties(buf, at, length, props):
             q = p + np.int64(_trailing_zeros(marks) >> np.uint64(3))
             marks &= marks - np.uint64(1)
             byte = buf[q]
-            if byte == _PROPERTY_SEPARATOR:
+            if byte == PROPERTY_SEPARATOR:
                 count, seen = _end_segment(buf, segment, split, q, count, seen, props)
                 segment = q + 1
                 split = -1
-            elif byte == _NAME_VALUE_SEPARATOR and split < 0:
+            elif byte == PROPERTY_NAME_VALUE_SEPARATOR and split < 0:
                 split = q
         p += 8
     for q in range(p, end):
         byte = buf[q]
         bits |= np.uint64(byte)
-        if byte == _PROPERTY_SEPARATOR:
+        if byte == PROPERTY_SEPARATOR:
             count, seen = _end_segment(buf, segment, split, q, count, seen, props)
             segment = q + 1
             split = -1
-        elif byte == _NAME_VALUE_SEPARATOR and split < 0:
+        elif byte == PROPERTY_NAME_VALUE_SEPARATOR and split < 0:
             split = q
     count, seen = _end_segment(buf, segment, split, end, count, seen, props)
     return count, bits & _HIGH == 0
@@ -486,7 +489,7 @@ def walk(buf, base_offset, start, end, out):
             return count, pos, BLANK
         if (
             kind != RECORD
-            or size < _MIN_RECORD_SIZE
+            or size < MIN_RECORD_SIZE
             or _i64(buf, pos + 28) != base_offset + pos
             or not _delay_ok(buf, topic_at, topic_len, props_at, props_len, props)
         ):
@@ -526,11 +529,11 @@ def next_boundary(buf, lo, hi, base_offset):
         b = buf[p + 4]
         if b == 0xDA:
             magic = _u32(buf, p + 4)
-            if magic in (_MAGIC_V1, _MAGIC_V2):
+            if magic in (MAGIC_V1, MAGIC_V2):
                 kind, size, _, _, _, _, _, _, _ = scan_record(buf, p)
-                if kind == RECORD and size >= _MIN_RECORD_SIZE and _i64(buf, p + 28) == base_offset + p:
+                if kind == RECORD and size >= MIN_RECORD_SIZE and _i64(buf, p + 28) == base_offset + p:
                     return p
-        elif b == 0xCB and _u32(buf, p + 4) == _BLANK_MAGIC and _i32(buf, p) == n - p:
+        elif b == 0xCB and _u32(buf, p + 4) == BLANK_MAGIC and _i32(buf, p) == n - p:
             return p
     return -1
 
@@ -698,9 +701,9 @@ def measure(buf, starts):
         body += body_len
         topic += topic_len
         props += props_len
-        if sys_flag & _STOREHOST_V6:
+        if sys_flag & SYSFLAG_STOREHOST_V6:
             v6 += 1
-        if sys_flag & _COMPRESSED:
+        if sys_flag & SYSFLAG_COMPRESSED:
             compressed += 1
     return -1, body, topic, props, v6, compressed
 
@@ -886,9 +889,9 @@ def decode(
     for i in range(len(starts)):
         pos = starts[i]
         _, size, sys_flag, body_at, body_len, topic_at, topic_len, props_at, props_len = scan_record(buf, pos)
-        born_len = 20 if sys_flag & _BORNHOST_V6 else 8
+        born_len = 20 if sys_flag & SYSFLAG_BORNHOST_V6 else 8
         store_host_at = pos + 56 + born_len
-        store_host_len = 20 if sys_flag & _STOREHOST_V6 else 8
+        store_host_len = 20 if sys_flag & SYSFLAG_STOREHOST_V6 else 8
         reconsume_at = store_host_at + store_host_len
         if want[WANT_FIXED]:
             fixed_i32[0, i] = _i32(buf, pos + 12)
@@ -1001,7 +1004,7 @@ def compressed_bodies(buf, starts):
     (records already checked with `scan_record`)."""
     count = 0
     for i in range(len(starts)):
-        if _i32(buf, starts[i] + 36) & _COMPRESSED:
+        if _i32(buf, starts[i] + 36) & SYSFLAG_COMPRESSED:
             count += 1
     rows = np.empty(count, dtype=np.int64)
     at = np.empty(count, dtype=np.int64)
@@ -1009,10 +1012,10 @@ def compressed_bodies(buf, starts):
     sys_flags = np.empty(count, dtype=np.int64)
     k = 0
     for i in range(len(starts)):
-        if not _i32(buf, starts[i] + 36) & _COMPRESSED:
+        if not _i32(buf, starts[i] + 36) & SYSFLAG_COMPRESSED:
             continue
         _, _, sys_flag, body_at, body_len, _, _, _, _ = scan_record(buf, starts[i])
-        if sys_flag & _COMPRESSED:
+        if sys_flag & SYSFLAG_COMPRESSED:
             rows[k] = i
             at[k] = body_at
             length[k] = body_len

@@ -1,4 +1,4 @@
-"""Exact evaluation of predicates on decoded record batches (the confirmation step, design §3).
+"""Exact evaluation of predicates on decoded record batches (the confirmation step, design §3.1).
 
 Index hashes collide and index times are whole seconds, so every candidate row is checked here
 against every consumed predicate with SQL semantics (null never matches): the predicates' masks

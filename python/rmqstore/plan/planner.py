@@ -1,4 +1,4 @@
-"""Predicates -> read tasks, per store (design §3).
+"""Predicates -> read tasks, per store (design §3.1).
 
 Access paths, most selective first; the first one that applies is used and the others only bound it:
 1. `commitLogOffset` / `msgId` points: read those offsets.
@@ -30,6 +30,7 @@ import numpy as np
 
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
+from rmqstore.plan.contract_plan import DENSE_SHARE
 from rmqstore.plan.predicates import Bounds, Predicate, ProbeKind, bounds
 from rmqstore.plan.queues import queue_windows_slices
 from rmqstore.plan.tasks import (
@@ -254,21 +255,6 @@ def _pieces(store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSetti
     return [part for piece in pieces for part in clip_ranges(ranges, *piece)]
 
 
-DENSE_SHARE = 0.9
-"""A piece of the log (a scan task's range) where the records a topic plan selects (the sizes of their
-consume-queue units) fill at least this share of the bytes is scanned and filtered instead of read by
-offset.
-
-Measured with `python3 -m pytest tests/bench/test_bench_pushdown.py -m bench -s -p no:cacheprovider
--k dense` (plan + read + confirm of `topic = T` in one process, CPU time, a fresh Store per task like
-Spark; the queue path against the scan path, which return the same rows; 200k records of ~430 bytes,
-64 MiB segments, page cache warm; 2 shared cores; two runs): share 0.35 -> 0.52-0.53x, 0.70 ->
-0.84-0.86x, 0.85 -> 0.92-0.96x, 1.00 -> 1.08-1.09x. Reading by offset costs about 0.1 + 1.0 share
-of the scan (point reads run at about scan speed per record; the rest is reading the queue units and
-touching the pages between records), so the paths cross at about 0.9: from there the scan is as
-cheap or cheaper, and the pushed query is never slower than the unpushed one (which also ships every
-row to Spark to be filtered).
-"""
 MIN_QUEUE_TASK_BYTES = 2 << 20
 """A topic plan's task reads the queue units of one scan piece, or of consecutive pieces until their
 selected records reach this many bytes: the plan runs on as many cores as the scan would, without a

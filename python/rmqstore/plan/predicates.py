@@ -1,4 +1,4 @@
-"""The predicate model: what a predicate means, written once (design §3).
+"""The predicate model: what a predicate means, written once (design §3.1).
 
 Predicates the planner understands: comparisons, IN lists and NOT NULL on table columns, RocketMQ's
 key meaning (`KeysContainAny`) and queue windows. Values use the Arrow representation of the column:
@@ -36,7 +36,7 @@ PLANNABLE_COLUMNS: frozenset[str] = frozenset({
     "topic", "queueId", "queueOffset", "commitLogOffset", "msgId", "uniqKey", "key", "tags",
     "storeTimestamp",
 })
-"""Columns whose predicates the planner consumes (design §3 table)."""
+"""Columns whose predicates the planner consumes (design §3.1)."""
 
 QUEUE_IDS = 1 << 16
 """Queue ids are below this (a consume-queue directory name is a non-negative int, §4)."""

@@ -1,4 +1,4 @@
-"""Planning one micro-batch of a stream (design §4): the batch's offsets, given as the predicates a batch
+"""Planning one micro-batch of a stream (design §4.4): the batch's offsets, given as the predicates a batch
 read of the same offsets uses, become the batch planner's task kinds, cut by the one splitter.
 
 A stream batch of one store is one of

@@ -1,7 +1,7 @@
 """Which engine answers `format("rmqstore")`: the JVM DataSource V2 connector or the Python source.
 
 Spark resolves a format name to a JVM source first and to a Python data source only when no JVM
-class has the name (facts file §3). The JVM engine is therefore chosen by putting the connector jar
+class has the name (design §7.3). The JVM engine is therefore chosen by putting the connector jar
 on the classpath, which is fixed when the session's JVM starts: `spark.jars` on a new session,
 `spark.addArtifacts` on Spark Connect. The Python engine is also registered as `rmqstore_python`,
 so both engines can be used side by side in one session; `format(PROVIDER_CLASS)` always means

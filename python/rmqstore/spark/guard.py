@@ -1,4 +1,4 @@
-"""Stale-reader guard for the Spark 4.1–4.3 pushdown cache bug (facts file §3).
+"""Stale-reader guard for the Spark 4.1–4.3 pushdown cache bug (design §7.3).
 
 Spark caches the reader built by `pushFilters` on the DataFrame's source object. A later query on
 the same DataFrame or view that pushes no filter (`df.count()` after `df.filter(...).count()`)

@@ -28,60 +28,44 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from rmqstore.format.compression import MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
 from rmqstore.io.location import absolute_location, is_s3_uri, with_environment_credentials
+from rmqstore.spark import contract_options as contract
+from rmqstore.spark.contract_options import (
+    ALL_OPTIONS,
+    BROKER_NAMES,
+    ENDING_OFFSETS,
+    ENDING_TIMESTAMP,
+    INDEX_ENTRIES,
+    INDEX_HASH_SLOTS,
+    PATH,
+    PATHS,
+    S3_ACCESS_KEY,
+    S3_ENDPOINT,
+    S3_REGION,
+    S3_SCHEME,
+    S3_SECRET_KEY,
+    S3_SESSION_TOKEN,
+    STARTING_OFFSETS,
+    STARTING_TIMESTAMP,
+    OptionValues,
+    parse_values,
+)
 
 EARLIEST_QUEUE_OFFSET = -2
 LATEST_QUEUE_OFFSET = -1
 
-PATH = "path"
-PATHS = "paths"
-BROKER_NAMES = "brokerNames"
-STARTING_OFFSETS = "startingOffsets"
-ENDING_OFFSETS = "endingOffsets"
-STARTING_TIMESTAMP = "startingTimestamp"
-ENDING_TIMESTAMP = "endingTimestamp"
-TOPICS = "topics"
-KEYS = "keys"
-MIN_PARTITIONS = "minPartitions"
-MAX_BYTES_PER_PARTITION = "maxBytesPerPartition"
-VERIFY_CRC = "verifyCrc"
-MODE = "mode"
-DECOMPRESS = "decompress"
-INDEX_HASH_SLOTS = "indexHashSlots"
-INDEX_ENTRIES = "indexEntries"
-PUSHDOWN = "pushdown"
-KEY_PROBE_PARTITION_THRESHOLD = "keyProbePartitionThreshold"
-STALE_READER_CHECK = "staleReaderCheck"
-STATS_DIR = "statsDir"
-FAIL_ON_DATA_LOSS = "failOnDataLoss"
-MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
-MAX_BYTES_PER_TRIGGER = "maxBytesPerTrigger"
-MAX_MESSAGE_SIZE = "maxMessageSize"
-
 S3_OPTIONS: dict[str, str] = {
-    "s3.accessKey": "access_key",
-    "s3.secretKey": "secret_key",
-    "s3.sessionToken": "session_token",
-    "s3.region": "region",
-    "s3.endpoint": "endpoint_override",
-    "s3.scheme": "scheme",
+    S3_ACCESS_KEY: "access_key",
+    S3_SECRET_KEY: "secret_key",
+    S3_SESSION_TOKEN: "session_token",
+    S3_REGION: "region",
+    S3_ENDPOINT: "endpoint_override",
+    S3_SCHEME: "scheme",
 }
 """Options for s3:// stores and the `pyarrow.fs.S3FileSystem` argument each sets. Their values are
 never shown (names matching Spark's `spark.redaction.regex` are redacted in plans too)."""
 
-ALL_OPTIONS: tuple[str, ...] = (
-    PATH, PATHS, BROKER_NAMES, STARTING_OFFSETS, ENDING_OFFSETS, STARTING_TIMESTAMP, ENDING_TIMESTAMP,
-    TOPICS, KEYS, MIN_PARTITIONS, MAX_BYTES_PER_PARTITION, VERIFY_CRC, MODE, DECOMPRESS,
-    INDEX_HASH_SLOTS, INDEX_ENTRIES, PUSHDOWN, KEY_PROBE_PARTITION_THRESHOLD, STALE_READER_CHECK,
-    STATS_DIR, FAIL_ON_DATA_LOSS, MAX_OFFSETS_PER_TRIGGER, MAX_BYTES_PER_TRIGGER, MAX_MESSAGE_SIZE,
-    *S3_OPTIONS,
-)
 _BY_LOWER = {name.lower(): name for name in ALL_OPTIONS}
-
-DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
-DEFAULT_KEY_PROBE_PARTITION_THRESHOLD = 64
-MODES = ("FAILFAST", "PERMISSIVE")
 
 
 class OptionError(ValueError):
@@ -106,9 +90,10 @@ EARLIEST = OffsetSpec("earliest")
 LATEST = OffsetSpec("latest")
 
 
-@dataclass(frozen=True)
-class RmqOptions:
-    """All options of one read, validated. Paths and broker names are parallel tuples.
+@dataclass(frozen=True, kw_only=True)
+class RmqOptions(OptionValues):
+    """All options of one read, validated: the typed ones (`OptionValues`, docs/contract.toml) and these.
+    Paths and broker names are parallel tuples.
 
     Local paths are absolute (made so where the options were parsed: the driver), URIs as given.
     """
@@ -117,25 +102,7 @@ class RmqOptions:
     broker_names: tuple[str, ...]
     starting_offsets: OffsetSpec = EARLIEST
     ending_offsets: OffsetSpec = LATEST
-    starting_timestamp: int | None = None
-    ending_timestamp: int | None = None
-    topics: tuple[str, ...] | None = None
-    keys: tuple[str, ...] | None = None
-    min_partitions: int | None = None
-    max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
-    verify_crc: bool = True
-    mode: str = "FAILFAST"
-    decompress: bool = True
     index_geometry: tuple[int, int] | None = None
-    pushdown: bool = True
-    key_probe_partition_threshold: int = DEFAULT_KEY_PROBE_PARTITION_THRESHOLD
-    stale_reader_check: bool = True
-    stats_dir: str | None = None
-    fail_on_data_loss: bool = True
-    max_offsets_per_trigger: int | None = None
-    max_bytes_per_trigger: int | None = None
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
-    """Cap on a decompressed body (RocketMQ's `maxMessageSize`); a body inflating past it is corrupt."""
     storage_options: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """`pyarrow.fs.S3FileSystem` arguments for the s3:// paths: the s3.* options, else the AWS
     credentials of the driver's environment, pinned so that executors read with them too."""
@@ -155,48 +122,27 @@ def parse_options(options: Mapping[str, str], *, require_path: bool = True) -> R
         raise OptionError(PATHS, f"the same store is listed twice: {list(given_paths)}")
     starting = parse_offsets(STARTING_OFFSETS, raw.get(STARTING_OFFSETS, "earliest"))
     ending = parse_offsets(ENDING_OFFSETS, raw.get(ENDING_OFFSETS, "latest"))
-    hash_slots = _optional_int(raw, INDEX_HASH_SLOTS, minimum=1)
-    index_entries = _optional_int(raw, INDEX_ENTRIES, minimum=2)
+    hash_slots = _Parsers.integer(raw, INDEX_HASH_SLOTS, 1)
+    index_entries = _Parsers.integer(raw, INDEX_ENTRIES, 2)
     if (hash_slots is None) != (index_entries is None):
         missing = INDEX_ENTRIES if index_entries is None else INDEX_HASH_SLOTS
-        raise OptionError(missing, f"must be given together with '{INDEX_HASH_SLOTS}'/'{INDEX_ENTRIES}'")
-    starting_ts = _optional_timestamp(raw, STARTING_TIMESTAMP)
-    ending_ts = _optional_timestamp(raw, ENDING_TIMESTAMP)
+        raise OptionError(missing, contract.given_together(INDEX_HASH_SLOTS, INDEX_ENTRIES))
+    values = parse_values(raw, _Parsers)
+    starting_ts, ending_ts = values["starting_timestamp"], values["ending_timestamp"]
     if starting_ts is not None and ending_ts is not None and ending_ts < starting_ts:
-        raise OptionError(ENDING_TIMESTAMP, f"{ending_ts} is before {STARTING_TIMESTAMP} {starting_ts}")
+        raise OptionError(ENDING_TIMESTAMP, contract.before(ending_ts, STARTING_TIMESTAMP, starting_ts))
     if starting.kind == "physical" and ending.kind == "physical" and ending.physical < starting.physical:
-        raise OptionError(ENDING_OFFSETS, f"{ending.physical} is before {STARTING_OFFSETS} "
-                                          f"{starting.physical}")
-    mode = raw.get(MODE, "FAILFAST").strip().upper()
-    if mode not in MODES:
-        raise OptionError(MODE, f"{raw[MODE]!r} is not one of {', '.join(MODES)}")
+        raise OptionError(ENDING_OFFSETS,
+                          contract.before(ending.physical, STARTING_OFFSETS, starting.physical))
     return RmqOptions(
         paths=paths,
         broker_names=_parse_broker_names(raw, given_paths),
         starting_offsets=starting,
         ending_offsets=ending,
-        starting_timestamp=starting_ts,
-        ending_timestamp=ending_ts,
-        topics=_optional_list(raw, TOPICS),
-        keys=_optional_list(raw, KEYS),
-        min_partitions=_optional_int(raw, MIN_PARTITIONS, minimum=1),
-        max_bytes_per_partition=_optional_size(raw, MAX_BYTES_PER_PARTITION)
-        or DEFAULT_MAX_BYTES_PER_PARTITION,
-        verify_crc=_bool(raw, VERIFY_CRC, True),
-        mode=mode,
-        decompress=_bool(raw, DECOMPRESS, True),
         index_geometry=None if hash_slots is None else (hash_slots, index_entries),
-        pushdown=_bool(raw, PUSHDOWN, True),
-        key_probe_partition_threshold=_optional_int(raw, KEY_PROBE_PARTITION_THRESHOLD, minimum=1)
-        or DEFAULT_KEY_PROBE_PARTITION_THRESHOLD,
-        stale_reader_check=_bool(raw, STALE_READER_CHECK, True),
-        stats_dir=raw.get(STATS_DIR) or None,
-        fail_on_data_loss=_bool(raw, FAIL_ON_DATA_LOSS, True),
-        max_offsets_per_trigger=_optional_int(raw, MAX_OFFSETS_PER_TRIGGER, minimum=1),
-        max_bytes_per_trigger=_optional_size(raw, MAX_BYTES_PER_TRIGGER),
-        max_message_size=_optional_size(raw, MAX_MESSAGE_SIZE) or DEFAULT_MAX_MESSAGE_SIZE,
         storage_options=_storage_options(raw, paths),
         raw=raw,
+        **values,
     )
 
 
@@ -249,8 +195,8 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
         canonical = _BY_LOWER.get(name.lower())
         if canonical is None:
             close = difflib.get_close_matches(name.lower(), list(_BY_LOWER), n=1)
-            hint = f"; did you mean '{_BY_LOWER[close[0]]}'?" if close else ""
-            raise OptionError(name, f"unknown option{hint} Known options: {', '.join(ALL_OPTIONS)}")
+            hint = contract.did_you_mean(_BY_LOWER[close[0]]) if close else ""
+            raise OptionError(name, contract.unknown_option(hint, ", ".join(ALL_OPTIONS)))
         raw[canonical] = "" if value is None else str(value)
     return raw
 
@@ -282,8 +228,8 @@ def _storage_options(raw: Mapping[str, str], paths: tuple[str, ...]) -> dict[str
     if given and not any(is_s3_uri(p) for p in paths):
         raise OptionError(next(n for n in raw if n in S3_OPTIONS), "applies to s3:// store paths only")
     if ("access_key" in given) != ("secret_key" in given):
-        raise OptionError("s3.secretKey" if "access_key" in given else "s3.accessKey",
-                          "must be given together with 's3.accessKey'/'s3.secretKey'")
+        raise OptionError(S3_SECRET_KEY if "access_key" in given else S3_ACCESS_KEY,
+                          contract.given_together(S3_ACCESS_KEY, S3_SECRET_KEY))
     if not any(is_s3_uri(p) for p in paths):
         return given
     return with_environment_credentials(given)
@@ -300,81 +246,100 @@ def _parse_broker_names(raw: Mapping[str, str], paths: tuple[str, ...]) -> tuple
     return names
 
 
-def _optional_list(raw: Mapping[str, str], option: str) -> tuple[str, ...] | None:
-    """A comma-separated list, or a JSON list of strings (for values that contain commas)."""
-    if option not in raw:
-        return None
-    text = raw[option].strip()
-    if text.startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise OptionError(option, f"invalid JSON list ({exc.msg})") from None
-        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-            raise OptionError(option, "JSON value must be a list of strings")
-    else:
-        items = text.split(",")
-    values = tuple(dict.fromkeys(i.strip() for i in items if i.strip()))
-    if not values:
-        raise OptionError(option, "empty list")
-    return values
-
-
-def _bool(raw: Mapping[str, str], option: str, default: bool) -> bool:
-    if option not in raw:
-        return default
-    value = raw[option].strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise OptionError(option, f"{raw[option]!r} is not true or false")
-
-
-def _optional_int(raw: Mapping[str, str], option: str, *, minimum: int) -> int | None:
-    if option not in raw:
-        return None
-    try:
-        value = int(raw[option].strip())
-    except ValueError:
-        raise OptionError(option, f"{raw[option]!r} is not an integer") from None
-    if value < minimum:
-        raise OptionError(option, f"{value} is less than {minimum}")
-    return value
-
-
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
                "g": 1 << 30, "gb": 1 << 30}
 
 
-def _optional_size(raw: Mapping[str, str], option: str) -> int | None:
-    """A byte count: `1048576`, `512k`, `128m`, `2g` (binary units)."""
-    if option not in raw:
-        return None
-    match = re.fullmatch(r"(\d+)\s*([a-z]*)", raw[option].strip().lower())
-    if not match or match.group(2) not in _SIZE_UNITS:
-        raise OptionError(option, f"{raw[option]!r} is not a byte size such as 1048576, 512k, 128m or 2g")
-    value = int(match.group(1)) * _SIZE_UNITS[match.group(2)]
-    if value < 1:
-        raise OptionError(option, "must be at least 1 byte")
-    return value
+class _Parsers:
+    """How this engine parses each type of option (`contract_options.Parsers`); errors name the option."""
 
+    @staticmethod
+    def text_list(raw: Mapping[str, str], option: str) -> tuple[str, ...] | None:
+        """A comma-separated list, or a JSON list of strings (for values that contain commas)."""
+        if option not in raw:
+            return None
+        text = raw[option].strip()
+        if text.startswith("["):
+            try:
+                items = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise OptionError(option, contract.invalid_json_list(exc.msg)) from None
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise OptionError(option, contract.not_string_list())
+        else:
+            items = text.split(",")
+        values = tuple(dict.fromkeys(i.strip() for i in items if i.strip()))
+        if not values:
+            raise OptionError(option, contract.empty_list())
+        return values
 
-def _optional_timestamp(raw: Mapping[str, str], option: str) -> int | None:
-    """Epoch milliseconds (like Kafka's option), or an ISO-8601 time (UTC unless it has an offset)."""
-    if option not in raw:
-        return None
-    text = raw[option].strip()
-    if re.fullmatch(r"-?\d+", text):
-        value = int(text)
-    else:
+    @staticmethod
+    def boolean(raw: Mapping[str, str], option: str, default: bool) -> bool:
+        if option not in raw:
+            return default
+        value = raw[option].strip().lower()
+        if value in ("true", "1", "yes"):
+            return True
+        if value in ("false", "0", "no"):
+            return False
+        raise OptionError(option, contract.not_bool(repr(raw[option])))
+
+    @staticmethod
+    def integer(raw: Mapping[str, str], option: str, minimum: int) -> int | None:
+        if option not in raw:
+            return None
         try:
-            moment = datetime.fromisoformat(text)
+            value = int(raw[option].strip())
         except ValueError:
-            raise OptionError(option, f"{text!r} is not epoch milliseconds or an ISO-8601 time") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        value = round(moment.timestamp() * 1000)
-    if value < 0:
-        raise OptionError(option, f"{value} is negative")
-    return value
+            raise OptionError(option, contract.not_integer(repr(raw[option]))) from None
+        if value < minimum:
+            raise OptionError(option, contract.less_than(value, minimum))
+        return value
+
+    long = integer
+
+    @staticmethod
+    def size(raw: Mapping[str, str], option: str) -> int | None:
+        """A byte count: `1048576`, `512k`, `128m`, `2g` (binary units)."""
+        if option not in raw:
+            return None
+        match = re.fullmatch(r"(\d+)\s*([a-z]*)", raw[option].strip().lower())
+        if not match or match.group(2) not in _SIZE_UNITS:
+            raise OptionError(option, contract.not_size(repr(raw[option])))
+        value = int(match.group(1)) * _SIZE_UNITS[match.group(2)]
+        if value < 1:
+            raise OptionError(option, contract.size_below_one())
+        return value
+
+    size32 = size
+
+    @staticmethod
+    def text(raw: Mapping[str, str], option: str) -> str | None:
+        return raw.get(option) or None
+
+    @staticmethod
+    def timestamp(raw: Mapping[str, str], option: str) -> int | None:
+        """Epoch milliseconds (like Kafka's option), or an ISO-8601 time (UTC unless it has an offset)."""
+        if option not in raw:
+            return None
+        text = raw[option].strip()
+        if re.fullmatch(r"-?\d+", text):
+            value = int(text)
+        else:
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                raise OptionError(option, contract.not_timestamp(repr(text))) from None
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            value = round(moment.timestamp() * 1000)
+        if value < 0:
+            raise OptionError(option, contract.negative(value))
+        return value
+
+    @staticmethod
+    def choice(raw: Mapping[str, str], option: str, default: str, choices: tuple[str, ...]) -> str:
+        value = raw.get(option, default).strip().upper()
+        if value not in choices:
+            raise OptionError(option, contract.not_choice(repr(raw[option]), ", ".join(choices)))
+        return value

@@ -1,6 +1,6 @@
-"""The streaming reader of the "rmqstore" source: tail broker stores while brokers write them (design §4).
+"""The streaming reader of the "rmqstore" source: tail broker stores while brokers write them (design §4.4).
 
-Spark runs three instances of this class (facts §5): a long-lived driver-side one (initialOffset,
+Spark runs three instances of this class (design §7.3): a long-lived driver-side one (initialOffset,
 latestOffset, partitions, reportLatestOffset, commit), one in a planning worker, and pickled copies
 on the executors that only call `read`. So `read` gets everything it needs from its
 `StreamPartition`, and driver-side caches are plain dicts that are merely an optimisation.
@@ -83,7 +83,7 @@ class StreamPartition(InputPartition):
     columns: tuple[str, ...]
     """Store columns to decode (the query's columns without `broker`)."""
     output_schema: pa.Schema
-    """The Arrow schema `read` must yield (facts §1: exactly Spark's `to_arrow_schema`)."""
+    """The Arrow schema `read` must yield (design §7.3: exactly Spark's `to_arrow_schema`)."""
     task: ReadTask
     verify_crc: bool = False
     mode: str = "FAILFAST"
@@ -153,7 +153,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise OptionError(STARTING_OFFSETS, "a physical commit-log offset cannot start a stream that "
                                                 "reads topics by queue; give per-queue JSON offsets instead")
         self.stores = dict(zip(self.opts.broker_names, self.opts.paths, strict=True))
-        # Driver-side state (instance 1 of facts §5); never needed by read().
+        # Driver-side state (the first instance of design §7.3); never needed by read().
         self._walk_caches: dict[str, LogWalkCache] = {}
         self._target: dict[str, StoreOffset] | None = None
         self._last_end: dict[str, StoreOffset] | None = None
@@ -346,7 +346,7 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return StoreOffset(queues={queue: high for queue, (_low, high) in bounds.items()}), messages, nbytes
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: the store is read-only, and Spark commits one batch late anyway (facts §5)."""
+        """Nothing to do: the store is read-only, and Spark commits one batch late anyway (design §7.3)."""
 
     # ---- planning and reading ------------------------------------------------------------------
 

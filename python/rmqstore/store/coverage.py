@@ -1,4 +1,4 @@
-"""Which commit-log bytes hold records that no consume-queue unit points to (design §3, spec §4.1).
+"""Which commit-log bytes hold records that no consume-queue unit points to (design §3.2, spec §4.1).
 
 A consume queue only gets units for transaction type NOT / COMMIT records (§4.1): PREPARED and
 ROLLBACK records, records not dispatched yet (consume queues lag behind the log after a crash) and
@@ -44,6 +44,7 @@ import numpy as np
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.layout import BLANK_MAGIC, SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
 from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.contract_store import COVERAGE_CACHE_KIND, COVERAGE_CACHE_VERSION
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segment_cache import cache_dir as kind_cache_dir
@@ -52,8 +53,6 @@ from rmqstore.store.segments import Segment
 if TYPE_CHECKING:
     from rmqstore.store.store import Store
 
-CACHE_KIND = "coverage"
-CACHE_VERSION = 4
 BLANK_HEADER_SIZE = 8
 """TOTALSIZE and MAGICCODE of a BLANK record (§2.6)."""
 
@@ -76,7 +75,7 @@ class SegmentVerdict:
 
 def cache_dir() -> str:
     """Where coverage verdicts are cached (never inside a store)."""
-    return kind_cache_dir(CACHE_KIND)
+    return kind_cache_dir(COVERAGE_CACHE_KIND)
 
 
 def segment_verdicts(store: Store) -> list[SegmentVerdict]:
@@ -87,7 +86,7 @@ def segment_verdicts(store: Store) -> list[SegmentVerdict]:
     queues = [store.consume_queue(t, q) for t in store.topics() for q in store.queue_ids(t)]
     queue_names = sorted(f"{q.topic}/{q.queue_id}" for q in queues)
     digest = hashlib.sha256(json.dumps(queue_names).encode()).hexdigest()
-    cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION, digest)
+    cache = SegmentCache.for_store(store, COVERAGE_CACHE_KIND, COVERAGE_CACHE_VERSION, digest)
     by_base = {s.base_offset: s for s in live}
     known = {base: SegmentVerdict(by_base[base], tuple((a, b) for a, b in gaps),
                                   tuple((a, b) for a, b in unindexed), tuple(topics))

@@ -1,4 +1,4 @@
-"""Where the walk for the valid end of the commit log may resume (design §4, spec §2.12).
+"""Where the walk for the valid end of the commit log may resume (design §4.2, spec §2.12).
 
 The valid end is found by walking the segment holding it, with BODYCRC checked, from its first record
 or from the last record the broker indexed (`CommitLog.end`): on every open, so on every plan (the log
@@ -23,6 +23,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from rmqstore.store.contract_store import LOGEND_CACHE_KIND, LOGEND_CACHE_VERSION
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segments import Segment
 
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from rmqstore.store.commitlog import CommitLog
     from rmqstore.store.store import Store
 
-CACHE_KIND = "logend"
-CACHE_VERSION = 2
 RACY_NS = 2_000_000_000
 """A local file's mtime must be this much older than the walk for the walk's end to be remembered."""
 
@@ -48,8 +47,8 @@ class LogEndCache:
     def for_store(cls, store: Store, check_crc: bool) -> LogEndCache | None:
         """The cache of a store (None when there is nowhere to keep it); BODYCRC-checked walks are
         kept apart."""
-        kind = f"{CACHE_KIND}-crc" if check_crc else CACHE_KIND
-        cache = SegmentCache.for_store(store, kind, CACHE_VERSION, content_checked=True)
+        kind = f"{LOGEND_CACHE_KIND}-crc" if check_crc else LOGEND_CACHE_KIND
+        cache = SegmentCache.for_store(store, kind, LOGEND_CACHE_VERSION, content_checked=True)
         return None if cache is None else cls(cache)
 
     def resume_at(self, log: CommitLog, seg: Segment) -> int:

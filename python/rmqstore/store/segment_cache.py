@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from rmqstore.cachedir import cache_root
 from rmqstore.io.local import LocalFileSystem
+from rmqstore.store.contract_store import CACHE_IDENTITY_SEPARATOR
 from rmqstore.store.segments import Segment
 
 if TYPE_CHECKING:
@@ -40,6 +41,11 @@ log = logging.getLogger("rmqstore.store")
 def cache_dir(kind: str) -> str:
     """Where the facts of this kind are cached."""
     return str(cache_root() / kind)
+
+
+def _identity(value: list[Any]) -> str:
+    """A store's identity as JSON, the text whose SHA-256 names its cache files (docs/design.md §8.2)."""
+    return json.dumps(value, separators=(CACHE_IDENTITY_SEPARATOR, ": "), ensure_ascii=True)
 
 
 class SegmentCache:
@@ -60,9 +66,9 @@ class SegmentCache:
         local = isinstance(store.fs, LocalFileSystem)
         if local:
             dirs = [os.path.realpath(d) for d in store.commitlog_dirs]
-            identity = json.dumps([os.path.realpath(store.path), dirs])
+            identity = _identity([os.path.realpath(store.path), dirs])
         elif content_checked or all(seg.mtime_ns is not None for seg in store.segments):
-            identity = json.dumps([store.location, store.commitlog_dirs])
+            identity = _identity([store.location, store.commitlog_dirs])
         else:
             return None
         name = hashlib.sha256(identity.encode()).hexdigest() + ".json"

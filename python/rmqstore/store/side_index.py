@@ -1,4 +1,4 @@
-"""A side index of the records the broker's index lacks (design §3; spec §5.3, §5.4, §5.7).
+"""A side index of the records the broker's index lacks (design §3.4; spec §5.3, §5.4, §5.7).
 
 The broker's index has every record of the log but (`lacking_ranges`):
 - ROLLBACK-typed records (§5.4; `Store.unindexed_ranges`, found from the consume queues' coverage),
@@ -45,6 +45,7 @@ import numpy as np
 from rmqstore.format.indexfile import index_key
 from rmqstore.format.javahash import index_key_hash
 from rmqstore.format.layout import MAGIC_V1, MAGIC_V2
+from rmqstore.store.contract_store import SIDE_INDEX_CACHE_KIND, SIDE_INDEX_CACHE_VERSION
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segments import Segment
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmqstore.store")
 
-CACHE_KIND = "side-index"
-CACHE_VERSION = 1
 ARRAY_SUFFIX = ".npy"
 _BUILD_COLUMNS = ["commitLogOffset", "topic", "keys", "uniqKey"]
 _HEAD = struct.Struct(">iI")
@@ -134,7 +133,7 @@ def open_side_index(store: Store, ranges: Sequence[Range]) -> SideIndex:
     live = [s for s in store.segments if s.base_offset < store.max_offset]
     needed = {seg.base_offset: _clip(ranges, seg.base_offset, seg.end_offset) for seg in live}
     needed = {base: parts for base, parts in needed.items() if parts}
-    cache = SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION)
+    cache = SegmentCache.for_store(store, SIDE_INDEX_CACHE_KIND, SIDE_INDEX_CACHE_VERSION)
     known = cache.load(store, live) if cache else {}
     entries: list[tuple[Segment, list]] = []
     parts: list[np.ndarray] = []

@@ -1,4 +1,4 @@
-"""`Store`: one RocketMQ broker store, opened read-only (design §1, §5).
+"""`Store`: one RocketMQ broker store, opened read-only (design §4.1).
 
 Never writes, locks, truncates or recovers anything: the bytes on disk are the same after any read.
 """
@@ -26,6 +26,7 @@ from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
 from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.contract_store import INDEX_TAIL_SCAN_LIMIT
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
     FAILFAST,
@@ -62,9 +63,6 @@ MULTI_PATH_SPLITTER = ","
 """`storePathCommitLog` lists several directories separated by `,` (§1.1, `MixAll.MULTI_PATH_SPLITTER`)."""
 
 DEFAULT_BATCH_ROWS = 16_384
-INDEX_TAIL_SCAN_LIMIT = 1 << 30
-"""Lookups index at most this many bytes of log the broker's index lacks (besides ROLLBACK records:
-past its end, lost index files) in the side index themselves; with more they refuse (scan instead)."""
 GATHER_RANGE_BYTES = 1 << 20
 """`scan_ranges` reads, walks and decodes the ranges of a segment up to this size together."""
 

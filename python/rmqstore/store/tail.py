@@ -1,4 +1,4 @@
-"""The torn-record rule: how far a reader may walk the commit log while a broker writes it (design §4).
+"""The torn-record rule: how far a reader may walk the commit log while a broker writes it (design §4.3).
 
 A broker writes a record with one put into a mapped file, but a
 reader of the file can see any prefix of that put. A record at position p counts as complete only

@@ -1,4 +1,4 @@
-"""Where store times lie in the commit log: exact seeks by storeTimestamp (design §3, §4).
+"""Where store times lie in the commit log: exact seeks by storeTimestamp (design §3.5).
 
 The broker stamps STORETIMESTAMP under the put lock, so store times never decrease in log order -
 unless the broker's clock steps back (NTP, a resumed VM, an operator), by any amount. A seek must not
@@ -49,6 +49,7 @@ from rmqstore.format.layout import (
     OFF_TOTALSIZE,
 )
 from rmqstore.store.commitlog import PROBE_BYTES
+from rmqstore.store.contract_store import TIMELINE_CACHE_KIND, TIMELINE_CACHE_VERSION
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segments import Segment
@@ -56,8 +57,6 @@ from rmqstore.store.segments import Segment
 if TYPE_CHECKING:
     from rmqstore.store.store import Store
 
-CACHE_KIND = "timeline"
-CACHE_VERSION = 2
 MAX_RUNS = 256
 """A segment with more runs than this is summarized as one unordered run."""
 SEEK_FIRST_WINDOW = 2 * PROBE_BYTES
@@ -208,7 +207,7 @@ def summarizing(store: Store, start: int, end: int,
 
 
 def _cache(store: Store) -> SegmentCache | None:
-    return SegmentCache.for_store(store, CACHE_KIND, CACHE_VERSION, content_checked=True)
+    return SegmentCache.for_store(store, TIMELINE_CACHE_KIND, TIMELINE_CACHE_VERSION, content_checked=True)
 
 
 def _by_pieces(store: Store, cache: SegmentCache) -> bool:

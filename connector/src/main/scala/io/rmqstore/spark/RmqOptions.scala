@@ -9,7 +9,6 @@ import scala.util.Try
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
-import format.Compression
 import store.Names.{closeMatches, repr}
 import _root_.io.rmqstore.spark.io.StoreFileSystem
 
@@ -35,115 +34,48 @@ final case class S3Settings(hadoop: Map[String, String]) {
 }
 
 /** All options of one read, validated: the same names, defaults and errors as the Python engine's
-  * `parse_options` (python/rmqstore/spark/options.py is the one table; keep both in step). Paths and
-  * broker names are parallel; local paths are absolute (made so where the options were parsed: the
-  * driver), URIs as given. `named`: the options the user gave (canonical names).
+  * `parse_options` (python/rmqstore/spark/options.py `parse_options`); the typed ones are `values`
+  * (`ContractOptions`, generated from docs/contract.toml). Paths and broker names are parallel; local paths
+  * are absolute (made so where the options were parsed: the driver), URIs as given. `named`: the options the
+  * user gave (canonical names).
   */
 final case class RmqOptions(
     paths: IndexedSeq[String],
     brokerNames: IndexedSeq[String],
     startingOffsets: OffsetSpec = OffsetSpec.Earliest,
     endingOffsets: OffsetSpec = OffsetSpec.Latest,
-    startingTimestamp: Option[Long] = None,
-    endingTimestamp: Option[Long] = None,
-    topics: Option[IndexedSeq[String]] = None,
-    keys: Option[IndexedSeq[String]] = None,
-    minPartitions: Option[Int] = None,
-    maxBytesPerPartition: Long = RmqOptions.DefaultMaxBytesPerPartition,
-    verifyCrc: Boolean = true,
-    mode: String = "FAILFAST",
-    decompress: Boolean = true,
     indexGeometry: Option[(Int, Int)] = None,
-    pushdown: Boolean = true,
-    keyProbePartitionThreshold: Int = RmqOptions.DefaultKeyProbePartitionThreshold,
-    staleReaderCheck: Boolean = true,
-    statsDir: Option[String] = None,
-    failOnDataLoss: Boolean = true,
-    maxOffsetsPerTrigger: Option[Long] = None,
-    maxBytesPerTrigger: Option[Long] = None,
-    maxMessageSize: Int = Compression.MaxMessageSize,
+    values: ContractOptions.Values = ContractOptions.Values(),
     s3: S3Settings = S3Settings(Map.empty),
     named: Set[String] = Set.empty
-) {
+) extends ContractOptions.Fields {
   def permissive: Boolean = mode == "PERMISSIVE"
 }
 
-object RmqOptions {
-  val Path = "path"
-  val Paths = "paths"
-  val BrokerNames = "brokerNames"
-  val StartingOffsets = "startingOffsets"
-  val EndingOffsets = "endingOffsets"
-  val StartingTimestamp = "startingTimestamp"
-  val EndingTimestamp = "endingTimestamp"
-  val Topics = "topics"
-  val Keys = "keys"
-  val MinPartitions = "minPartitions"
-  val MaxBytesPerPartition = "maxBytesPerPartition"
-  val VerifyCrc = "verifyCrc"
-  val Mode = "mode"
-  val Decompress = "decompress"
-  val IndexHashSlots = "indexHashSlots"
-  val IndexEntries = "indexEntries"
-  val Pushdown = "pushdown"
-  val KeyProbePartitionThreshold = "keyProbePartitionThreshold"
-  val StaleReaderCheck = "staleReaderCheck"
-  val StatsDir = "statsDir"
-  val FailOnDataLoss = "failOnDataLoss"
-  val MaxOffsetsPerTrigger = "maxOffsetsPerTrigger"
-  val MaxBytesPerTrigger = "maxBytesPerTrigger"
-  val MaxMessageSize = "maxMessageSize"
+object RmqOptions extends ContractOptions.Names with ContractOptions.Parsers {
+  import ContractOptions.Messages
 
   /** The s3.* options and the S3A setting each sets (python/rmqstore/spark/options.py `S3_OPTIONS`). Their
     * values are never shown.
     */
   val S3Options: Seq[(String, String)] = Seq(
-    "s3.accessKey" -> "fs.s3a.access.key",
-    "s3.secretKey" -> "fs.s3a.secret.key",
-    "s3.sessionToken" -> "fs.s3a.session.token",
-    "s3.region" -> "fs.s3a.endpoint.region",
-    "s3.endpoint" -> "fs.s3a.endpoint",
-    "s3.scheme" -> "fs.s3a.connection.ssl.enabled"
+    S3AccessKey -> "fs.s3a.access.key",
+    S3SecretKey -> "fs.s3a.secret.key",
+    S3SessionToken -> "fs.s3a.session.token",
+    S3Region -> "fs.s3a.endpoint.region",
+    S3Endpoint -> "fs.s3a.endpoint",
+    S3Scheme -> "fs.s3a.connection.ssl.enabled"
   )
 
   /** AWS SDK environment variables of the credentials the driver pins for executors (`S3_CREDENTIAL_ENV`). */
   private val S3CredentialEnv: Seq[(String, String)] = Seq(
-    "s3.accessKey" -> "AWS_ACCESS_KEY_ID",
-    "s3.secretKey" -> "AWS_SECRET_ACCESS_KEY",
-    "s3.sessionToken" -> "AWS_SESSION_TOKEN"
+    S3AccessKey -> "AWS_ACCESS_KEY_ID",
+    S3SecretKey -> "AWS_SECRET_ACCESS_KEY",
+    S3SessionToken -> "AWS_SESSION_TOKEN"
   )
 
-  val AllOptions: Seq[String] = Seq(
-    Path,
-    Paths,
-    BrokerNames,
-    StartingOffsets,
-    EndingOffsets,
-    StartingTimestamp,
-    EndingTimestamp,
-    Topics,
-    Keys,
-    MinPartitions,
-    MaxBytesPerPartition,
-    VerifyCrc,
-    Mode,
-    Decompress,
-    IndexHashSlots,
-    IndexEntries,
-    Pushdown,
-    KeyProbePartitionThreshold,
-    StaleReaderCheck,
-    StatsDir,
-    FailOnDataLoss,
-    MaxOffsetsPerTrigger,
-    MaxBytesPerTrigger,
-    MaxMessageSize
-  ) ++ S3Options.map(_._1)
   private val byLower: Map[String, String] = AllOptions.map(n => n.toLowerCase(Locale.ROOT) -> n).toMap
 
-  val DefaultMaxBytesPerPartition: Long = 128L * 1024 * 1024
-  val DefaultKeyProbePartitionThreshold = 64
-  val Modes: Seq[String] = Seq("FAILFAST", "PERMISSIVE")
   val EarliestQueueOffset: Long = -2L
   val LatestQueueOffset: Long = -1L
 
@@ -160,48 +92,27 @@ object RmqOptions {
       fail(Paths, s"the same store is listed twice: ${givenPaths.map(repr).mkString("[", ", ", "]")}")
     val starting = parseOffsets(StartingOffsets, raw.getOrElse(StartingOffsets, "earliest"))
     val ending = parseOffsets(EndingOffsets, raw.getOrElse(EndingOffsets, "latest"))
-    val hashSlots = optionalInt(raw, IndexHashSlots, 1)
-    val indexEntries = optionalInt(raw, IndexEntries, 2)
+    val hashSlots = integer(raw, IndexHashSlots, 1)
+    val indexEntries = integer(raw, IndexEntries, 2)
     if (hashSlots.isEmpty != indexEntries.isEmpty) {
       val missing = if (indexEntries.isEmpty) IndexEntries else IndexHashSlots
-      fail(missing, s"must be given together with '$IndexHashSlots'/'$IndexEntries'")
+      fail(missing, Messages.givenTogether(IndexHashSlots, IndexEntries))
     }
-    val startingTs = optionalTimestamp(raw, StartingTimestamp)
-    val endingTs = optionalTimestamp(raw, EndingTimestamp)
-    for (s <- startingTs; e <- endingTs if e < s) fail(EndingTimestamp, s"$e is before $StartingTimestamp $s")
+    val values = ContractOptions.parseValues(raw, this)
+    for (s <- values.startingTimestamp; e <- values.endingTimestamp if e < s)
+      fail(EndingTimestamp, Messages.before(e, StartingTimestamp, s))
     (starting, ending) match {
       case (OffsetSpec.Physical(s), OffsetSpec.Physical(e)) if e < s =>
-        fail(EndingOffsets, s"$e is before $StartingOffsets $s")
+        fail(EndingOffsets, Messages.before(e, StartingOffsets, s))
       case _ =>
     }
-    val mode = raw.getOrElse(Mode, "FAILFAST").trim.toUpperCase(Locale.ROOT)
-    if (!Modes.contains(mode)) fail(Mode, s"${repr(raw(Mode))} is not one of ${Modes.mkString(", ")}")
     RmqOptions(
       paths = paths,
       brokerNames = parseBrokerNames(raw, givenPaths),
       startingOffsets = starting,
       endingOffsets = ending,
-      startingTimestamp = startingTs,
-      endingTimestamp = endingTs,
-      topics = optionalList(raw, Topics),
-      keys = optionalList(raw, Keys),
-      minPartitions = optionalInt(raw, MinPartitions, 1),
-      maxBytesPerPartition = optionalSize(raw, MaxBytesPerPartition).getOrElse(DefaultMaxBytesPerPartition),
-      verifyCrc = bool(raw, VerifyCrc, default = true),
-      mode = mode,
-      decompress = bool(raw, Decompress, default = true),
       indexGeometry = for (s <- hashSlots; e <- indexEntries) yield (s, e),
-      pushdown = bool(raw, Pushdown, default = true),
-      keyProbePartitionThreshold =
-        optionalInt(raw, KeyProbePartitionThreshold, 1).getOrElse(DefaultKeyProbePartitionThreshold),
-      staleReaderCheck = bool(raw, StaleReaderCheck, default = true),
-      statsDir = raw.get(StatsDir).filter(_.nonEmpty),
-      failOnDataLoss = bool(raw, FailOnDataLoss, default = true),
-      maxOffsetsPerTrigger = optionalInt(raw, MaxOffsetsPerTrigger, 1).map(_.toLong),
-      maxBytesPerTrigger = optionalSize(raw, MaxBytesPerTrigger),
-      // a JVM array holds at most Int.MaxValue bytes, so a larger cap is the same as Int.MaxValue
-      maxMessageSize =
-        optionalSize(raw, MaxMessageSize).fold(Compression.MaxMessageSize)(v => math.min(v, Int.MaxValue.toLong).toInt),
+      values = values,
       s3 = s3Settings(raw, paths),
       named = raw.keySet
     )
@@ -259,8 +170,8 @@ object RmqOptions {
       val canonical = byLower.getOrElse(
         name.toLowerCase(Locale.ROOT), {
           val hint = closeMatches(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq, 1).headOption
-            .map(c => s"; did you mean '${byLower(c)}'?").getOrElse("")
-          fail(name, s"unknown option$hint Known options: ${AllOptions.mkString(", ")}")
+            .map(c => Messages.didYouMean(byLower(c))).getOrElse("")
+          fail(name, Messages.unknownOption(hint, AllOptions.mkString(", ")))
         }
       )
       canonical -> Option(value).getOrElse("")
@@ -297,10 +208,10 @@ object RmqOptions {
     val anyS3 = paths.exists(StoreFileSystem.isS3Uri)
     if (typed.nonEmpty && !anyS3)
       fail(S3Options.map(_._1).find(typed.contains).get, "applies to s3:// store paths only")
-    if (typed.contains("s3.accessKey") != typed.contains("s3.secretKey"))
+    if (typed.contains(S3AccessKey) != typed.contains(S3SecretKey))
       fail(
-        if (typed.contains("s3.accessKey")) "s3.secretKey" else "s3.accessKey",
-        "must be given together with 's3.accessKey'/'s3.secretKey'"
+        if (typed.contains(S3AccessKey)) S3SecretKey else S3AccessKey,
+        Messages.givenTogether(S3AccessKey, S3SecretKey)
       )
     val pinned =
       if (!anyS3 || typed.contains("s3.accessKey") || environ("AWS_ACCESS_KEY_ID").isEmpty) typed
@@ -331,40 +242,43 @@ object RmqOptions {
     }
 
   /** A comma-separated list, or a JSON list of strings (for values that contain commas). */
-  private def optionalList(raw: Map[String, String], option: String): Option[IndexedSeq[String]] =
+  def textList(raw: Map[String, String], option: String): Option[IndexedSeq[String]] =
     raw.get(option).map { value =>
       val text = value.trim
       val items: Seq[String] =
         if (text.startsWith("[")) {
           val node =
             try mapper.readTree(text)
-            catch { case e: Exception => fail(option, s"invalid JSON list (${e.getMessage.linesIterator.next()})") }
+            catch { case e: Exception => fail(option, Messages.invalidJsonList(e.getMessage.linesIterator.next())) }
           if (!node.isArray || !node.elements().asScala.forall(_.isTextual))
-            fail(option, "JSON value must be a list of strings")
+            fail(option, Messages.notStringList())
           node.elements().asScala.map(_.asText).toSeq
         } else text.split(",", -1).toSeq
       val values = items.map(_.trim).filter(_.nonEmpty).distinct.toIndexedSeq
-      if (values.isEmpty) fail(option, "empty list")
+      if (values.isEmpty) fail(option, Messages.emptyList())
       values
     }
 
-  private def bool(raw: Map[String, String], option: String, default: Boolean): Boolean =
+  def boolean(raw: Map[String, String], option: String, default: Boolean): Boolean =
     raw.get(option) match {
       case None => default
       case Some(v) =>
         v.trim.toLowerCase(Locale.ROOT) match {
           case "true" | "1" | "yes" => true
           case "false" | "0" | "no" => false
-          case _ => fail(option, s"${repr(v)} is not true or false")
+          case _ => fail(option, Messages.notBool(repr(v)))
         }
     }
 
-  private def optionalInt(raw: Map[String, String], option: String, minimum: Int): Option[Int] =
+  def integer(raw: Map[String, String], option: String, minimum: Int): Option[Int] =
     raw.get(option).map { v =>
-      val value = Try(v.trim.toInt).getOrElse(fail(option, s"${repr(v)} is not an integer"))
-      if (value < minimum) fail(option, s"$value is less than $minimum")
+      val value = Try(v.trim.toInt).getOrElse(fail(option, Messages.notInteger(repr(v))))
+      if (value < minimum) fail(option, Messages.lessThan(value, minimum))
       value
     }
+
+  def long(raw: Map[String, String], option: String, minimum: Int): Option[Long] =
+    integer(raw, option, minimum).map(_.toLong)
 
   private val sizeUnits: Map[String, Long] = Map(
     "" -> 1L,
@@ -379,19 +293,27 @@ object RmqOptions {
   private val SizePattern = """(\d+)\s*([a-z]*)""".r
 
   /** A byte count: `1048576`, `512k`, `128m`, `2g` (binary units). */
-  private def optionalSize(raw: Map[String, String], option: String): Option[Long] =
+  def size(raw: Map[String, String], option: String): Option[Long] =
     raw.get(option).map { v =>
       val value = v.trim.toLowerCase(Locale.ROOT) match {
         case SizePattern(digits, unit) if sizeUnits.contains(unit) && Try(digits.toLong).isSuccess =>
           digits.toLong * sizeUnits(unit)
-        case _ => fail(option, s"${repr(v)} is not a byte size such as 1048576, 512k, 128m or 2g")
+        case _ => fail(option, Messages.notSize(repr(v)))
       }
-      if (value < 1) fail(option, "must be at least 1 byte")
+      if (value < 1) fail(option, Messages.sizeBelowOne())
       value
     }
 
+  /** A byte count held in an Int: a JVM array holds at most Int.MaxValue bytes, so a larger value is the same
+    * as Int.MaxValue.
+    */
+  def size32(raw: Map[String, String], option: String): Option[Int] =
+    size(raw, option).map(v => math.min(v, Int.MaxValue.toLong).toInt)
+
+  def text(raw: Map[String, String], option: String): Option[String] = raw.get(option).filter(_.nonEmpty)
+
   /** Epoch milliseconds (like Kafka's option), or an ISO-8601 time (UTC unless it has an offset). */
-  private def optionalTimestamp(raw: Map[String, String], option: String): Option[Long] =
+  def timestamp(raw: Map[String, String], option: String): Option[Long] =
     raw.get(option).map { v =>
       val text = v.trim
       val value =
@@ -400,10 +322,15 @@ object RmqOptions {
           try Try(OffsetDateTime.parse(text).toInstant.toEpochMilli)
               .getOrElse(LocalDateTime.parse(text.replace(' ', 'T')).toInstant(ZoneOffset.UTC).toEpochMilli)
           catch {
-            case _: DateTimeParseException =>
-              fail(option, s"${repr(text)} is not epoch milliseconds or an ISO-8601 time")
+            case _: DateTimeParseException => fail(option, Messages.notTimestamp(repr(text)))
           }
-      if (value < 0) fail(option, s"$value is negative")
+      if (value < 0) fail(option, Messages.negative(value))
       value
     }
+
+  def choice(raw: Map[String, String], option: String, default: String, choices: Seq[String]): String = {
+    val value = raw.getOrElse(option, default).trim.toUpperCase(Locale.ROOT)
+    if (!choices.contains(value)) fail(option, Messages.notChoice(repr(raw(option)), choices.mkString(", ")))
+    value
+  }
 }

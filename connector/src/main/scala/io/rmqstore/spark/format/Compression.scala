@@ -21,12 +21,6 @@ final class BodyDecompressionException(message: String, cause: Throwable = null)
   */
 object Compression {
 
-  /** RocketMQ's default `maxMessageSize` (producer and broker): 4 MiB. */
-  final val RocketMqMaxMessageSize: Int = 4 << 20
-
-  /** Default cap on a decompressed body: 16x RocketMQ's default, room for raised limits. */
-  final val MaxMessageSize: Int = 16 * RocketMqMaxMessageSize
-
   /** Compression type bits 8-10 of sysFlag (§2.3). */
   def compressionType(sysFlag: Int): Int =
     (sysFlag & Layout.SysFlagCompressionTypeMask) >> Layout.CompressionTypeShift
@@ -39,7 +33,7 @@ object Compression {
     * Throws BodyDecompressionException naming the compression type when it is unknown, the data is
     * corrupt or truncated, or it inflates past `maxSize` bytes.
     */
-  def decompress(body: Array[Byte], sysFlag: Int, maxSize: Int = MaxMessageSize): Array[Byte] = {
+  def decompress(body: Array[Byte], sysFlag: Int, maxSize: Int = Layout.MaxMessageSize): Array[Byte] = {
     if (!applies(sysFlag, body.length)) return body
     val kind = compressionType(sysFlag)
     def fail(cause: String, e: Throwable = null) =

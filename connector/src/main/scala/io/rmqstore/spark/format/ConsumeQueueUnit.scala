@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 
 /** ConsumeQueue units: 20 bytes (phyOffset long, TOTALSIZE int, tagsCode long) (docs/format.md §4.1-§4.4). */
 object ConsumeQueueUnit {
-  final val Size = 20
+  final val Size = Layout.CqUnitSize
 
   /** Size field of a pre-blank filler unit `(0, Integer.MAX_VALUE, 0)` (§4.3). */
   final val FillerSize = Int.MaxValue

@@ -6,11 +6,11 @@ package io.rmqstore.spark.format
   * samples a large file, so a remote file is never read whole unless its geometry must be searched for.
   */
 object IndexFile {
-  final val HeaderSize = 40
-  final val SlotSize = 4
-  final val EntrySize = 20
-  final val DefaultHashSlots = 5000000
-  final val DefaultIndexEntries = 20000000
+  final val HeaderSize = Layout.IndexHeaderSize
+  final val SlotSize = Layout.IndexSlotSize
+  final val EntrySize = Layout.IndexEntrySize
+  final val DefaultHashSlots = Layout.DefaultHashSlots
+  final val DefaultIndexEntries = Layout.DefaultIndexEntries
   final val KeySeparator = "#"
   private final val MaxGeometryCandidates = 16
 

@@ -114,7 +114,7 @@ final class RecordView(private var buf: ByteBuffer, private var pos: Int, privat
   }
 
   /** The cap on a decompressed body (`maxMessageSize`); the store sets it for the views it hands out. */
-  var maxBodySize: Int = Compression.MaxMessageSize
+  var maxBodySize: Int = Layout.MaxMessageSize
 
   def topicPosition: Int = { tail(); topicAtValue }
   def topicLength: Int = { tail(); topicLenValue }

@@ -12,7 +12,7 @@ import scala.util.Using
 /** Local files, read-only. Sealed files are memory-mapped once (a mapped file deleted by retention stays
   * readable; one truncated would raise a fatal InternalError, so only files the broker no longer writes
   * are mapped); other files are read with positioned reads (`FileChannel.read(buf, pos)`). Special files
-  * (FIFOs, devices, sockets) are never opened (spec facts §4).
+  * (FIFOs, devices, sockets) are never opened (design §4.1).
   */
 final class LocalFileSystem extends StoreFileSystem {
   def join(base: String, names: String*): String = names.foldLeft(Paths.get(base))(_.resolve(_)).toString

@@ -2,7 +2,7 @@ package io.rmqstore.spark.plan
 
 import io.rmqstore.spark.format.{Layout, RecordView}
 
-/** Exact evaluation of predicates on one decoded record (the confirmation step, design §3), as
+/** Exact evaluation of predicates on one decoded record (the confirmation step, design §3.1), as
   * python/rmqstore/plan/confirm.py does on batches. Index hashes collide and index times are whole
   * seconds, so every candidate is checked against every consumed predicate with SQL semantics (a null
   * never matches).

@@ -16,7 +16,7 @@ object Predicate {
   case object Gt extends Op { val symbol = ">" }
   case object Ge extends Op { val symbol = ">=" }
 
-  /** Columns whose predicates the planner consumes (design §3 table). */
+  /** Columns whose predicates the planner consumes (design §3.1). */
   val PlannableColumns: Set[String] = Set(
     "topic",
     "queueId",

@@ -3,7 +3,7 @@ package io.rmqstore.spark.plan
 import io.rmqstore.spark.format.MsgId
 import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
 
-/** Predicates -> read tasks, per store: the JVM twin of python/rmqstore/plan/planner.py (design §3).
+/** Predicates -> read tasks, per store: the JVM twin of python/rmqstore/plan/planner.py (design §3.1).
   *
   * Access paths, most selective first; the first one that applies is used and the others only bound it:
   * 1. `commitLogOffset` / `msgId` points (also an OR whose every branch has points): read those offsets.
@@ -26,7 +26,7 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   * 5. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).
   * Index candidates are hash matches: the reader confirms every row of every task against all predicates.
   */
-object ScanPlanner {
+object ScanPlanner extends ContractPlan {
   val OffsetsPerTask = 200000
   val RangesPerTask = 10000
   val UnitsPerQueueTask = 1000000L
@@ -206,13 +206,6 @@ object ScanPlanner {
     val access = if (ranges == Seq((store.minOffset, store.logEnd))) "scan" else "range"
     (access, rangeTasks(index, store, ranges, settings))
   }
-
-  /** A piece of the log (a scan task's range) where the records a topic plan selects (the sizes of their
-    * consume-queue units) fill at least this share of the bytes is scanned and filtered instead of read by
-    * offset: python/rmqstore/plan/planner.py `DENSE_SHARE`, where it is measured, so both engines take the
-    * same plan.
-    */
-  final val DenseShare = 0.9
 
   /** Consume-queue slices, except in the pieces of the log (`rangePieces`) where the selection is dense
     * (`DenseShare`): those are scanned (the reader confirms every row), and so are the bytes no queue covers;

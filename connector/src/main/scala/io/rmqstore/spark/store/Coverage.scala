@@ -18,7 +18,7 @@ final case class SegmentVerdict(
     topics: IndexedSeq[String]
 )
 
-/** Which commit-log bytes hold records that no consume-queue unit points to (design §3, spec §4.1): the
+/** Which commit-log bytes hold records that no consume-queue unit points to (design §3.2, spec §4.1): the
   * rule of python/rmqstore/store/coverage.py.
   *
   * A consume queue only gets units for transaction type NOT / COMMIT records (§4.1): PREPARED and
@@ -43,9 +43,9 @@ final case class SegmentVerdict(
   */
 private[store] object Coverage {
 
-  /** python/rmqstore/store/coverage.py `CACHE_KIND` and `CACHE_VERSION`: the same files. */
-  final val CacheKind = "coverage"
-  final val CacheVersion = 4
+  /** The same files as python/rmqstore/store/coverage.py `segment_verdicts` (docs/design.md §8.3). */
+  final val CacheKind = ContractStore.CoverageCacheKind
+  final val CacheVersion = ContractStore.CoverageCacheVersion
 
   /** Verdicts kept per JVM (least recently used dropped first). */
   final val CachedSegments = 1 << 16

@@ -135,7 +135,9 @@ private[store] object SegmentCache {
       case _: AtomicMoveNotSupportedException => Files.move(source, target, StandardCopyOption.REPLACE_EXISTING)
     }
 
-  /** Python's `json.dumps` of strings and lists with its default separators and `ensure_ascii`. */
+  /** Python's `json.dumps` of strings and lists with the identity's separator and `ensure_ascii` (docs/design.md
+    * §8.2).
+    */
   private[store] def pythonJson(value: Any): String = value match {
     case s: String =>
       val out = new StringBuilder("\"")
@@ -151,7 +153,7 @@ private[store] object SegmentCache {
         case c => out += c
       }
       out.append('"').toString
-    case items: Seq[_] => items.map(pythonJson).mkString("[", ", ", "]")
+    case items: Seq[_] => items.map(pythonJson).mkString("[", ContractStore.CacheIdentitySeparator, "]")
     case other => throw new IllegalArgumentException(s"not a string or a list: $other")
   }
 

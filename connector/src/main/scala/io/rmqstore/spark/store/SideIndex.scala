@@ -31,7 +31,7 @@ final case class SideIndexParts(
   }
 }
 
-/** A side index of the records the broker's index lacks (design §3; spec §5.3, §5.4, §5.7): the rule of
+/** A side index of the records the broker's index lacks (design §3.4; spec §5.3, §5.4, §5.7): the rule of
   * python/rmqstore/store/side_index.py, in the same cache files, so what one engine built the other uses.
   *
   * The broker's index has every record of the log but (`lackingRanges`) ROLLBACK-typed records (§5.4,
@@ -51,8 +51,8 @@ final case class SideIndexParts(
   * machine read them instead of the log); without those it keeps its side index per Store.
   */
 private[store] object SideIndex {
-  final val CacheKind = "side-index"
-  final val CacheVersion = 1
+  final val CacheKind = ContractStore.SideIndexCacheKind
+  final val CacheVersion = ContractStore.SideIndexCacheVersion
   final val ArraySuffix = ".npy"
 
   /** The note a build leaves (python/rmqstore/store/side_index.py `open_side_index`). */

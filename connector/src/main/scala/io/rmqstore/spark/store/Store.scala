@@ -7,13 +7,13 @@ import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 
-import io.rmqstore.spark.format.{BrokerConfig, Compression, ConsumeQueueUnit, JavaHash, Layout, RecordCheck, RecordView}
+import io.rmqstore.spark.format.{BrokerConfig, ConsumeQueueUnit, JavaHash, Layout, RecordCheck, RecordView}
 import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** Where a store lives: a local path or a Hadoop URI (serializable, cheap to ship to executors). */
 final case class StoreLocation(path: String)
 
-/** One RocketMQ broker store, opened read-only (design §1, §5), like python/rmqstore/store/store.py.
+/** One RocketMQ broker store, opened read-only (design §4.1), like python/rmqstore/store/store.py.
   *
   * Never writes, locks, truncates or recovers anything. Offsets are physical commit-log offsets unless
   * named queue offsets. Callbacks get one reused `RecordView`, valid only during the call. Not thread-safe:
@@ -261,7 +261,7 @@ final class Store private (
   }
 
   /** IndexUnavailableException when the index cannot answer a lookup completely: an index file is unusable,
-    * or the index lacks more than `IndexTailScanLimit` bytes besides ROLLBACK records (records past its end
+    * or the index lacks more than `ContractStore.IndexTailScanLimit` bytes besides ROLLBACK records (records past its end
     * or of lost index files, `SideIndex.indexHoles`; e.g. no index at all): scan instead
     * (python/rmqstore/store/store.py `side_index`).
     */
@@ -270,10 +270,10 @@ final class Store private (
     if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
     val holes = indexHoles
     val lacking = holes.map { case (a, b) => b - a }.sum
-    if (lacking > IndexTailScanLimit)
+    if (lacking > ContractStore.IndexTailScanLimit)
       throw new IndexUnavailableException(
         s"the index lacks $lacking bytes of the log in ${holes.size} range(s) from physical offset " +
-          s"${holes.head._1} (records past its end or of lost index files; limit $IndexTailScanLimit): scan instead"
+          s"${holes.head._1} (records past its end or of lost index files; limit ${ContractStore.IndexTailScanLimit}): scan instead"
       )
   }
 
@@ -565,11 +565,6 @@ object Store {
 
   private final val ProbeBytes = CommitLog.ProbeBytes
 
-  /** Key lookups index at most this many bytes the index lacks besides ROLLBACK records (records past its
-    * end, lost index files) in the side index, else they refuse (scan instead); Python's INDEX_TAIL_SCAN_LIMIT.
-    */
-  final val IndexTailScanLimit: Long = 1L << 30
-
   /** Open a store read-only.
     *
     * `location`: the store root (`storePathRootDir`), a local path or a Hadoop URI (read with
@@ -577,7 +572,7 @@ object Store {
     * from broker.conf, detected per file if None. `knownEnd`: a valid end found earlier (the driver's
     * snapshot of a live log), so executors do not walk the active segment again. `checkCrcAtEnd`: check
     * BODYCRC while finding the valid end, like `checkCRCOnRecover`. `maxMessageSize`: the largest
-    * decompressed body accepted; one inflating past it is corrupt (`format.Compression`).
+    * decompressed body accepted; one inflating past it is corrupt (`format.Compression`, default `Layout.MaxMessageSize`).
     */
   def open(
       location: StoreLocation,
@@ -585,7 +580,7 @@ object Store {
       indexGeometry: Option[(Int, Int)],
       knownEnd: Option[Long] = None,
       checkCrcAtEnd: Boolean = true,
-      maxMessageSize: Int = Compression.MaxMessageSize
+      maxMessageSize: Int = Layout.MaxMessageSize
   ): Store = {
     indexGeometry.foreach { case (s, n) =>
       if (s <= 0 || n <= 0)
@@ -604,6 +599,6 @@ object Store {
       indexGeometry: Option[(Int, Int)],
       knownEnd: Option[Long],
       checkCrcAtEnd: Boolean,
-      maxMessageSize: Int = Compression.MaxMessageSize
+      maxMessageSize: Int = Layout.MaxMessageSize
   ): Store = new Store(location, fs, root, indexGeometry, knownEnd, checkCrcAtEnd, maxMessageSize)
 }

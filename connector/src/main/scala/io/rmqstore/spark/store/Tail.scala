@@ -38,7 +38,7 @@ final class LogWalkCache {
 
 /** The commit log of one store as a stream sees it: record boundaries and the sealed end; the JVM twin
   * of python/rmqstore/store/tail.py `CommitLogTail`, whose module docstring states the torn-record
-  * rule (design §4). A record at p counts as complete only when (1) it validates as recovery would
+  * rule (design §4.3). A record at p counts as complete only when (1) it validates as recovery would
   * (§2.12: magic, TOTALSIZE, BODYCRC, PHYSICALOFFSET == p, room for a BLANK after it, §2.6), and (2) it is
   * sealed: (a) a later segment has started, or (b) the 8 bytes after it start the next write (a BLANK,
   * or TOTALSIZE > 0 with a record magic), or (c) its consume-queue unit exists and points at it (§4.1),

@@ -7,7 +7,7 @@ import scala.collection.mutable
   */
 final case class TimeRun(start: Long, end: Long, firstMs: Long, lastMs: Long, ordered: Boolean)
 
-/** Where store times lie in the commit log: exact seeks by storeTimestamp (design §3, §4), like
+/** Where store times lie in the commit log: exact seeks by storeTimestamp (design §3.5), like
   * python/rmqstore/store/timeline.py.
   *
   * The broker stamps STORETIMESTAMP under the put lock, so store times never decrease in log order - unless

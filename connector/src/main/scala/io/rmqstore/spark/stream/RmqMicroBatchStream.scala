@@ -18,13 +18,13 @@ import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,
   * availableNow and data-loss handling as the Python engine's stream reader (python/rmqstore/spark/stream.py,
-  * design §4), so a checkpoint written by one engine resumes on the other.
+  * design §4.4), so a checkpoint written by one engine resumes on the other.
   *
   * Log mode (no `topics`, startingOffsets earliest / latest / a physical offset / startingTimestamp) reads
   * the commit log between record boundaries proven complete by `store.Tail`; queue mode (`topics`,
   * per-queue JSON or `group:` starts) reads the units of the named topics' consume queues in commit-log
   * order. The initial offset is fixed at the first run and kept under the checkpoint's source directory
-  * (`InitialOffsetStore`), as Spark's Kafka source does. Streaming has no pushdown (facts §6): the schema
+  * (`InitialOffsetStore`), as Spark's Kafka source does. Streaming has no pushdown (design §7.3): the schema
   * prunes columns, `topics` selects queues. Driver-side state (walk caches, the availableNow target) is
   * an optimisation; readers get everything from their partitions.
   */

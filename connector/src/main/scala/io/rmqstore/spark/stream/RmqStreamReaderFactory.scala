@@ -18,7 +18,7 @@ final case class StreamPartition(read: RmqInputPartition, logStart: Long, slices
     extends InputPartition
 
 /** The batch engine's columnar reader, after checking that retention has not deleted what the task
-  * reads (python/rmqstore/spark/stream.py `_log_batches` / `_queue_batches`): failOnDataLoss=true fails
+  * reads (python/rmqstore/spark/stream.py `_still_stored`): failOnDataLoss=true fails
   * the task, false warns; the read then covers only what is still stored.
   */
 final class RmqStreamReaderFactory(

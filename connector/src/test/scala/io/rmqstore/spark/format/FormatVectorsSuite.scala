@@ -2,75 +2,94 @@ package io.rmqstore.spark.format
 
 import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Paths
 
 import scala.jdk.CollectionConverters._
 
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.rmqstore.spark.format.Encode._
 
-/** The verified vectors of docs/format.md (§8) and the byte rules of §2-§5. */
+/** The verified vectors of docs/format.md (§8) and the byte rules of §2-§5. The vectors are
+  * tests/vectors/format_vectors.json, which the Python format tests read too.
+  */
 class FormatVectorsSuite extends AnyFunSuite {
+  private val Vectors: JsonNode = new ObjectMapper().readTree(Paths.get(FormatVectorsSuite.File).toFile)
+  private def items(name: String): Seq[JsonNode] = Vectors.get(name).elements().asScala.toSeq
+  private val Record = Vectors.get("record")
+  private val Decoded = Record.get("decoded")
   // §8.2: the example record, full hex.
-  private val ExampleHex =
-    "000000B2DAA320A73610A686000000000000000000000000000000000000000000000000000000000000018BCFE568007F0000010000CF12" +
-      "0000018BCFE5687B7F00000100002A9F0000000000000000000000000000000568656C6C6F09546F706963546573740049" +
-      "4B455953016B31206B3202554E49515F4B4559013746303030303031303444323142364433353836303532363543303030303030" +
-      "025741495401747275650254414753015461674102"
-  private val Uniq = "7F00000104D21B6D358605265C000000"
+  private val ExampleHex = Record.get("hex").asText
+  private val Uniq = Decoded.get("uniqKey").asText
   private def example: ByteBuffer = ByteBuffer.wrap(hex(ExampleHex))
 
   test("§8.1 hashes, key hashes and slots (non-BMP and MIN_VALUE included)") {
-    val vectors = Seq(
-      ("TopicTest#order-1", -1829193424, 4193424, 24),
-      ("TopicTest#k1", 2746024, 2746024, 24),
-      ("TopicTest#k2", 2746025, 2746025, 25),
-      (s"TopicTest#$Uniq", 1581648890, 1648890, 90),
-      ("TopicTest#订单-1", -573861415, 3861415, 15),
-      ("TopicTest#key-\uD83D\uDE00", 2033569811, 3569811, 11),
-      ("polygenelubricants", Int.MinValue, 0, 0)
-    )
-    for ((key, hash, slotDefault, slot100) <- vectors) {
+    val vectors = items("hashes")
+    assert(vectors.size == 7)
+    for (v <- vectors) {
+      val (key, hash) = (v.get("key").asText, v.get("java_hash").asInt)
       assert(JavaHash.stringHash(key) == hash, key)
       val keyHash = JavaHash.indexKeyHash(key)
       assert(keyHash == (if (hash == Int.MinValue) 0 else math.abs(hash)), key)
-      assert(keyHash % IndexFile.DefaultHashSlots == slotDefault, key)
-      assert(keyHash % 100 == slot100, key)
+      assert(keyHash == v.get("key_hash").asInt, key)
+      assert(keyHash % IndexFile.DefaultHashSlots == v.get("slot_default").asInt, key)
+      assert(
+        IndexFile.HeaderSize + IndexFile.SlotSize * (keyHash % IndexFile.DefaultHashSlots) == v.get("slot_pos").asInt
+      )
+      assert(keyHash % 100 == v.get("slot_100").asInt, key)
     }
-    assert(JavaHash.tagsCode("TagA") == 2598919L)
-    assert(JavaHash.tagsCode("") == 0L && JavaHash.tagsCode(null) == 0L)
-    assert(JavaHash.tagsCode("polygenelubricants") == Int.MinValue.toLong)
+    for (v <- items("tags_codes")) {
+      val code = JavaHash.tagsCode(v.get("tags").asText)
+      assert(code == v.get("code").asLong, v)
+      assert(toHex(ByteBuffer.allocate(8).putLong(code).array()) == v.get("unit_hex").asText, v)
+    }
+    assert(JavaHash.tagsCode(null) == 0L)
   }
 
   test("§8.2 the example record: the encoder's bytes, every field, msgId") {
-    val props = properties("KEYS" -> "k1 k2", "UNIQ_KEY" -> Uniq, "WAIT" -> "true", "TAGS" -> "TagA")
+    val fields = Record.get("fields")
+    def field(name: String) = fields.get(name)
+    val pairs = field("properties").elements().asScala.map(p => p.get(0).asText -> p.get(1).asText).toSeq
+    val props = properties(pairs: _*)
     assert(toHex(record(props = props)) == ExampleHex)
-    assert(RecordCheck.check(example, 0, 178, verifyCrc = true, 0L) == 178)
+    val size = Decoded.get("storeSize").asInt
+    assert(RecordCheck.check(example, 0, size, verifyCrc = true, 0L) == size)
     val v = new RecordView(example, 0, 0L)
-    assert(v.totalSize == 178 && v.magic == Layout.MagicV1 && v.bodyCrc == 907060870)
-    assert(v.queueId == 0 && v.flag == 0 && v.queueOffset == 0 && v.sysFlag == 0)
-    assert(v.bornTimestampMs == 1700000000000L && v.storeTimestampMs == 1700000000123L)
-    assert(v.bornHost == "127.0.0.1:53010" && v.storeHost == "127.0.0.1:10911")
-    assert(v.reconsumeTimes == 0 && v.preparedTransactionOffset == 0)
-    assert(new String(v.body(decompress = true), UTF_8) == "hello" && v.bodyLength == 5)
-    assert(v.topic == "TopicTest" && v.topicPosition == 94 && v.topicLength == 9)
-    assert(v.propertiesPosition == 105 && v.propertiesLength == 73)
-    assert(v.key == "k1 k2" && v.keys.toSeq == Seq("k1", "k2") && v.tags == "TagA" && v.uniqKey == Uniq)
-    assert(v.properties.asScala == Map("KEYS" -> "k1 k2", "UNIQ_KEY" -> Uniq, "WAIT" -> "true", "TAGS" -> "TagA"))
-    assert(v.msgId == "7F00000100002A9F0000000000000000")
-    assert(MsgId.decode("7f00000100002a9f0000000000000000").contains(("127.0.0.1:10911", 0L)))
-    assert(MsgId.offsetMsgId(Array[Byte](127, 0, 0, 1), 10911, 0xb2L) == "7F00000100002A9F00000000000000B2")
+    def decoded(name: String) = Decoded.get(name)
+    assert(v.totalSize == size && v.magic == Layout.MagicV1 && v.bodyCrc == decoded("bodyCrc").asInt)
+    assert(v.queueId == field("queue_id").asInt && v.flag == decoded("flag").asInt)
+    assert(v.queueOffset == field("queue_offset").asLong && v.sysFlag == decoded("sysFlag").asInt)
+    assert(v.bornTimestampMs == field("born_timestamp").asLong && v.storeTimestampMs == field("store_timestamp").asLong)
+    assert(v.bornHost == field("born_host").asText && v.storeHost == field("store_host").asText)
+    assert(v.reconsumeTimes == decoded("reconsumeTimes").asInt)
+    assert(v.preparedTransactionOffset == decoded("preparedTransactionOffset").asLong)
+    val body = field("body").asText
+    assert(new String(v.body(decompress = true), UTF_8) == body && v.bodyLength == body.length)
+    assert(v.topic == field("topic").asText && v.topicPosition == decoded("topicPosition").asInt)
+    assert(v.topicLength == decoded("topicLength").asInt)
+    assert(v.propertiesPosition == decoded("propertiesPosition").asInt)
+    assert(v.propertiesLength == decoded("propertiesLength").asInt)
+    assert(v.key == decoded("key").asText && v.tags == decoded("tags").asText && v.uniqKey == Uniq)
+    assert(v.keys.toSeq == decoded("keys").elements().asScala.map(_.asText).toSeq)
+    assert(v.properties.asScala == pairs.toMap)
+    assert(v.msgId == decoded("msgId").asText)
+    assert(MsgId.decode(decoded("msgId").asText.toLowerCase).contains(("127.0.0.1:10911", 0L)))
+    assert(MsgId.offsetMsgId(Array[Byte](127, 0, 0, 1), 10911, 0xb2L) == Record.get("msg_id_at_b2").asText)
   }
 
   test("§8.2 with enabledAppendPropCRC: the __CRC32# property and the record CRC") {
+    val vector = Vectors.get("record_with_crc")
     val props = properties("KEYS" -> "k1 k2", "UNIQ_KEY" -> Uniq, "WAIT" -> "true", "TAGS" -> "TagA")
     val bytes = record(props = props, appendCrc = true)
-    assert(bytes.length == 198 && ByteBuffer.wrap(bytes).getShort(103) == 93)
-    assert(toHex(bytes.takeRight(20)) == "5F5F435243333223013837363735303434313102")
+    assert(bytes.length == 198 && bytes.length == vector.get("size").asInt)
+    assert(ByteBuffer.wrap(bytes).getShort(103) == vector.get("properties_length").asInt)
+    assert(toHex(bytes.takeRight(20)) == vector.get("crc_property_hex").asText)
     val buf = ByteBuffer.wrap(bytes)
     val v = new RecordView(buf, 0, 0L)
-    assert(v.properties.get("__CRC32#") == "8767504411")
-    assert(Properties.expectedRecordCrc("8767504411") == 1144057678)
+    val crcProperty = vector.get("crc_property").asText
+    assert(v.properties.get("__CRC32#") == crcProperty)
+    assert(Properties.expectedRecordCrc(crcProperty) == vector.get("record_crc").asInt)
     assert(RecordCheck.check(buf, 0, 198, verifyCrc = true, verifyPropCrc = true) == 198)
     bytes(90) = 'j'.toByte // body byte: the record CRC no longer matches
     assert(RecordCheck.check(buf, 0, 198, verifyCrc = true, verifyPropCrc = true) == RecordCheck.RecordCrcMismatch)
@@ -82,9 +101,11 @@ class FormatVectorsSuite extends AnyFunSuite {
   }
 
   test("§8.2 derived ConsumeQueue unit and tagsCode") {
-    val unit = ByteBuffer.wrap(hex("0000000000000000" + "000000B2" + "000000000027A807"))
-    assert(ConsumeQueueUnit.phyOffset(unit, 0) == 0 && ConsumeQueueUnit.size(unit, 0) == 178)
-    assert(ConsumeQueueUnit.tagsCode(unit, 0) == JavaHash.tagsCode("TagA"))
+    val vector = Vectors.get("consume_queue_unit")
+    val unit = ByteBuffer.wrap(hex(vector.get("hex").asText))
+    assert(ConsumeQueueUnit.phyOffset(unit, 0) == vector.get("phy").asLong)
+    assert(ConsumeQueueUnit.size(unit, 0) == vector.get("size").asInt)
+    assert(ConsumeQueueUnit.tagsCode(unit, 0) == JavaHash.tagsCode(vector.get("tags").asText))
     assert(ConsumeQueueUnit.isValid(unit, 0) && !ConsumeQueueUnit.isFiller(unit, 0))
     val filler = ByteBuffer.allocate(20).putLong(0).putInt(Int.MaxValue).putLong(0)
     assert(ConsumeQueueUnit.isFiller(filler, 0) && ConsumeQueueUnit.isValid(filler, 0))
@@ -111,19 +132,17 @@ class FormatVectorsSuite extends AnyFunSuite {
 
   test("§8.3 index file: bytes, lookups, chain, time window") {
     val t = 1700000000123L
-    val b = new IndexBuilder(100, 400)
-    b.put(s"TopicTest#$Uniq", 0, t)
-    b.put("TopicTest#k1", 0, t)
-    b.put("TopicTest#k2", 0, t)
-    b.put("TopicTest#order-1", 178, t + 1500)
+    val vector = Vectors.get("index_file")
+    val b = new IndexBuilder(vector.get("hash_slots").asInt, vector.get("entries").asInt)
+    for (put <- vector.get("puts").elements().asScala) b.put(put.get(0).asText, put.get(1).asLong, put.get(2).asLong)
     val bytes = b.bytes
-    assert(bytes.length == 8440)
-    assert(toHex(bytes.take(40)) ==
-      "0000018BCFE5687B0000018BCFE56E57000000000000000000000000000000B20000000300000005")
+    assert(bytes.length == vector.get("size").asInt)
+    assert(toHex(bytes.take(40)) == vector.get("header_hex").asText)
     val buf = ByteBuffer.wrap(bytes)
-    assert(buf.getInt(400) == 1 && buf.getInt(136) == 4 && buf.getInt(140) == 3)
-    assert(toHex(bytes.slice(460, 480)) == "5E460BFA" + "0" * 32)
-    assert(toHex(bytes.slice(520, 540)) == "6D0746D0" + "00000000000000B2" + "00000001" + "00000002")
+    for (slot <- vector.get("slots").properties().asScala)
+      assert(buf.getInt(IndexFile.HeaderSize + IndexFile.SlotSize * slot.getKey.toInt) == slot.getValue.asInt, slot)
+    for (entry <- vector.get("entries_hex").properties().asScala)
+      assert(toHex(bytes.slice(entry.getKey.toInt, entry.getKey.toInt + 20)) == entry.getValue.asText, entry.getKey)
     val view = new IndexFile.View(ByteSource(buf), 100, 400)
     assert(view.header == IndexFile.Header(t, t + 1500, 0, 178, 3, 5))
     def look(key: String, begin: Long = 0, end: Long = Long.MaxValue) =
@@ -173,4 +192,10 @@ class FormatVectorsSuite extends AnyFunSuite {
     assert(intercept[IllegalArgumentException](IndexFile.detectGeometry(ByteSource(odd))).getMessage
       .contains("is not 40 + 4*S + 20*N"))
   }
+}
+
+object FormatVectorsSuite {
+
+  /** The vectors both engines' tests read (relative to the repository root, where sbt runs the tests). */
+  val File = "tests/vectors/format_vectors.json"
 }

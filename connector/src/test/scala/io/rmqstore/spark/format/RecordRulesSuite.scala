@@ -189,11 +189,11 @@ class RecordRulesSuite extends AnyFunSuite {
   }
 
   test("compression: a body inflating past the cap is refused") {
-    val big = new Array[Byte](Compression.MaxMessageSize + 1)
+    val big = new Array[Byte](Layout.MaxMessageSize + 1)
     val stored = compressed(Layout.CompressionZstd, big)
     val e = intercept[IllegalArgumentException](Compression.decompress(stored, 0x201))
     assert(e.getMessage == s"cannot decompress body (compression type 2): body inflates past " +
-      s"${Compression.MaxMessageSize} bytes (the cap on a decompressed body; the producer refuses bodies over " +
+      s"${Layout.MaxMessageSize} bytes (the cap on a decompressed body; the producer refuses bodies over " +
       "maxMessageSize before compressing them)")
     for (kind <- Seq(Layout.CompressionZlib, Layout.CompressionLz4)) { // every codec honours a lower cap
       val small = compressed(kind, new Array[Byte](5000))

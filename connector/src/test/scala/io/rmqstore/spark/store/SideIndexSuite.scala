@@ -1,8 +1,13 @@
 package io.rmqstore.spark.store
 
 import java.nio.{ByteBuffer, ByteOrder}
-import java.nio.charset.StandardCharsets.US_ASCII
+import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
+import java.nio.file.Paths
+import java.security.MessageDigest
 
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.rmqstore.spark.format.{IndexFile, JavaHash}
@@ -45,6 +50,17 @@ class SideIndexSuite extends AnyFunSuite {
     // json.dumps(['/tmp/ключ "x"\\', ['/a\x7f\t鍵🔑']])
     val python = "[\"/tmp/\\u043a\\u043b\\u044e\\u0447 \\\"x\\\"\\\\\", [\"/a\\u007f\\t\\u9375\\ud83d\\udd11\"]]"
     assert(SegmentCache.pythonJson(Seq[Any]("/tmp/ключ \"x\"\\", Seq("/a\u007f\t鍵🔑"))) == python)
+    // the identity vectors both engines' tests read (docs/design.md §8.2)
+    val vectors =
+      new ObjectMapper().readTree(Paths.get("tests/vectors/format_vectors.json").toFile).get("cache_identity")
+    assert(vectors.size == 3)
+    for (v <- vectors.elements().asScala) {
+      def strings(node: JsonNode): Any = if (node.isArray) node.elements().asScala.map(strings).toSeq else node.asText
+      val json = SegmentCache.pythonJson(strings(v.get("identity")))
+      assert(json == v.get("json").asText)
+      val digest = MessageDigest.getInstance("SHA-256").digest(json.getBytes(UTF_8)).map(b => f"$b%02x").mkString
+      assert(digest + ".json" == v.get("file").asText)
+    }
   }
 
   test("a remote store's cache file is named by its location and the commit-log directory as pyarrow names it") {
