@@ -79,10 +79,8 @@ def scala_literal(value: Any, scala_type: str | None = None, hexadecimal: bool =
         return "Seq(" + ", ".join(scala_literal(v) for v in value) + ")"
     if isinstance(value, float):
         return repr(value)
-    if hexadecimal and value <= 0xFFFFFFFF:
-        text = f"0x{value:x}"  # a 32-bit pattern: past Int.MaxValue the Int is negative, as in Java
-    else:
-        text = str(value)
+    # a 32-bit pattern stays hex: past Int.MaxValue the Int is negative, as in Java
+    text = f"0x{value:x}" if hexadecimal and value <= 0xFFFFFFFF else str(value)
     if scala_type == "Long" or (scala_type is None and value > INT_MAX and not hexadecimal):
         text += "L"
     return text
@@ -147,7 +145,8 @@ def constants_python(section: dict[str, Any]) -> str:
 def constants_scala(section: dict[str, Any]) -> str:
     package = "io.rmqstore.spark." + section["module"]
     name = section["scala"]
-    out = [f"package {package}", "", f"// {HEADER}", "", *_scala_doc(section["doc"], ""), f"trait {name} {{"]
+    out = [f"package {package}", "", f"// {HEADER}", "", *_scala_doc(section["doc"], ""),
+           f"trait {name} {{"]
     for key, spec in section["constants"].items():
         doc = spec.get("doc", "")
         if "benchmark" in spec:
@@ -156,7 +155,8 @@ def constants_scala(section: dict[str, Any]) -> str:
             out.extend(["", *_scala_doc(doc.strip())])
         scala_type = scala_type_of(spec)
         literal = scala_literal(spec["value"], scala_type, spec.get("hex", False))
-        typed = "" if scala_type in ("Int", "String", "Double") and "scala_type" not in spec else f": {scala_type}"
+        inferred = scala_type in ("Int", "String", "Double") and "scala_type" not in spec
+        typed = "" if inferred else f": {scala_type}"
         out.append(f"  final val {spec.get('scala', camel(key))}{typed} = {literal}")
     out += ["}", "", f"object {name} extends {name}"]
     return "\n".join(out) + "\n"
@@ -180,7 +180,8 @@ def _option_default(option: dict[str, Any], contract: dict[str, Any], scala: boo
         section, name = option["default_constant"].split(".")
         spec = contract[section]["constants"][name]
         if scala:
-            return f"{contract[section]['module']}.{contract[section]['scala']}.{spec.get('scala', camel(name))}"
+            owner = contract[section]
+            return f"{owner['module']}.{owner['scala']}.{spec.get('scala', camel(name))}"
         return f"contract_layout.{name}"
     if "default" not in option:
         return None
@@ -209,8 +210,8 @@ def options_python(contract: dict[str, Any]) -> str:
     for option in typed:
         if "choices" in option:
             out.append(f"{snake(option['name']).upper()}_CHOICES = {py_literal(option['choices'])}")
-    out += ["", "", "@dataclass(frozen=True, kw_only=True)", "class OptionValues:",
-            '    """The values of the typed options (`parse_values`); None where not given and no default."""', ""]
+    doc = "The values of the typed options (`parse_values`); None where not given and no default."
+    out += ["", "", "@dataclass(frozen=True, kw_only=True)", "class OptionValues:", f'    """{doc}"""', ""]
     for option in typed:
         py_type = _FIELD_TYPES[option["type"]][0]
         default = _option_default(option, contract, scala=False)
@@ -219,14 +220,17 @@ def options_python(contract: dict[str, Any]) -> str:
         else:
             out.append(f"    {snake(option['name'])}: {py_type} = {default}")
         out.extend(_py_doc(option["doc"], "    "))
-    out += ["", "", "class Parsers(Protocol):", '    """How an engine parses a value of each type (errors name the option)."""', ""]
+    out += ["", "", "class Parsers(Protocol):",
+            '    """How an engine parses a value of each type (errors name the option)."""', ""]
     for kind, (method, extra) in _PARSERS.items():
         extra_arg = {"default": ", default: bool", "minimum": ", minimum: int",
                      "choices": ", default: str, choices: tuple[str, ...]"}.get(extra or "", "")
         result = _FIELD_TYPES[kind][0] + ("" if kind in ("bool", "choice") else " | None")
-        out += [f"    def {method}(self, raw: Mapping[str, str], option: str{extra_arg}) -> {result}: ...", ""]
+        signature = f"(self, raw: Mapping[str, str], option: str{extra_arg}) -> {result}"
+        out += [f"    def {method}{signature}: ...", ""]
     out += ["", "def parse_values(raw: Mapping[str, str], p: Parsers) -> dict[str, Any]:",
-            '    """The typed options of `raw` (canonical names) as `OptionValues` fields."""', "    return {"]
+            '    """The typed options of `raw` (canonical names) as `OptionValues` fields."""',
+            "    return {"]
     for option in typed:
         method, extra = _PARSERS[option["type"]]
         name = snake(option["name"]).upper()
@@ -269,17 +273,19 @@ def options_scala(contract: dict[str, Any]) -> str:
     options = section["option"]
     typed = [o for o in options if o["type"] != "custom"]
     out = ["package io.rmqstore.spark", "", f"// {HEADER}", "", *_scala_doc(section["doc"], ""),
-           f"object {section['scala']} {{", "", "  /** The option names (canonical spelling) and their order. */",
-           "  trait Names {"]
+           f"object {section['scala']} {{", "",
+           "  /** The option names (canonical spelling) and their order. */", "  trait Names {"]
     for option in options:
         out.append(f"    final val {camel(option['name'])} = {scala_string(option['name'])}")
     out += ["", "    val AllOptions: Seq[String] = Seq(",
             ",\n".join(f"      {camel(o['name'])}" for o in options), "    )"]
     for option in typed:
         if "choices" in option:
-            out.append(f"    val {camel(option['name'])}Choices: Seq[String] = {scala_literal(option['choices'])}")
+            choices = scala_literal(option["choices"])
+            out.append(f"    val {camel(option['name'])}Choices: Seq[String] = {choices}")
     out += ["  }", "  object Name extends Names", "", "  val OptionDocs: Map[String, String] = Map(",
-            ",\n".join(f"    {scala_string(o['name'])} -> {scala_string(o['doc'])}" for o in options), "  )", "",
+            ",\n".join(f"    {scala_string(o['name'])} -> {scala_string(o['doc'])}" for o in options),
+            "  )", "",
             "  /** The values of the typed options (`parseValues`); None where not given and no default. */",
             "  final case class Values("]
     fields = []
@@ -291,20 +297,23 @@ def options_scala(contract: dict[str, Any]) -> str:
         else:
             fields.append(f"      {camel(option['name'], False)}: {scala_type} = {default}")
     out += [",\n".join(fields), "  )", "",
-            "  /** The typed options' values as members of the options that hold them. */", "  trait Fields {",
-            "    def values: Values"]
+            "  /** The typed options' values as members of the options that hold them. */",
+            "  trait Fields {", "    def values: Values"]
     for option in typed:
         scala_type = _FIELD_TYPES[option["type"]][1]
         field = camel(option["name"], False)
-        full = scala_type if _option_default(option, contract, scala=True) is not None else f"Option[{scala_type}]"
+        has_default = _option_default(option, contract, scala=True) is not None
+        full = scala_type if has_default else f"Option[{scala_type}]"
         out.append(f"    final def {field}: {full} = values.{field}")
-    out += ["  }", "", "  /** How an engine parses a value of each type (errors name the option). */", "  trait Parsers {"]
+    out += ["  }", "", "  /** How an engine parses a value of each type (errors name the option). */",
+            "  trait Parsers {"]
     for kind, (method, extra) in _PARSERS.items():
         extra_arg = {"default": ", default: Boolean", "minimum": ", minimum: Int",
                      "choices": ", default: String, choices: Seq[String]"}.get(extra or "", "")
         scala_type = _FIELD_TYPES[kind][1]
         result = scala_type if kind in ("bool", "choice") else f"Option[{scala_type}]"
-        out.append(f"    def {camel(method, False)}(raw: Map[String, String], option: String{extra_arg}): {result}")
+        signature = f"(raw: Map[String, String], option: String{extra_arg}): {result}"
+        out.append(f"    def {camel(method, False)}{signature}")
     out += ["  }", "", "  /** The typed options of `raw` (canonical names). */",
             "  def parseValues(raw: Map[String, String], p: Parsers): Values =", "    Values("]
     calls = []
@@ -384,7 +393,8 @@ def main(argv: list[str]) -> int:
         if not check:
             path.write_text(text, encoding="utf-8")
     if check and stale:
-        print("stale or missing (run python3 .ci/contract.py): " + ", ".join(map(str, stale)), file=sys.stderr)
+        names = ", ".join(map(str, stale))
+        print(f"stale or missing (run python3 .ci/contract.py): {names}", file=sys.stderr)
         return 1
     for path in stale:
         print(f"wrote {path}")

@@ -1,23 +1,12 @@
 """Predicates -> read tasks, per store (design §3.1).
 
-Access paths, most selective first; the first one that applies is used and the others only bound it:
-1. `commitLogOffset` / `msgId` points: read those offsets.
-2. `key` / `uniqKey` values, or `KeysContainAny` (RocketMQ key meaning): index probe. A few values
-   are probed here and the hits grouped by segment; many values are probed on the executors,
-   partitioned by a stable hash (mmh3) of the value. `key = v` probes v's first KEYS token (a
-   record whose whole KEYS string is v is indexed under each token) and is confirmed on the whole
-   string. A missing or damaged index falls back to the next path and says so in `notes`. What the
-   broker's index lacks (ROLLBACK records, §5.4; the log past its end; lost index files) is probed in
-   the store's side index (`Store.side_index`), built here once when needed (a note says so).
-3. `topic` (with `queueId`, `queueOffset`, `tags`, queue windows): consume-queue slices.
-Path 3 also scans the bytes consume queues do not cover (`Store.uncovered_ranges`: transaction
-PREPARED / ROLLBACK records, which are in no queue (§4.1); queues lagging behind the log; topics
-without queue files), so it returns the rows a scan returns: the queue tasks leave the scanned bytes
-out (`exclude`) and a note says they are scanned. Queue windows (startingOffsets / endingOffsets)
-are positions in the queues: they select queue units only.
-4. `commitLogOffset` ranges and `storeTimestamp` ranges (seek by time): commit-log byte ranges.
-5. Otherwise the whole log, split into pieces of its segments (`rmqstore.plan.tasks.split_spans`).
-Whatever path is used, every task's rows are confirmed against all predicates by the reader.
+Access paths, most selective first (design §3.1): `commitLogOffset` / `msgId` points; `key` / `uniqKey`
+index probes (few on the driver, many in tasks partitioned by a stable hash, plus the side index for
+what the broker's index lacks); `topic` queue slices plus a scan of the bytes no queue covers
+(`Store.uncovered_ranges`), kept out of the queue tasks (`exclude`); commit-log and `storeTimestamp`
+ranges; else the whole log in pieces of its segments (`rmqstore.plan.tasks.split_spans`). The first
+path that applies is used, the others only bound it, and the reader confirms every row against all
+predicates. A fallback (missing or damaged index) is said in `notes`.
 """
 
 from __future__ import annotations

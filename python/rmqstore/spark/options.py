@@ -1,21 +1,11 @@
-"""Options of the "rmqstore" source: names, defaults, parsing and validation in one place.
+"""Options of the "rmqstore" source: parsing and validation (design §5).
 
-Names follow Spark's Kafka source where the meaning is the same (design §5); they are camelCase
-and case-insensitive (Spark hands them over lower-cased, every value a string). Every error names
-the option. `parse_options` turns the raw mapping into a frozen `RmqOptions`; batch and streaming
-readers both build on it.
-
-Offsets (`startingOffsets` / `endingOffsets`):
-- `earliest` / `latest`;
-- a physical commit-log offset, e.g. `1048576`;
-- per topic and queue JSON like Kafka, `{"TopicA":{"0":23,"1":-2}}`: a queue offset, -2 = earliest,
-  -1 = latest; queues of a named topic that are not listed start at earliest / end at latest;
-- `group:<consumerGroup>`: that group's committed offsets (config/consumerOffset.json).
-
-`verifyCrc` defaults to true: a record whose body does not match its BODYCRC fails the read
-(FAILFAST) or is skipped (PERMISSIVE) instead of coming back silently. Measured on a 500 MiB demo
-store (local[2], `count()`): +13% for a one-column schema, within noise for all columns; point
-lookups read few records and do not notice it. `verifyCrc=false` trades that check for speed.
+Names, types, defaults and error wording are generated from docs/contract.toml
+(`rmqstore.spark.contract_options`); the typed options are parsed from that table (`_Parsers`), the
+others (paths, offsets, index geometry, s3.*) here. Names are case-insensitive (Spark hands them over
+lower-cased, every value a string) and every error names the option. `parse_options` turns the raw
+mapping into a frozen `RmqOptions`; batch and streaming readers both build on it. Offsets syntax:
+design §5.1; `verifyCrc` and its cost: design §5.2.
 """
 
 from __future__ import annotations

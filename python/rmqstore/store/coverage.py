@@ -1,33 +1,11 @@
 """Which commit-log bytes hold records that no consume-queue unit points to (design §3.2, spec §4.1).
 
-A consume queue only gets units for transaction type NOT / COMMIT records (§4.1): PREPARED and
-ROLLBACK records, records not dispatched yet (consume queues lag behind the log after a crash) and
-records of a topic whose `consumequeue/<topic>` is gone are in no queue. A plan that reads queues
-must scan such bytes too, or pushdown would return fewer rows than a scan.
-
-Rule, per segment: records are contiguous from the segment's first byte up to the valid end (the
-segment holding it) or a BLANK (a sealed segment, §2.6), and every unit points at a whole record.
-So the records without a unit are exactly the holes between the units pointing into the segment (all
-queues, only units inside [min_offset, max_offset)), before the first one and after the last one
-(unless a BLANK starts there). The holes are the "gaps" a plan scans: a few PREPARED records cost a
-few records' worth of scanning, queues behind the log cost the tail they lag. Units that overlap or
-point past the records leave the whole segment uncovered.
-
-Index lookups need less: the index has every record of a gap but ROLLBACK-typed ones (§5.4; the
-broker dispatches each record to the consume queues and the index in log order, so a gap record
-before the index's end that is in no queue is still indexed unless it is a ROLLBACK). A verdict also
-keeps these `unindexed` parts of its gaps - ROLLBACK records and bytes that hold no valid record -
-which are part of what the lookups' side index holds (`rmqstore.store.side_index`),
-and the topics of the gaps' indexed records: a topic whose records are all in gaps (e.g. only
-PREPARED records) has no queue, yet its records are in the index (`Store.indexed_topics`).
-
-Reading every queue costs a few % of the log's bytes, so verdicts are cached on disk outside the
-store (`rmqstore.store.segment_cache`, kind `coverage`, salted with the set of queues; a remote store
-too when its listing gives modification times, as S3's does: a plan then lists the queues but does not
-download them again). While a
-segment's key and the queues are the same, queues can only gain units (catching up with the log),
-so a cached gap may since have been filled: it is scanned for nothing, never a record missed.
-Segments decided again only need the tails of the queues (units are in log order along a queue).
+Per segment, the records without a unit are the holes between the units pointing into it (`gaps`, what a
+topic plan scans besides its queue slices). A verdict also keeps the `unindexed` parts of its gaps
+(ROLLBACK records and bytes holding no valid record, part of what `rmqstore.store.side_index` indexes) and
+the topics of the gaps' indexed records (`Store.indexed_topics`). Verdicts are cached outside the store
+(`rmqstore.store.segment_cache`, kind `coverage`, salted with the set of queues; design §8); segments
+decided again only need the tails of the queues (units are in log order along a queue).
 """
 
 from __future__ import annotations

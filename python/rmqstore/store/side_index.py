@@ -1,33 +1,12 @@
 """A side index of the records the broker's index lacks (design §3.4; spec §5.3, §5.4, §5.7).
 
-The broker's index has every record of the log but (`lacking_ranges`):
-- ROLLBACK-typed records (§5.4; `Store.unindexed_ranges`, found from the consume queues' coverage),
-- the records after the newest index file's endPhyOffset (dispatch lagging, or a file not flushed
-  before a crash), and
-- the records of index files lost in recovery (an abnormal restart destroys the files written after
-  the checkpoint's indexMsgTimestamp, §5.7, apache/rocketmq#8007): the log before the oldest file's
-  beginPhyOffset and between one file's endPhyOffset and the next one's beginPhyOffset. A file
-  indexes the records from the one at its beginPhyOffset to the one at its endPhyOffset (§5.5 steps
-  6-7), those two maybe only in part: a file that fills up in the middle of a record's entries gets
-  the rest put into the next file, which then begins with that record (RocketMQ's
-  `IndexService.buildIndex`; the conformance fixture rmq-5.5.0-broker has two). So the record at a
-  full file's endPhyOffset is lacking unless the next file begins with it or with the record after
-  it, and the one at a file's beginPhyOffset unless the file before ends with it or with the record
-  before it, or it is the log's first record (no older file can hold it). A hole may also hold
-  records without keys, which only cost a scan at build time. Where a file's first and last records
-  end is read from the log (8 bytes each).
-
-The side index holds, for every record in those ranges whatever its type, the entries the broker
-writes (§5.4): UNIQ_KEY, then each KEYS token, as the hash of `topic#key` (§5.3) with the record's
-physical offset, sorted by hash, per segment. Lookups probe it beside the broker's index, for the
-same topics, and confirm every candidate against the record like an index candidate.
-
-Built once per segment from a scan of only those ranges, and cached outside the store
-(`segment_cache` kind `side-index`: per segment the ranges indexed and the topics seen, the entries
-in a `.npy` file next to the cache's JSON). A segment's entries are reused while its cache key holds
-and the ranges they index include every range the segment lacks now: the index catching up only
-shrinks those; a segment rewritten, appended to, or an index file lost rebuilds them. A segment
-deleted by retention drops out with its file. A remote store keeps its side index per Store.
+`lacking_ranges` finds what the broker's index lacks (design §3.4: ROLLBACK records, the log past the
+newest file's end, the records of index files lost in recovery, with the rule for the records at a
+file's beginPhyOffset and endPhyOffset); the side index holds, for every record in those ranges, the
+entries the broker writes (§5.4) as (hash of `topic#key`, physical offset), sorted by hash, per segment.
+It is built once per segment from a scan of only those ranges and cached outside the store
+(`segment_cache` kind `side-index`, the entries in a `.npy` file beside the cache's JSON; design §8). A
+remote store keeps its side index per Store.
 """
 
 from __future__ import annotations

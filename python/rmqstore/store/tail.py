@@ -1,19 +1,9 @@
 """The torn-record rule: how far a reader may walk the commit log while a broker writes it (design §4.3).
 
-A broker writes a record with one put into a mapped file, but a
-reader of the file can see any prefix of that put. A record at position p counts as complete only
-when (1) all of it validates as recovery would (§2.12: magic, TOTALSIZE equal to the recomputed
-length, BODYCRC, PHYSICALOFFSET == p, and room for a BLANK after it, §2.6), and (2) it is sealed:
-the writer has provably finished it, because
-  a. the segment is sealed: a later segment has started (the broker wrote this segment's BLANK
-     before the first record of the next one), or
-  b. the 8 bytes after it are the start of the next write (a BLANK, or TOTALSIZE > 0 with a record
-     magic): the broker starts the next put only after the previous one finished, or
-  c. its consume-queue unit exists (the dispatcher builds units only from complete records, §4.1), or
-  d. no broker is writing: the store has no `abort` file (§6.2).
-A record that validates but is not sealed (say its properties are still zeros) waits for the next
-walk (the next trigger of a stream). A stream reading by queue reads only records that have a
-consume-queue unit, so (c) holds for all of them.
+A record counts as complete only when it validates as recovery would (§2.12, with room for a BLANK
+after it, §2.6) and it is sealed: a later segment has started, the 8 bytes after it start the next
+write, its consume-queue unit exists (§4.1), or no broker is writing (no `abort` file, §6.2). A record
+that validates but is not sealed waits for the next walk (the next trigger of a stream).
 
 `CommitLogTail` is the only walker of the live end of the log: the streaming sources call it (the
 JVM port is connector/.../store/Tail.scala). The valid end after a crash (recovery, §2.12) is a

@@ -1,33 +1,12 @@
 """Where store times lie in the commit log: exact seeks by storeTimestamp (design §3.5).
 
-The broker stamps STORETIMESTAMP under the put lock, so store times never decrease in log order -
-unless the broker's clock steps back (NTP, a resumed VM, an operator), by any amount. A seek must not
-lose the records written after such a step, so each segment's records are summarized as runs:
-maximal stretches of records whose store times never decrease, each with its byte range and its
-first and last (smallest and largest) time. Then, exactly: the first record with time >= t is in
-the first run whose last time is >= t (every record before that run is < t), found inside the run by
-bisection; the records of a window [a, b] are, in each run whose times reach into it, a stretch
-found by bisection at a and b + 1 (a run entirely inside the window needs no bisection). A log
-whose clock never stepped back is one run per segment, so a window is one byte range; after a step
-back, a few. A segment with more than `MAX_RUNS` runs (a jittering clock) is one unordered run:
-first / last are its smallest / largest time, a seek walks it and a window takes all of it.
-
-A summary costs one walk of the storeTimestamp column of a segment (compiled decoder, no bodies).
-Summaries are cached on disk outside the store (`rmqstore.store.segment_cache`, kind `timeline`):
-a sealed segment is walked once; the segment holding the valid end, when it has grown, only from
-where its cached summary ends (if the record that summary ends with is still there). Remote files
-may have no mtime, so a remote store's cached summaries are used only while each segment still ends
-with the record its summary ends with (one small read per segment).
-
-On a remote store that walk would download every segment, which a window's scan does anyway: a window
-plan (`window_runs`) takes a segment with no cached summary whole, as a run of unknown times, and the
-tasks scanning it summarize what they read as pieces of its summary (`summarizing`, cached per piece
-[start, end) of the segment, only when the read met no damaged record: then it returned exactly the
-records a walk returns). Once pieces cover a segment's part of the log, the next plan joins them: the
-runs of consecutive pieces continue each other exactly like the runs of one walk. Pieces are used only
-where the listing gives modification times (they key the segment's identity); elsewhere the plan walks.
-Tasks cache pieces where they run: when a plan finds no pieces for a segment whose tasks an earlier
-plan asked (executors without the driver's cache directory), it walks the segment (`window_runs`).
+Each segment is summarized as runs of records whose store times never decrease (a broker clock that
+steps back starts a new run; more than `MAX_RUNS` runs make one unordered run); a seek bisects inside the
+first run that reaches the time, a window takes a stretch of each run reaching into it. Summaries are
+cached outside the store (`rmqstore.store.segment_cache`, kind `timeline`; design §8): a sealed segment
+is walked once, the segment holding the valid end only from where its summary ends. On a remote store a
+window plan (`window_runs`) takes a segment with no summary whole, and the tasks scanning it summarize
+what they read as pieces (`summarizing`), which the next plan joins (design §3.5).
 """
 
 from __future__ import annotations
