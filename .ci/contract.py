@@ -190,6 +190,30 @@ def _option_default(option: dict[str, Any], contract: dict[str, Any], scala: boo
     return py_literal(option["default"])
 
 
+def _field_declaration(option: dict[str, Any], contract: dict[str, Any], scala: bool) -> str:
+    """`name: type = default` of a typed option's field (optional, None, when it has no default)."""
+    field_type = _FIELD_TYPES[option["type"]][1 if scala else 0]
+    name = camel(option["name"], False) if scala else snake(option["name"])
+    default = _option_default(option, contract, scala)
+    if default is None:
+        return f"{name}: Option[{field_type}] = None" if scala else f"{name}: {field_type} | None = None"
+    return f"{name}: {field_type} = {default}"
+
+
+def _parse_call(option: dict[str, Any], contract: dict[str, Any], scala: bool) -> str:
+    """The expression that parses a typed option with the engine's `Parsers` `p`, default applied."""
+    method, extra = _PARSERS[option["type"]]
+    method = camel(method, False) if scala else method
+    name = f"Name.{camel(option['name'])}" if scala else snake(option["name"]).upper()
+    default = _option_default(option, contract, scala)
+    argument = {"default": f", {default}", "minimum": f", {option.get('minimum')}",
+                "choices": f", {default}, {name}{'Choices' if scala else '_CHOICES'}"}.get(extra or "", "")
+    call = f"p.{method}(raw, {name}{argument})"
+    if default is None or extra in ("default", "choices"):
+        return call
+    return f"{call}.getOrElse({default})" if scala else f"_given({call}, {default})"
+
+
 def options_python(contract: dict[str, Any]) -> str:
     section = contract["options"]
     options = section["option"]
@@ -213,12 +237,7 @@ def options_python(contract: dict[str, Any]) -> str:
     doc = "The values of the typed options (`parse_values`); None where not given and no default."
     out += ["", "", "@dataclass(frozen=True, kw_only=True)", "class OptionValues:", f'    """{doc}"""', ""]
     for option in typed:
-        py_type = _FIELD_TYPES[option["type"]][0]
-        default = _option_default(option, contract, scala=False)
-        if default is None:
-            out.append(f"    {snake(option['name'])}: {py_type} | None = None")
-        else:
-            out.append(f"    {snake(option['name'])}: {py_type} = {default}")
+        out.append(f"    {_field_declaration(option, contract, scala=False)}")
         out.extend(_py_doc(option["doc"], "    "))
     out += ["", "", "class Parsers(Protocol):",
             '    """How an engine parses a value of each type (errors name the option)."""', ""]
@@ -232,20 +251,7 @@ def options_python(contract: dict[str, Any]) -> str:
             '    """The typed options of `raw` (canonical names) as `OptionValues` fields."""',
             "    return {"]
     for option in typed:
-        method, extra = _PARSERS[option["type"]]
-        name = snake(option["name"]).upper()
-        default = _option_default(option, contract, scala=False)
-        if extra == "default":
-            call = f"p.{method}(raw, {name}, {default})"
-        elif extra == "choices":
-            call = f"p.{method}(raw, {name}, {default}, {name}_CHOICES)"
-        elif extra == "minimum":
-            call = f"p.{method}(raw, {name}, {option['minimum']})"
-        else:
-            call = f"p.{method}(raw, {name})"
-        if default is not None and extra not in ("default", "choices"):
-            call = f"_given({call}, {default})"
-        out.append(f'        "{snake(option["name"])}": {call},')
+        out.append(f'        "{snake(option["name"])}": {_parse_call(option, contract, scala=False)},')
     out += ["    }", "", "", "def _given(value: Any, default: Any) -> Any:",
             "    return default if value is None else value", ""]
     for key, template in section["messages"].items():
@@ -288,14 +294,7 @@ def options_scala(contract: dict[str, Any]) -> str:
             "  )", "",
             "  /** The values of the typed options (`parseValues`); None where not given and no default. */",
             "  final case class Values("]
-    fields = []
-    for option in typed:
-        scala_type = _FIELD_TYPES[option["type"]][1]
-        default = _option_default(option, contract, scala=True)
-        if default is None:
-            fields.append(f"      {camel(option['name'], False)}: Option[{scala_type}] = None")
-        else:
-            fields.append(f"      {camel(option['name'], False)}: {scala_type} = {default}")
+    fields = [f"      {_field_declaration(option, contract, scala=True)}" for option in typed]
     out += [",\n".join(fields), "  )", "",
             "  /** The typed options' values as members of the options that hold them. */",
             "  trait Fields {", "    def values: Values"]
@@ -318,21 +317,7 @@ def options_scala(contract: dict[str, Any]) -> str:
             "  def parseValues(raw: Map[String, String], p: Parsers): Values =", "    Values("]
     calls = []
     for option in typed:
-        method, extra = _PARSERS[option["type"]]
-        method = camel(method, False)
-        name = f"Name.{camel(option['name'])}"
-        default = _option_default(option, contract, scala=True)
-        if extra == "default":
-            call = f"p.{method}(raw, {name}, {default})"
-        elif extra == "choices":
-            call = f"p.{method}(raw, {name}, {default}, Name.{camel(option['name'])}Choices)"
-        elif extra == "minimum":
-            call = f"p.{method}(raw, {name}, {option['minimum']})"
-        else:
-            call = f"p.{method}(raw, {name})"
-        if default is not None and extra not in ("default", "choices"):
-            call = f"{call}.getOrElse({default})"
-        calls.append(f"      {camel(option['name'], False)} = {call}")
+        calls.append(f"      {camel(option['name'], False)} = {_parse_call(option, contract, scala=True)}")
     out += [",\n".join(calls), "    )", "", "  /** Error wording shared with the Python engine. */",
             "  object Messages {"]
     for key, template in section["messages"].items():
