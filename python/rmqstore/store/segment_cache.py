@@ -1,19 +1,9 @@
 """Facts about commit-log segments cached on disk outside the store (coverage verdicts, time runs).
 
-The entries of one local store live in one JSON file, `<kind>/<sha256 of the store location>.json`
-under `rmqstore.cachedir.cache_root()` (never inside the store: stores are opened read-only), keyed
-by segment file name. An entry is reused while its segment has the same size and mtime and, for the
-segment holding the valid end, the same records' end, and while the `salt` (whatever else the facts
-depend on) and the format version are the same. A remote store is cached in a file named after its
-location as given, its segments keyed by the modification time its listing gives (an S3 object's
-upload time: a new upload is another file); where the listing gives none, only for a kind that checks
-the content of each entry it loads itself (`content_checked`).
-
-Facts about a piece [start, end) of a segment (physical offsets; what one read task saw) are cached in
-a file of their own, `<kind>/<same sha256>.pieces/<segment name>.<start>-<end>.json`, under the same
-key: tasks reading pieces of one segment at once never overwrite each other's, and a later reader joins
-them into the segment's entry (then drops them). Beside them, `<segment name>.asked.json` notes that
-read tasks were asked to cache pieces of the segment as it is now (same key).
+One JSON file per store and kind, `<kind>/<sha256 of the store's identity>.json` under
+`rmqstore.cachedir.cache_root()`, entries keyed by segment file name and reused while the segment's key,
+the version and the salt hold; pieces of a segment in files of their own (design §8.2). The identity,
+kinds and versions are docs/contract.toml's (`rmqstore.store.contract_store`, design §8.3).
 """
 
 from __future__ import annotations
