@@ -97,7 +97,8 @@ def test_jvm_engine_reuses_no_reader(spark: SparkSession, small_store: Path) -> 
     assert spark.sql("SELECT count(*) AS n FROM stale_jvm").first()["n"] == total
 
 
-def test_recorded_master_decides_where_filters_are_pushed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_recorded_master_decides_where_filters_are_pushed(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
     """`record_master` (rmqstore.spark.session) keys the master by the application; planning workers of
     that application see a cluster master (no pushdown there), never a local one or another's."""
     from rmqstore.spark import guard
