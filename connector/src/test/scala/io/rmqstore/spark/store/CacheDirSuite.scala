@@ -13,7 +13,11 @@ class CacheDirSuite extends AnyFunSuite {
     assert(rootWith(all.drop(1): _*) == "/xdg/rmqstore")
     assert(rootWith(all.drop(2): _*) == "/env/home/.cache/rmqstore") // $HOME wins over user.home
     assert(rootWith() == "/account/home/.cache/rmqstore")
-    assert(rootWith("RMQSTORE_CACHE_DIR" -> "", "XDG_CACHE_HOME" -> "", "HOME" -> "") == "/account/home/.cache/rmqstore")
+    assert(rootWith(
+      "RMQSTORE_CACHE_DIR" -> "",
+      "XDG_CACHE_HOME" -> "",
+      "HOME" -> ""
+    ) == "/account/home/.cache/rmqstore")
   }
 
   test("this process follows the rule with its own environment") {
