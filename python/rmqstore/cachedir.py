@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 CACHE_DIR_ENV = "RMQSTORE_CACHE_DIR"
@@ -16,12 +17,24 @@ SWEEP_STAMP = ".swept"
 SWEEP_EVERY_S = 3600
 
 
-def cache_root() -> Path:
-    """`$RMQSTORE_CACHE_DIR`, else `$XDG_CACHE_HOME/rmqstore`, else `~/.cache/rmqstore`."""
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rmqstore"
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """The rule both engines follow (the JVM's `SegmentCache.rootFor`): `$RMQSTORE_CACHE_DIR`, else
+    `$XDG_CACHE_HOME/rmqstore`, else `$HOME/.cache/rmqstore`, else the account's home directory (the
+    JVM's `user.home`) `/.cache/rmqstore`; unset or empty variables do not count. `environ`: this
+    process's environment unless given."""
+    env = os.environ if environ is None else environ
+    if env.get(CACHE_DIR_ENV):
+        return Path(env[CACHE_DIR_ENV])
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"], "rmqstore")
+    return Path(env.get("HOME") or _account_home(), ".cache", "rmqstore")
+
+
+def _account_home() -> str:
+    """The home directory of this process's user account, as the JVM's `user.home` (not `$HOME`)."""
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_dir
 
 
 def remove_old_entries(directory: Path, max_age_s: float, every_s: float = SWEEP_EVERY_S) -> None:

@@ -2,7 +2,10 @@
 its own work and local directories (as separate hosts have), and a fresh driver started with
 `rmqstore.spark.session(master=...)`. `format("rmqstore")` is served by the JVM engine, which plans a
 new scan for every query, so the reuses that hit the Spark 4.1–4.3 stale-reader bug with the Python
-engine (issue #10: 19 of 181,255 rows on this deployment) return every row."""
+engine (issue #10: 19 of 181,255 rows on this deployment) return every row. The Python engine pushes
+no filter there (issue #18: a filtered `collect()` then `count()` returned 1 of 3,000 rows), and
+where the master is unknown (a session not made by `rmqstore.spark.session()`) it refuses the pushed
+read's tasks rather than risk a stale reader's rows."""
 
 from __future__ import annotations
 
@@ -121,13 +124,21 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
 DRIVER = textwrap.dedent("""
     import contextlib, io, json, sys, time
-    from pyspark.sql import functions as F
+    from pyspark.sql import SparkSession, functions as F
     from rmqstore.spark import served_by, session
+    from rmqstore.spark.engine import engine_jar
+    from rmqstore.spark.source import RmqStorePythonDataSource
 
     master, store, key, partitions, wait = sys.argv[1:5] + [float(sys.argv[5])]
-    spark = session(master=master, app_name="rmqstore-cluster-test", spark__executor__memory="512m",
-                    spark__ui__enabled="false", spark__sql__shuffle__partitions="2")
+    conf = {"spark.executor.memory": "512m", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+            "spark.task.maxFailures": "1", "spark.sql.python.filterPushdown.enabled": "true",
+            "spark.jars": str(engine_jar("jvm"))}
+    builder = SparkSession.builder.master(master).appName("rmqstore-cluster-test")
+    for name, value in conf.items():
+        builder = builder.config(name, value)
+    spark = builder.getOrCreate()  # not rmqstore's session(): the Python engine cannot know the master
     spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(RmqStorePythonDataSource)
     jsc = spark.sparkContext._jsc.sc()
     deadline = time.monotonic() + wait
     while jsc.getExecutorMemoryStatus().size() < 3:  # the driver and one executor per worker
@@ -135,6 +146,26 @@ DRIVER = textwrap.dedent("""
             sys.exit("the executors did not register in time")
         time.sleep(0.2)
     result = {}
+
+    def python_read():
+        return spark.read.format("rmqstore_python").option("minPartitions", partitions).load(store)
+
+    try:
+        python_read().where(F.col("key") == key).collect()
+        result["p_unknown"] = "no error"
+    except Exception as exc:
+        result["p_unknown"] = str(exc)
+
+    spark = session(master=master)  # the same session, its master now recorded for the Python engine
+    df = python_read()
+    result["p_served_by"] = served_by(df)
+    explained = io.StringIO()
+    with contextlib.redirect_stdout(explained):
+        python_read().where(F.col("key") == key).explain()
+    result["p_explain"] = explained.getvalue()
+    result["p_filtered"] = len(df.where(F.col("key") == key).collect())
+    result["p_count"] = df.count()
+    result["p_filtered_again"] = python_read().where(F.col("key") == key).count()
 
     def read():
         return spark.read.format("rmqstore").option("minPartitions", partitions).load(store)
@@ -170,7 +201,7 @@ DRIVER = textwrap.dedent("""
 def test_reused_dataframe_and_view_on_a_standalone_cluster_return_every_row(cluster: Cluster,
                                                                             tmp_path: Path) -> None:
     store = tmp_path / "store"
-    write_store(store, 1500, seed=10)
+    write_store(store, 3000, seed=10)
     rows = store_rows(store)
     key, matching = Counter(r["key"] for r in rows if r["key"]).most_common(1)[0]
     total = len(rows)
@@ -185,6 +216,15 @@ def test_reused_dataframe_and_view_on_a_standalone_cluster_return_every_row(clus
     assert done.returncode == 0, done.stderr[-3000:] + cluster.log_tails()
     result = json.loads(done.stdout.split("RESULT ", 1)[1])
 
+    # (p) the Python engine: refused while the master is unknown, then no pushdown and every row
+    assert "runs on a cluster executor" in result["p_unknown"], result["p_unknown"]
+    assert result["p_served_by"] == "served by the Python engine"
+    assert "(Python)" in result["p_explain"] and f"EqualTo(key,{key})" not in result["p_explain"], \
+        result["p_explain"]
+    assert total == 3000  # the measured case: a filtered collect() then count() on one DataFrame
+    assert (result["p_filtered"], result["p_count"], result["p_filtered_again"]) == (matching, 3000, matching)
+    note = "the Python engine pushes no filters on the cluster master " + cluster.master
+    assert done.stderr.count(note) == 1, done.stderr[-3000:]
     assert result["served_by"].startswith("served by the JVM engine")
     assert result["b_served_by"].startswith("served by the JVM engine")
     # (a) a filtered collect() and then count() on the same DataFrame

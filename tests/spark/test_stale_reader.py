@@ -95,3 +95,23 @@ def test_jvm_engine_reuses_no_reader(spark: SparkSession, small_store: Path) -> 
     df.createOrReplaceTempView("stale_jvm")
     assert spark.sql(f"SELECT count(*) AS n FROM stale_jvm WHERE key = '{key}'").first()["n"] == matching
     assert spark.sql("SELECT count(*) AS n FROM stale_jvm").first()["n"] == total
+
+
+def test_recorded_master_decides_where_filters_are_pushed(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    """`record_master` (rmqstore.spark.session) keys the master by the application; planning workers of
+    that application see a cluster master (no pushdown there), never a local one or another's."""
+    from rmqstore.spark import guard
+
+    monkeypatch.setenv("RMQSTORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(guard, "application_key", lambda: "/tmp/spark-a/userFiles-a")
+    assert guard.cluster_master() is None  # nothing recorded: filters pushed, tasks checked by claim
+    guard.record_master("spark://10.0.0.1:7077")
+    assert guard.cluster_master() == "spark://10.0.0.1:7077"
+    for local in ("local", "local[2]", "local[*]", "local[4,3]"):
+        guard.record_master(local)
+        assert guard.cluster_master() is None, local
+    guard.record_master("local-cluster[2,1,1024]")  # separate executor JVMs: a cluster
+    assert guard.cluster_master() == "local-cluster[2,1,1024]"
+    monkeypatch.setattr(guard, "application_key", lambda: "/tmp/spark-b/userFiles-b")
+    assert guard.cluster_master() is None  # another application

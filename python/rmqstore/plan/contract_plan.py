@@ -7,3 +7,9 @@ DENSE_SHARE = 0.9
 """A piece of the log (a scan task's range) where the records a topic plan selects fill at least this share
 of the bytes is scanned and filtered instead of read by offset (docs/design.md §3.3). Measured by
 tests/bench/test_bench_pushdown.py -k dense."""
+MIN_QUEUE_TASK_BYTES = 2097152
+"""A topic plan's task reads the queue units of one scan piece, or of consecutive pieces until their
+selected records reach this many bytes (2 MiB), so both engines plan the same tasks: a Spark task costs
+some tens of milliseconds, a row about 10 us, so 2 MiB of ~400-byte records (5,000 rows, ~50 ms) is
+where a task pays for itself (docs/design.md §3.3). Measured by tests/bench/test_bench_pushdown.py -k
+topic_pushdown."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
-from rmqstore.plan.contract_plan import DENSE_SHARE
+from rmqstore.plan.contract_plan import DENSE_SHARE, MIN_QUEUE_TASK_BYTES
 from rmqstore.plan.predicates import Bounds, Predicate, ProbeKind, bounds
 from rmqstore.plan.queues import queue_windows_slices
 from rmqstore.plan.tasks import (
@@ -242,14 +242,6 @@ def _pieces(store: Store, ranges: Sequence[tuple[int, int]], settings: PlanSetti
     max_bytes = task_size(total, settings.max_bytes_per_partition, settings.min_partitions)
     pieces = split_spans(store.segment_spans(), max_bytes)
     return [part for piece in pieces for part in clip_ranges(ranges, *piece)]
-
-
-MIN_QUEUE_TASK_BYTES = 2 << 20
-"""A topic plan's task reads the queue units of one scan piece, or of consecutive pieces until their
-selected records reach this many bytes: the plan runs on as many cores as the scan would, without a
-task per piece for a rare topic. Measured with tests/bench/test_bench_pushdown.py (local[2]): a Spark
-task costs some tens of milliseconds, a row about 10 µs (decode, Arrow to the JVM, the query), so
-2 MiB of ~400-byte records (5,000 rows, ~50 ms) is where a task pays for itself."""
 
 
 def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], settings: PlanSettings,

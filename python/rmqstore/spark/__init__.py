@@ -6,7 +6,8 @@
 """
 
 from rmqstore.spark.engine import served_by
+from rmqstore.spark.jar import connector_jar
 from rmqstore.spark.session import session
 from rmqstore.spark.source import RmqStoreDataSource
 
-__all__ = ["RmqStoreDataSource", "served_by", "session"]
+__all__ = ["RmqStoreDataSource", "connector_jar", "served_by", "session"]

@@ -38,7 +38,7 @@ from rmqstore.plan.queues import resolve_windows
 from rmqstore.plan.tasks import RangesTask, RangeTask, ReadTask
 from rmqstore.spark.errors import cause_first
 from rmqstore.spark.filters import to_predicate
-from rmqstore.spark.guard import claim, new_plan_token
+from rmqstore.spark.guard import application_key, claim, new_plan_token
 from rmqstore.spark.notes import note_once
 from rmqstore.spark.offsets import check_group_known
 from rmqstore.spark.options import (
@@ -79,6 +79,7 @@ class StoreReader(DataSourceReader):
         self.schema = schema
         self.pushed: list[Predicate] = []
         self.plan_token: str | None = None
+        self.plan_key: str | None = None
         self.pushed_text = ""
 
     def partitions(self) -> list[InputPartition]:
@@ -107,7 +108,7 @@ class StoreReader(DataSourceReader):
         if not isinstance(partition, RmqPartition):
             return  # an empty plan: Spark turns [] into [InputPartition(None)]
         if self.plan_token is not None and self.options.stale_reader_check:
-            claim(self.plan_token, partition.index, self.pushed_text)
+            claim(self.plan_token, partition.index, self.pushed_text, self.plan_key)
         task = partition.task
         broker = self.options.broker_names[task.store]
         store = partition.store
@@ -161,6 +162,7 @@ class PushdownStoreReader(StoreReader):
         self.pushed = consumed
         if consumed:
             self.plan_token = new_plan_token()
+            self.plan_key = application_key()
             self.pushed_text = "; ".join(describe(p) for p in consumed)
 
 

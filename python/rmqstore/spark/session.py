@@ -7,8 +7,10 @@ import sys
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
+from pyspark.sql.utils import is_remote
 
 from rmqstore.spark.engine import SPARK_JARS, Engine, attach_engines, engine_jar, with_jar
+from rmqstore.spark.guard import record_master
 
 SESSION_CONF: dict[str, str] = {
     "spark.sql.python.filterPushdown.enabled": "true",
@@ -31,6 +33,8 @@ def session(master: str | None = None, app_name: str = "rmqstore", engine: Engin
     Python, without rmqstore, and the workers would fail to import it. On a cluster set
     PYSPARK_PYTHON (or `spark.pyspark.python`) to the executors' Python: see the README.
     On an existing session the SQL settings are applied with `spark.conf.set`.
+    Records the master for the Python engine's planning (`rmqstore.spark.guard.record_master`: no
+    filter pushdown on a cluster master).
     `engine` picks the JVM connector or the Python source (`rmqstore.spark.engine`).
     `remote`: a Spark Connect session instead (`sc://host:15002`, or `local[2]` for a server in
     this process): the jar goes to the server with `addArtifacts`, for this session only.
@@ -54,6 +58,8 @@ def session(master: str | None = None, app_name: str = "rmqstore", engine: Engin
         if key.startswith("spark.sql."):
             spark.conf.set(key, value)
     attach_engines(spark, jar, created)
+    if remote is None and not is_remote():
+        record_master(spark.sparkContext.master)
     return spark
 
 

@@ -9,7 +9,8 @@ messages having v among several keys (RocketMQ's `queryMsgByKey` meaning) use
 `.option("keys", "v1,v2")` (index-backed); `array_contains(keys, 'v')` is correct too but Spark
 pushes only `IsNotNull(keys)` for it, so it scans.
 
-Stale readers (Spark 4.1-4.3): see `rmqstore.spark.guard`; build one DataFrame per query.
+Stale readers (Spark 4.1-4.3): see `rmqstore.spark.guard`; build one DataFrame per query. On a
+cluster master no filter is pushed (a note says so once per application).
 
 Filter pushdown and `spark.sql.python.filterPushdown.enabled`: Spark plans a read in one of two
 Python workers. With the conf on and at least one pushable filter, `data_source_pushdown_filters`
@@ -46,6 +47,12 @@ PUSHDOWN_OFF_NOTE = (
     "the rows (no index lookups). Turn it on with "
     "spark.conf.set(\"spark.sql.python.filterPushdown.enabled\", \"true\") "
     "or start Spark with rmqstore.spark.session().")
+CLUSTER_NOTE = (
+    "the Python engine pushes no filters on the cluster master {master}: there Spark 4.1-4.3 may reuse a "
+    "filtered query's reader for a later query on the same DataFrame or view, on any executor, and no check "
+    "can catch it (wrong rows). Every query is a full scan that Spark filters (correct, without index or "
+    "queue lookups). The JVM engine (format(\"rmqstore\") with the connector jar, rmqstore.spark.session()) "
+    "has no such reuse and pushes filters on a cluster.")
 
 
 def _plain_planner_pushdown() -> bool | None:
@@ -74,6 +81,7 @@ class RmqStoreDataSource(DataSource):
         return table_schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        from rmqstore.spark.guard import cluster_master
         from rmqstore.spark.notes import note_once
         from rmqstore.spark.reader import PushdownStoreReader, StoreReader
 
@@ -84,6 +92,10 @@ class RmqStoreDataSource(DataSource):
             if session_pushdown is False and options.pushdown:
                 note_once(PUSHDOWN_OFF_NOTE)
             if not options.pushdown or session_pushdown is not None:
+                return StoreReader(options, schema)
+            master = cluster_master()
+            if master is not None:
+                note_once(CLUSTER_NOTE.format(master=master))
                 return StoreReader(options, schema)
             return PushdownStoreReader(options, schema)
 

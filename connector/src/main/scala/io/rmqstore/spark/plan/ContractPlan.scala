@@ -10,6 +10,14 @@ trait ContractPlan {
     * by tests/bench/test_bench_pushdown.py -k dense.
     */
   final val DenseShare = 0.9
+
+  /** A topic plan's task reads the queue units of one scan piece, or of consecutive pieces until their
+    * selected records reach this many bytes (2 MiB), so both engines plan the same tasks: a Spark task
+    * costs some tens of milliseconds, a row about 10 us, so 2 MiB of ~400-byte records (5,000 rows, ~50 ms)
+    * is where a task pays for itself (docs/design.md §3.3). Measured by tests/bench/test_bench_pushdown.py
+    * -k topic_pushdown.
+    */
+  final val MinQueueTaskBytes = 2097152
 }
 
 object ContractPlan extends ContractPlan

@@ -207,9 +207,11 @@ object ScanPlanner extends ContractPlan {
     (access, rangeTasks(index, store, ranges, settings))
   }
 
-  /** Consume-queue slices, except in the pieces of the log (`rangePieces`) where the selection is dense
-    * (`DenseShare`): those are scanned (the reader confirms every row), and so are the bytes no queue covers;
-    * the queue tasks leave both out. "scan" (or "range") when every selected record lies in dense pieces.
+  /** Consume-queue slices cut along the scan's pieces (`rangePieces`, grouped by `pieceGroups`), except
+    * pieces where the selection is dense (`DenseShare`): those are scanned (the reader confirms every row),
+    * and so are the bytes no queue covers; each queue task reads only its pieces' bytes and leaves the
+    * uncovered ones out. "scan" (or "range") when every selected record lies in dense pieces. As Python's
+    * `_topic_plan` (local stores).
     */
   private def topicPlan(
       index: Int,
@@ -222,29 +224,32 @@ object ScanPlanner extends ContractPlan {
   ): (String, Seq[ReadTask]) = {
     val pieces = rangePieces(store, Seq((lo, hi)), settings).toIndexedSeq
     val starts = pieces.map(_._1).toArray
-    val selected = new Array[Long](pieces.length)
+    val selected = new Array[Double](pieces.length)
     val tags = b.tags.map(_.toSeq.sorted)
-    for {
-      s <- topicSlices(store, b)
-      (phy, size) <- store.queueSelection(s.topic, s.queueId, s.start, s.end, tags) if phy >= lo && phy < hi
-    } {
-      val owner = java.util.Arrays.binarySearch(starts, phy) match {
-        case found if found >= 0 => found
-        case missing => -missing - 2
+    val slices = topicSlices(store, b)
+    // per slice, its selected units pointing into [lo, hi): (queue offsets, physical offsets)
+    val units = slices.map { s =>
+      val chosen = store.queueSelection(s.topic, s.queueId, s.start, s.end, tags)
+        .filter(u => u.phyOffset >= lo && u.phyOffset < hi).toArray
+      for (u <- chosen) {
+        val owner = java.util.Arrays.binarySearch(starts, u.phyOffset) match {
+          case found if found >= 0 => found
+          case missing => -missing - 2
+        }
+        if (owner >= 0 && u.phyOffset < pieces(owner)._2) selected(owner) += u.size
       }
-      if (owner >= 0 && phy < pieces(owner)._2) selected(owner) += size
+      (chosen.map(_.queueOffset), chosen.map(_.phyOffset))
     }
     val isDense = pieces.indices.map(i => selected(i) >= settings.denseShare * (pieces(i)._2 - pieces(i)._1))
     val dense = Ranges.union(pieces.indices.filter(isDense).map(pieces))
     val uncovered = Ranges.within(store.uncoveredRanges, lo, hi)
     if (dense.nonEmpty)
       notes += s"store ${store.root}: the selection fills >= ${(settings.denseShare * 100).round}% of the bytes of " +
-        s"${dense.size} commit-log range(s), ${dense.map(r => r._2 - r._1).sum} bytes: scanned instead of read " +
-        s"by offset: ${dense.take(3).mkString("[", ", ", "]")}"
-    val sparse = pieces.indices.exists(i => !isDense(i) && selected(i) > 0)
-    val queued =
-      if (sparse || dense.isEmpty) queueTasks(index, store, b, lo, hi, Ranges.union(uncovered ++ dense), settings)
-      else Seq.empty
+        s"${pieces.indices.count(isDense)} commit-log range(s), ${dense.map(r => r._2 - r._1).sum} bytes: scanned " +
+        s"instead of read by offset: ${dense.take(3).mkString("[", ", ", "]")}"
+    val queued = pieceGroups(pieces, selected, isDense).map { case (a, z) =>
+      QueueSliceTask(index, slicesWithin(slices, units, a, z), tags, a, z, Ranges.within(uncovered, a, z))
+    }
     val tasks = rangeTasks(index, store, dense, settings) ++ queued ++
       scanTasks(index, store, Ranges.subtract(uncovered, dense), settings, notes, Uncovered)
     val access =
@@ -252,6 +257,53 @@ object ScanPlanner extends ContractPlan {
       else if (dense == Seq((store.minOffset, store.logEnd))) "scan"
       else "range"
     (access, tasks)
+  }
+
+  /** Ranges of consecutive pieces with selected records, none dense, each closed once its selected bytes
+    * reach `MinQueueTaskBytes` (or at a dense piece): python/rmqstore/plan/planner.py `_piece_groups`.
+    */
+  private def pieceGroups(
+      pieces: IndexedSeq[(Long, Long)],
+      selected: Array[Double],
+      isDense: IndexedSeq[Boolean]
+  ): IndexedSeq[(Long, Long)] = {
+    val runs = IndexedSeq.newBuilder[IndexedSeq[Int]] // the pieces with selected records between dense ones
+    var run = Vector.empty[Int]
+    for (i <- pieces.indices) {
+      if (isDense(i)) { runs += run; run = Vector.empty }
+      else if (selected(i) > 0) run :+= i
+    }
+    runs += run
+    runs.result().flatMap { run =>
+      Split.groupItems(run.map(selected(_)), atLeast = Some(MinQueueTaskBytes.toDouble)).map { g =>
+        (pieces(run(g.head))._1, pieces(run(g.last))._2)
+      }
+    }
+  }
+
+  /** The parts of the slices whose selected units point into [lo, hi): found by bisection where a queue's
+    * physical offsets ascend (as the broker writes them), else the whole slice (the task's bounds still keep
+    * only [lo, hi)); python/rmqstore/plan/planner.py `_slices_within`.
+    */
+  private def slicesWithin(
+      slices: IndexedSeq[QueueSlice],
+      units: IndexedSeq[(Array[Long], Array[Long])],
+      lo: Long,
+      hi: Long
+  ): IndexedSeq[QueueSlice] = slices.zip(units).flatMap { case (s, (queueOffsets, phy)) =>
+    if (phy.indices.drop(1).exists(i => phy(i) <= phy(i - 1))) Some(s)
+    else {
+      val (first, last) = (lowerBound(phy, lo), lowerBound(phy, hi))
+      if (first < last) Some(QueueSlice(s.topic, s.queueId, queueOffsets(first), queueOffsets(last - 1) + 1))
+      else None
+    }
+  }
+
+  /** The first index of sorted `values` holding a value >= `v`. */
+  private def lowerBound(values: Array[Long], v: Long): Int = {
+    var (l, h) = (0, values.length)
+    while (l < h) { val m = (l + h) >>> 1; if (values(m) < v) l = m + 1 else h = m }
+    l
   }
 
   /** Commit-log byte ranges, in log order, allowed by the offset and time bounds (`Store.timeRanges`: one
@@ -306,7 +358,7 @@ object ScanPlanner extends ContractPlan {
     val probeTasks = probes match {
       case Seq((kind, values)) if values.size > settings.keyProbePartitionThreshold && points.isEmpty =>
         val buckets =
-          math.max(settings.minPartitions.getOrElse(1), ceilDiv(values.size, settings.keyProbePartitionThreshold).toInt)
+          Split.taskCount(values.size, settings.keyProbePartitionThreshold, settings.minPartitions).toInt
         val grouped = values.groupBy(v => ProbeBucket(v, buckets))
         (0 until buckets).filter(grouped.contains).map { i =>
           KeyProbeTask(index, kind, grouped(i), i, buckets, values.toSet, topics, lo, hi, lacking)
@@ -336,38 +388,14 @@ object ScanPlanner extends ContractPlan {
   ): Seq[ReadTask] = {
     if (ranges.isEmpty) return Seq.empty
     notes += scanNote(store, ranges, what, "by range tasks")
-    val limit = settings.maxBytesPerPartition
-    val tasks = Vector.newBuilder[ReadTask]
-    var group = Vector.empty[(Long, Long)]
-    var groupBytes = 0L
-    for ((s, end) <- ranges) {
-      var start = s
-      while (start < end) {
-        val piece = math.min(end, start + limit - groupBytes)
-        group :+= ((start, piece))
-        groupBytes += piece - start
-        start = piece
-        if (groupBytes >= limit || group.size >= RangesPerTask) {
-          tasks += RangesTask(index, group)
-          group = Vector.empty
-          groupBytes = 0
-        }
-      }
+    Split.packRanges(ranges, settings.maxBytesPerPartition, Some(RangesPerTask)).map { group =>
+      RangesTask(index, group.map { case (_, start, end) => (start, end) })
     }
-    if (group.nonEmpty) tasks += RangesTask(index, group)
-    tasks.result()
   }
 
   /** Sorted offsets in few tasks: consecutive chunks, hence grouped by segment. */
   private def offsetTasks(index: Int, offsets: Array[Long], settings: Settings): Seq[ReadTask] =
-    if (offsets.isEmpty) Seq.empty
-    else {
-      val wanted = math.max(settings.minPartitions.getOrElse(1), ceilDiv(offsets.length, OffsetsPerTask).toInt)
-      val pieces = math.min(wanted, offsets.length)
-      (0 until pieces).map { i =>
-        OffsetsTask(index, offsets.slice(offsets.length * i / pieces, offsets.length * (i + 1) / pieces))
-      }
-    }
+    Split.splitOffsets(offsets, OffsetsPerTask, settings.minPartitions).map(OffsetsTask(index, _))
 
   /** A task per piece of `rangePieces`. */
   private def rangeTasks(index: Int, store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[ReadTask] =
@@ -378,13 +406,11 @@ object ScanPlanner extends ContractPlan {
     */
   private def rangePieces(store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[(Long, Long)] = {
     val total = ranges.map { case (lo, hi) => hi - lo }.sum
-    val maxBytes = settings.minPartitions.fold(settings.maxBytesPerPartition) { n =>
-      math.max(1L, math.min(settings.maxBytesPerPartition, ceilDiv(total, n)))
-    }
-    store.splitRanges(maxBytes).flatMap { case (start, end) => Ranges.within(ranges, start, end) }
+    val maxBytes = Split.taskSize(total, settings.maxBytesPerPartition, settings.minPartitions)
+    Split.splitSpans(store.segmentSpans, maxBytes).flatMap { case (start, end) => Ranges.within(ranges, start, end) }
   }
 
-  /** The slices of `topicSlices`, grouped into tasks of about `UnitsPerQueueTask` units. */
+  /** The slices of `topicSlices`, packed into tasks of at most `UnitsPerQueueTask` units (`Split.packRanges`). */
   private def queueTasks(
       index: Int,
       store: Store,
@@ -395,30 +421,12 @@ object ScanPlanner extends ContractPlan {
       settings: Settings
   ): Seq[ReadTask] = {
     val clipped = topicSlices(store, b)
-    val totalUnits = clipped.map(s => s.end - s.start).sum
-    val unitsPerTask = settings.minPartitions.filter(_ => totalUnits > 0).fold(UnitsPerQueueTask) { n =>
-      math.max(1L, math.min(UnitsPerQueueTask, ceilDiv(totalUnits, n)))
-    }
+    val unitsPerTask = Split.taskSize(clipped.map(s => s.end - s.start).sum, UnitsPerQueueTask, settings.minPartitions)
     val tags = b.tags.map(_.toSeq.sorted)
-    val tasks = Vector.newBuilder[ReadTask]
-    var group = Vector.empty[QueueSlice]
-    var groupUnits = 0L
-    for (s <- clipped) {
-      var start = s.start
-      while (start < s.end) {
-        val take = math.min(s.end - start, unitsPerTask - groupUnits)
-        group :+= QueueSlice(s.topic, s.queueId, start, start + take)
-        groupUnits += take
-        start += take
-        if (groupUnits >= unitsPerTask) {
-          tasks += QueueSliceTask(index, group, tags, lo, hi, exclude)
-          group = Vector.empty
-          groupUnits = 0
-        }
-      }
+    Split.packRanges(clipped.map(s => (s.start, s.end)), unitsPerTask).map { group =>
+      val slices = group.map { case (i, start, end) => QueueSlice(clipped(i).topic, clipped(i).queueId, start, end) }
+      QueueSliceTask(index, slices, tags, lo, hi, exclude)
     }
-    if (group.nonEmpty) tasks += QueueSliceTask(index, group, tags, lo, hi, exclude)
-    tasks.result()
   }
 
   /** The queue slices a topic or queue-window plan reads (windows, or every queue of the topics), clipped to
@@ -446,5 +454,4 @@ object ScanPlanner extends ContractPlan {
     }
   }
 
-  private def ceilDiv(a: Long, b: Long): Long = -Math.floorDiv(-a, b)
 }

@@ -88,13 +88,19 @@ private[store] object SegmentCache {
 
   private val Mapper = new ObjectMapper()
 
-  /** `$RMQSTORE_CACHE_DIR`, else `$XDG_CACHE_HOME/rmqstore`, else `~/.cache/rmqstore` (cachedir.py). */
-  def root: Path =
-    Option(System.getenv(CacheDirEnv)).filter(_.nonEmpty).map(Paths.get(_)).getOrElse {
-      val base = Option(System.getenv("XDG_CACHE_HOME")).filter(_.nonEmpty).map(Paths.get(_))
-        .getOrElse(Paths.get(System.getProperty("user.home"), ".cache"))
-      base.resolve("rmqstore")
-    }
+  /** This process's cache directory: `rootFor` its environment and `user.home`. */
+  def root: Path = rootFor(name => Option(System.getenv(name)), System.getProperty("user.home"))
+
+  /** The rule both engines follow (python/rmqstore/cachedir.py `cache_root`): `$RMQSTORE_CACHE_DIR`, else
+    * `$XDG_CACHE_HOME/rmqstore`, else `$HOME/.cache/rmqstore`, else `<userHome>/.cache/rmqstore` (unset or
+    * empty variables do not count).
+    */
+  def rootFor(env: String => Option[String], userHome: String): Path = {
+    def set(name: String) = env(name).filter(_.nonEmpty)
+    set(CacheDirEnv).map(Paths.get(_))
+      .orElse(set("XDG_CACHE_HOME").map(Paths.get(_, "rmqstore")))
+      .getOrElse(Paths.get(set("HOME").getOrElse(userHome), ".cache", "rmqstore"))
+  }
 
   /** The cache of kind `kind` of the local store at `root` whose log is in `commitlogDir`. */
   def forLocalStore(root: String, commitlogDir: String, kind: String, version: Int, salt: String = ""): SegmentCache = {

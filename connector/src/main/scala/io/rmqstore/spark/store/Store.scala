@@ -110,24 +110,12 @@ final class Store private (
     starts.find(_ >= 0).getOrElse(end)
   }
 
-  /** Byte ranges of at most `maxBytes` covering [minOffset, logEnd), never crossing segments.
-    *
-    * Scanning each range with `scan(a, b)` yields every record exactly once: a range owns the records
-    * whose start is in it (alignment happens at read time by resync).
+  /** Each segment's part of [minOffset, logEnd), in log order, empty parts left out (python/rmqstore/store/store.py
+    * `segment_spans`): a range owns the records starting in it; `plan.Split.splitSpans` cuts spans into tasks.
     */
-  def splitRanges(maxBytes: Long): Seq[(Long, Long)] = {
-    if (maxBytes <= 0) throw new IllegalArgumentException(s"maxBytes must be positive, got $maxBytes")
+  def segmentSpans: IndexedSeq[(Long, Long)] = {
     val end = logEnd
-    segments.flatMap { seg =>
-      val lo = math.max(minOffset, seg.baseOffset)
-      val hi = math.min(end, seg.endOffset)
-      if (lo >= hi) Nil
-      else {
-        val pieces = (hi - lo + maxBytes - 1) / maxBytes
-        val bounds = (0L until pieces).map(i => lo + ((BigInt(hi - lo) * i) / pieces).toLong) :+ hi
-        bounds.zip(bounds.tail)
-      }
-    }
+    segments.map(seg => (math.max(minOffset, seg.baseOffset), math.min(end, seg.endOffset))).filter(s => s._1 < s._2)
   }
 
   /** The records starting at the given physical offsets, ascending, each offset once.
@@ -424,15 +412,15 @@ final class Store private (
   def queueOffsets(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]): Iterator[Long] =
     selectedUnits(topic, queueId, start, end, tags).map(_.phyOffset)
 
-  /** (physical offset, size) of the units `queueOffsets` keeps: what a plan reading them selects. */
+  /** The units `queueOffsets` keeps (queue offset, physical offset, size): what a plan reading them selects. */
   def queueSelection(
       topic: String,
       queueId: Int,
       start: Long,
       end: Long,
       tags: Option[Seq[String]]
-  ): Iterator[(Long, Int)] =
-    selectedUnits(topic, queueId, start, end, tags).map(u => (u.phyOffset, u.size))
+  ): Iterator[QueueUnit] =
+    selectedUnits(topic, queueId, start, end, tags)
 
   private def selectedUnits(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]) = {
     val units = queue(topic, queueId).units(start, end)

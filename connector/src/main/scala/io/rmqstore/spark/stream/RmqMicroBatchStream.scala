@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 import io.rmqstore.spark.{OffsetSpec, RmqInputPartition, RmqOptionException, RmqOptions, RmqScan, RmqStores}
-import io.rmqstore.spark.plan.{OffsetsTask, RangeTask, ScanPlanner}
+import io.rmqstore.spark.plan.{OffsetsTask, RangeTask, ScanPlanner, Split}
 import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,
@@ -291,13 +291,8 @@ final class RmqMicroBatchStream(
     */
   private def logPartitions(broker: String, index: Int, store: Store, from: Long, until: Long): Seq[StreamPartition] = {
     val size = if (store.segmentSize > 0) store.segmentSize else until - from
-    Iterator.iterate(from)(p => p - p % size + size).takeWhile(_ < until).toSeq.flatMap { position =>
-      val boundary = math.min(until, position - position % size + size)
-      val pieces = (boundary - position + options.maxBytesPerPartition - 1) / options.maxBytesPerPartition
-      val bounds = (0L to pieces).map(i => position + (boundary - position) * i / pieces)
-      bounds.zip(bounds.tail).map { case (a, b) =>
-        StreamPartition(RmqInputPartition(0, RangeTask(index, a, b), paths(broker), broker, until, Seq.empty), a, Nil)
-      }
+    Split.splitSpans(Split.gridSpans(from, until, size), options.maxBytesPerPartition).map { case (a, b) =>
+      StreamPartition(RmqInputPartition(0, RangeTask(index, a, b), paths(broker), broker, until, Seq.empty), a, Nil)
     }
   }
 
@@ -307,23 +302,16 @@ final class RmqMicroBatchStream(
     */
   private def queuePartitions(broker: String, index: Int, store: Store, first: StoreOffset, last: StoreOffset)
       : Seq[StreamPartition] = {
-    val groups = mutable.ArrayBuffer(mutable.ArrayBuffer.empty[(QueueSlice, Seq[Long])])
-    var groupBytes = 0L
-    for ((queue, stop) <- last.queues.toSeq.sortBy(_._1)(StoreOffset.QueueOrder)) {
-      val begin = first.queues.getOrElse(queue, store.queueRange(queue._1, queue._2)._1)
-      if (stop > begin) {
-        val units = store.queueUnits(queue._1, queue._2, begin, stop).toSeq
-        val bytes = units.map(_._3.toLong).sum
-        if (groups.last.nonEmpty && groupBytes + bytes > options.maxBytesPerPartition) {
-          groups += mutable.ArrayBuffer.empty
-          groupBytes = 0
-        }
-        groups.last += (((queue._1, queue._2, begin, stop), units.map(_._2)))
-        groupBytes += bytes
-      }
-    }
+    val queues = for {
+      (queue, stop) <- last.queues.toSeq.sortBy(_._1)(StoreOffset.QueueOrder)
+      begin = first.queues.getOrElse(queue, store.queueRange(queue._1, queue._2)._1) if stop > begin
+    } yield ((queue._1, queue._2, begin, stop), store.queueUnits(queue._1, queue._2, begin, stop).toSeq)
+    val bytes = queues.map(_._2.map(_._3.toDouble).sum)
+    val groups = Split.groupItems(bytes, atMost = Some(options.maxBytesPerPartition.toDouble)).map(_.map { i =>
+      (queues(i)._1, queues(i)._2.map(_._2))
+    })
     val logEnd = store.logEnd
-    groups.toSeq.filter(_.nonEmpty).flatMap { group =>
+    groups.flatMap { group =>
       val slices = group.map(_._1).toSeq
       group.flatMap(_._2).toArray.sorted.grouped(ScanPlanner.OffsetsPerTask).map { offsets =>
         StreamPartition(

@@ -13,6 +13,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import io.rmqstore.spark.format.{ByteSource, IndexFile}
 import io.rmqstore.spark.format.Encode.IndexBuilder
 import io.rmqstore.spark.io.{CachedPages, CountingFileSystem, HadoopFileSystem, StoreFileSystem}
+import io.rmqstore.spark.plan.Split
 
 /** The Hadoop FileSystem path (ranged reads, no maps) reads a RocketMQ fixture like the local one. */
 class HadoopStoreSuite extends AnyFunSuite {
@@ -41,7 +42,7 @@ class HadoopStoreSuite extends AnyFunSuite {
       val (got, stats) = records(remote)
       assert(got == records(local)._1 && got.map(_._1) == Oracle.records(name).map(_.get("commitLogOffset").asLong))
       assert(stats.bytesRead >= remote.logEnd)
-      for (ranges <- Seq(remote.splitRanges(1000)))
+      for (ranges <- Seq(Split.splitSpans(remote.segmentSpans, 1000)))
         assert(ranges.flatMap { case (a, b) =>
           val seen = mutable.ArrayBuffer.empty[Long]
           remote.scan(a, b, verifyCrc = false, permissive = false)(v => seen += v.physicalOffset)

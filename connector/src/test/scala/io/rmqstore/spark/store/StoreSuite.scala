@@ -11,7 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.rmqstore.spark.format.{Encode, IndexFile, RecordView}
 import io.rmqstore.spark.io.CountingFileSystem
-import io.rmqstore.spark.plan.{Compare, Predicate, RangeTask, ScanPlanner}
+import io.rmqstore.spark.plan.{Compare, Predicate, RangeTask, ScanPlanner, Split}
 import io.rmqstore.spark.format.Encode.{blank, properties, record}
 
 /** Store behaviour on synthetic stores: valid end, damage in FAILFAST/PERMISSIVE, resync and range
@@ -325,12 +325,12 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
       .getMessage == "maxMessageSize must be positive, got 0")
   }
 
-  test("splitRanges tile the log: scanning each range yields every record exactly once") {
+  test("segment spans split into tasks tile the log: scanning each range yields every record exactly once") {
     val (root, offsets) = writeStore(200, 8192)
     val store = open(root)
     try {
       for (maxBytes <- Seq(1L, 97L, 1000L, 5000L, 1L << 30)) {
-        val ranges = store.splitRanges(maxBytes)
+        val ranges = Split.splitSpans(store.segmentSpans, maxBytes)
         assert(ranges.head._1 == 0 && ranges.last._2 == store.logEnd)
         assert(ranges.forall { case (a, b) =>
           b - a <= maxBytes && Segments.find(store.segments, a) == Segments.find(store.segments, b - 1)
@@ -342,7 +342,8 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
         }
         assert(seen == offsets, maxBytes)
       }
-      assert(intercept[IllegalArgumentException](store.splitRanges(0)).getMessage == "maxBytes must be positive, got 0")
+      assert(intercept[IllegalArgumentException](Split.splitSpans(store.segmentSpans, 0)).getMessage ==
+        "max_size must be positive, got 0")
     } finally store.close()
   }
 
@@ -551,7 +552,7 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(store.segments.size == 1 && store.logEnd == Files.size(root.resolve("commitlog").resolve(f"${0}%020d")))
       val (seen, stats) = all(store)
       assert(seen == offsets && stats.bytesRead >= store.logEnd)
-      val mid = store.splitRanges(5 << 20)
+      val mid = Split.splitSpans(store.segmentSpans, 5 << 20)
       assert(mid.flatMap { case (a, b) =>
         val got = mutable.ArrayBuffer.empty[Long]
         store.scan(a, b, verifyCrc = true, permissive = false)(v => got += v.physicalOffset)
