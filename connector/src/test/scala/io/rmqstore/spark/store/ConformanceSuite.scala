@@ -199,6 +199,31 @@ class ConformanceSuite extends AnyFunSuite {
     }
   }
 
+  // Stores of RocksDBMessageStore (storeType=defaultRocksDB, §4.6-§4.7): RocketMQ's own units and backlogs.
+  for (name <- Oracle.main if all(name).has("consumeQueueUnits")) {
+    test(s"$name: RocksDB queue units and group backlogs match RocketMQ, store bytes unchanged") {
+      val before = fileHashes(name)
+      val store = open(name)
+      try {
+        for (q <- all(name).get("consumeQueueUnits").asScala) {
+          val (topic, qid) = (q.get("topic").asText, q.get("queueId").asInt)
+          val expected =
+            q.get("units").asScala.map(u => (u.get(0).asLong, u.get(1).asLong, u.get(2).asInt, u.get(3).asLong))
+          assert(store.queueUnits(topic, qid, 0L, Long.MaxValue).toSeq == expected.toSeq, s"$topic/$qid")
+        }
+        for (e <- all(name).get("backlog").fields.asScala) {
+          val Array(topic, group) = e.getKey.split("@", 2)
+          val expected = e.getValue.fields.asScala.flatMap(_.getValue.asScala.map(_.asLong)).toSeq.sorted
+          val got = store.groupOffsets(group)(topic).toSeq.flatMap { case (qid, offset) =>
+            store.queueUnits(topic, qid, offset, Long.MaxValue).map(_._2)
+          }
+          assert(got.sorted == expected, e.getKey)
+        }
+      } finally store.close()
+      assert(fileHashes(name) == before)
+    }
+  }
+
   for (name <- Oracle.crash) {
     test(s"$name: crash copy reads to RocketMQ's recovered end") {
       val oracle = all(name)
