@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import uuid
 from pathlib import Path
 
 import pytest
-from oracle import ORACLES, open_store, store_dir
+from oracle import ORACLES, index_geometry, open_store, store_dir
 
+from rmqstore import Store
 from rmqstore.cli import main as cli_main
 
 ROCKSDB = sorted(name for name, oracle in ORACLES.items() if oracle.get("storeType") == "defaultRocksDB")
@@ -75,3 +77,15 @@ def test_streaming_group_start_reads_rocketmq_backlog(spark, engine_format, name
     query.awaitTermination(120)
     rows = spark.sql(f"SELECT commitLogOffset FROM {query_name}").collect()
     assert sorted(r.commitLogOffset for r in rows) == wanted
+
+
+@pytest.mark.parametrize("name", ROCKSDB)
+def test_separate_rocksdb_queue_path_reads_the_same(name: str, tmp_path: Path) -> None:
+    """`useSeparateStorePathForRocksdbCQ` (5.4+): the database in `consumequeue_rocksdb/`, no queue files."""
+    root = tmp_path / "store"
+    shutil.copytree(store_dir(name), root)
+    (root / "consumequeue").rename(root / "consumequeue_rocksdb")
+    with Store.open(root, index_geometry=index_geometry(name)) as store:
+        for q in ORACLES[name]["queues"]:
+            queue = store.consume_queue(q["topic"], q["queueId"])
+            assert (queue.min_offset, queue.max_offset) == (q["minOffset"], q["maxOffset"]), q

@@ -63,6 +63,8 @@ from rmqstore.store.timeline import (
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
+ROCKSDB_CONSUMEQUEUE_DIR = "consumequeue_rocksdb"
+"""Where 5.4+ keeps the RocksDB consume queue with `useSeparateStorePathForRocksdbCQ` (§4.6)."""
 CHECKPOINT_FILE = "checkpoint"
 ABORT_FILE = "abort"
 MULTI_PATH_SPLITTER = ","
@@ -554,11 +556,19 @@ class Store:
 
     @cached_property
     def _rocks_queues(self) -> RocksConsumeQueues | None:
-        """The queues of a RocksDB `consumequeue/` (§4.6, `storeType=defaultRocksDB`); None for files."""
-        if not is_rocksdb(self.fs, self._consumequeue_dir):
+        """The queues of a RocksDB consume queue (§4.6, `storeType=defaultRocksDB`): `consumequeue/`, or
+        `consumequeue_rocksdb/` (`useSeparateStorePathForRocksdbCQ`) when `consumequeue/` has no queue
+        files; None for queue files."""
+        separate = self.fs.join(self.path, ROCKSDB_CONSUMEQUEUE_DIR)
+        if is_rocksdb(self.fs, self._consumequeue_dir):
+            path = self._consumequeue_dir
+        elif is_rocksdb(self.fs, separate) and not any(
+                e.is_dir for e in list_entries(self.fs, self._consumequeue_dir)):
+            path = separate
+        else:
             return None
-        return RocksConsumeQueues(local_rocksdb(self.fs, self._consumequeue_dir,
-                                                "consumequeue/ (storeType=defaultRocksDB)"))
+        feature = "the consume queue (storeType=defaultRocksDB)"
+        return RocksConsumeQueues(local_rocksdb(self.fs, path, feature))
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | RocksConsumeQueue:
         """The consume queue of (topic, queueId); empty (min = max = 0) when it has no units."""

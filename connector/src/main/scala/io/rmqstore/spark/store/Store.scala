@@ -377,13 +377,19 @@ final class Store private (
   }
 
   /** The queues of a RocksDB `consumequeue/` (§4.6, `storeType=defaultRocksDB`); None for queue files. */
-  private lazy val rocksQueues: Option[RocksConsumeQueues] =
-    if (!RocksDb.isRocksDb(fs, consumequeueDir)) None
-    else {
-      val db = RocksDb.openLocal(fs, consumequeueDir, "consumequeue/ (storeType=defaultRocksDB)")
+  private lazy val rocksQueues: Option[RocksConsumeQueues] = {
+    // `consumequeue/`, or `consumequeue_rocksdb/` (useSeparateStorePathForRocksdbCQ) without queue files
+    val separate = fs.join(root, RocksDbConsumequeueDir)
+    val path =
+      if (RocksDb.isRocksDb(fs, consumequeueDir)) Some(consumequeueDir)
+      else if (RocksDb.isRocksDb(fs, separate) && !fs.list(consumequeueDir).exists(_.isDir)) Some(separate)
+      else None
+    path.map { p =>
+      val db = RocksDb.openLocal(fs, p, "the consume queue (storeType=defaultRocksDB)")
       openedRocksDb = Some(db)
-      Some(new RocksConsumeQueues(db))
+      new RocksConsumeQueues(db)
     }
+  }
   private var openedRocksDb: Option[RocksDb] = None
 
   private def queue(topic: String, queueId: Int): QueueReader = {
@@ -577,6 +583,7 @@ final class Store private (
 object Store {
   final val CommitlogDir = "commitlog"
   final val ConsumequeueDir = "consumequeue"
+  final val RocksDbConsumequeueDir = "consumequeue_rocksdb"
   final val ConfigDir = "config"
   final val ConsumerOffsetFile = "consumerOffset.json"
   final val ConsumerOffsetsRocksDb = "consumerOffsets"

@@ -222,6 +222,20 @@ class ConformanceSuite extends AnyFunSuite {
       } finally store.close()
       assert(fileHashes(name) == before)
     }
+
+    test(s"$name: the RocksDB in consumequeue_rocksdb/ (useSeparateStorePathForRocksdbCQ) reads the same") {
+      val root = copy(name, java.nio.file.Files.createTempDirectory("rmq-rocksdb-separate"))
+      java.nio.file.Files.move(root.resolve("consumequeue"), root.resolve("consumequeue_rocksdb"))
+      val store = Store.open(StoreLocation(root.toString), null, Some(geometry(name)))
+      try
+        for (q <- all(name).get("queues").asScala)
+          assert(
+            store.queueRange(q.get("topic").asText, q.get("queueId").asInt) ==
+              ((q.get("minOffset").asLong, q.get("maxOffset").asLong)),
+            q
+          )
+      finally store.close()
+    }
   }
 
   for (name <- Oracle.crash) {
