@@ -212,7 +212,8 @@ class ConformanceSuite extends AnyFunSuite {
           assert(store.queueUnits(topic, qid, 0L, Long.MaxValue).toSeq == expected.toSeq, s"$topic/$qid")
         }
         for (e <- all(name).get("backlog").fields.asScala) {
-          val Array(topic, group) = e.getKey.split("@", 2)
+          val at = e.getKey.indexOf('@')
+          val (topic, group) = (e.getKey.substring(0, at), e.getKey.substring(at + 1))
           val expected = e.getValue.fields.asScala.flatMap(_.getValue.asScala.map(_.asLong)).toSeq.sorted
           val got = store.groupOffsets(group)(topic).toSeq.flatMap { case (qid, offset) =>
             store.queueUnits(topic, qid, offset, Long.MaxValue).map(_._2)
