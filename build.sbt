@@ -7,6 +7,8 @@
 //    (the release matrix; a driver names its fixtures after the RocketMQ it is linked against).
 //  - conformanceBroker5: the end-to-end fixture written by an in-process name server + broker + producer
 //    (5.x), with mqadmin's answers through rocketmq-tools; reuses conformanceRmq5's oracle code.
+//  - conformanceRocksdb: the main scenario written by RocketMQ 5.3.3's RocksDBMessageStore (storeType=defaultRocksDB:
+//    RocksDB consume queues and consumer offsets), the rocketmq-5 driver with a RocksDB store.
 //  - connector: the JVM DataSource V2 connector (Scala); Spark and its bundled codecs are Provided,
 //    so the jar is thin (spec/spark-dsv2-connector-facts.md section 1). Published for spark-submit
 //    --packages by .ci/sbt connector/publishLocal connector/publishM2 (README "For JVM users").
@@ -52,6 +54,7 @@ lazy val sparkProvided: Seq[Setting[_]] =
 val rocketmq49MatrixVersion = "4.9.7"
 val rocketmq51MatrixVersion = "5.1.4" // magic v2 records, no enabledAppendPropCRC yet (5.2.0)
 val rocketmq5MatrixVersion = "5.3.1" // before 5.3.3: batch properties still appended to inner records
+val rocketmqRocksdbVersion = "5.3.3" // RocksDB consume queue with the offset column family (docs/format.md §4.6)
 
 lazy val javaOnly = Seq(
   crossPaths := false,
@@ -116,7 +119,7 @@ def rocketmq5Store(version: String) = Seq(
 
 lazy val root = (project in file("."))
   .aggregate(connector, examples, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
-    conformanceRmq497, conformanceRmq514, conformanceRmq531)
+    conformanceRmq497, conformanceRmq514, conformanceRmq531, conformanceRocksdb)
   .settings(publish / skip := true)
 
 // S3A for the connector's S3 test (S3StoreSuite, against a moto server on loopback): hadoop-aws of the Hadoop
@@ -198,6 +201,12 @@ lazy val conformanceRmq531 = (project in file("tests/conformance/generator/relea
   .dependsOn(conformanceCommon)
   .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
     rocketmq5Store(rocketmq5MatrixVersion))
+
+lazy val conformanceRocksdb = (project in file("tests/conformance/generator/rocksdb-5"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
+    rocketmq5Store(rocketmqRocksdbVersion))
+  .settings(Compile / run / mainClass := Some("io.rmqstore.conformance.rocksdb.RocksDriver"))
 
 lazy val conformanceBroker5 = (project in file("tests/conformance/generator/broker-5"))
   .dependsOn(conformanceRmq5)

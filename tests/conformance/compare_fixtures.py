@@ -17,6 +17,11 @@ process:
     threads (FlushIndexFileThread after an index roll-over, the consume-queue flush service's first
     "thorough" flush about a second after start) whose timing against the puts varies with machine load.
 
+RocksDB databases of a fixed-clock fixture (oracle.json "rocksdb" lists them relative to the store, e.g.
+consumequeue/ and config/consumerOffsets/ of a RocksDBMessageStore) are not byte-reproducible (file
+numbers, flush timing, random ids): they are compared by content, every (column family, key, value)
+read back read-only, with the "timestamp" of a JSON value (dataVersion) dropped.
+
 Wall-clock fixtures (oracle.json has "wallClock": true: the broker fixture, written by a real broker
 and producer over loopback) differ run to run in times, ports and client ids, and - because the
 UNIQ_KEY is 32 or 56 hex characters depending on whether the client's address is IPv4 or IPv6 - in
@@ -97,11 +102,55 @@ def _is_config_json(name: str) -> bool:
 
 
 def _fixtures_whose_oracle_has(root: Path, field: str) -> set[str]:
-    names = set()
+    return set(_oracle_field(root, field))
+
+
+def _oracle_field(root: Path, field: str) -> dict[str, Any]:
+    """Fixture name -> the value of `field` in its oracle.json, for the fixtures where it is set."""
+    found = {}
     for oracle in root.glob("*/oracle.json"):
-        if json.loads(oracle.read_text(encoding="utf-8")).get(field):
-            names.add(oracle.parent.name)
-    return names
+        value = json.loads(oracle.read_text(encoding="utf-8")).get(field)
+        if value:
+            found[oracle.parent.name] = value
+    return found
+
+
+def _without_timestamp(value: bytes) -> Any:
+    """A JSON value without its "timestamp" fields (a dataVersion's wall clock); other bytes as they are."""
+    try:
+        doc = json.loads(value)
+    except ValueError:
+        return value
+    return {k: v for k, v in doc.items() if k != "timestamp"} if isinstance(doc, dict) else doc
+
+
+def rocksdb_content(path: Path) -> dict[tuple[str, bytes], Any]:
+    """(column family, key) -> value of every entry of a RocksDB directory, opened read-only."""
+    from rmqstore.store.rocksdb import ReadOnlyRocksDB
+
+    db = ReadOnlyRocksDB(str(path))
+    try:
+        return {(family, key): _without_timestamp(value)
+                for family in sorted(db.families) for key, value in db.items(family)}
+    finally:
+        db.close()
+
+
+def compare_rocksdb(committed: Path, generated: Path, databases: dict[str, list[str]]) -> list[str]:
+    """Differences in content between the RocksDB directories `databases` names (fixture -> store paths)."""
+    problems = []
+    for name, paths in sorted(databases.items()):
+        for rel in paths:
+            old, new = committed / name / "store" / rel, generated / name / "store" / rel
+            if not new.is_dir():
+                problems.append(f"missing in regenerated: {name}/store/{rel}/ (RocksDB)")
+                continue
+            a, b = rocksdb_content(old), rocksdb_content(new)
+            for key in sorted(a.keys() ^ b.keys()):
+                problems.append(f"RocksDB {name}/store/{rel}: entry only in one tree: {key}")
+            problems += [f"RocksDB {name}/store/{rel}: value differs: {key}"
+                         for key in sorted(a.keys() & b.keys()) if a[key] != b[key]]
+    return problems
 
 
 def compare_tree(committed: Path, generated: Path) -> list[str]:
@@ -110,12 +159,16 @@ def compare_tree(committed: Path, generated: Path) -> list[str]:
         name for root in (committed, generated) for name in _fixtures_whose_oracle_has(root, "wallClock")
     }
     crash_copies = _fixtures_whose_oracle_has(committed, "recordsFrom")
+    databases = _oracle_field(committed, "rocksdb")
     problems = []
     for name in sorted(wall_clock):
         problems += compare_wall_clock(committed / name, generated / name)
+    problems += compare_rocksdb(committed, generated, databases)
+    in_rocksdb = tuple(f"{name}/store/{rel}/" for name, paths in databases.items() for rel in paths)
 
     def fixed_clock(files: dict[str, Path]) -> dict[str, Path]:
-        return {k: v for k, v in files.items() if k.split("/", 1)[0] not in wall_clock}
+        return {k: v for k, v in files.items()
+                if k.split("/", 1)[0] not in wall_clock and not k.startswith(in_rocksdb)}
 
     old, new = fixed_clock(_files(committed)), fixed_clock(_files(generated))
     old_index, new_index = _index_files(old), _index_files(new)

@@ -60,3 +60,30 @@ def test_fixed_clock_byte_change_is_reported(regenerated: Path) -> None:
     assert compare_tree(FIXTURES, regenerated) == [
         "bytes differ: rmq-4.9.8/store/commitlog/00000000000000000000"
     ]
+
+
+ROCKSDB = "rmq-5.3.3-rocksdb"
+
+
+def _rewrite_rocksdb(path: Path, extra: dict[bytes, bytes]) -> None:
+    """Opens a copy's RocksDB read-write (new file numbers, a flush) and adds `extra` to `default`."""
+    from rocksdict import Options, Rdict
+
+    names = Rdict.list_cf(str(path), Options(raw_mode=True))
+    db = Rdict(str(path), Options(raw_mode=True),
+               column_families={n: Options(raw_mode=True) for n in names if n != "default"})
+    for key, value in extra.items():
+        db[key] = value
+    db.flush()
+    db.close()
+
+
+def test_rocksdb_files_are_compared_by_content(regenerated: Path) -> None:
+    queues = regenerated / ROCKSDB / "store" / "consumequeue"
+    _rewrite_rocksdb(queues, {})
+    assert sorted(p.name for p in queues.iterdir()) != sorted(
+        p.name for p in (FIXTURES / ROCKSDB / "store" / "consumequeue").iterdir())
+    assert compare_tree(FIXTURES, regenerated) == []
+    _rewrite_rocksdb(queues, {b"extra-key": b"x"})
+    assert compare_tree(FIXTURES, regenerated) == [
+        f"RocksDB {ROCKSDB}/store/consumequeue: entry only in one tree: ('default', b'extra-key')"]

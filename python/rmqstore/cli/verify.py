@@ -31,11 +31,8 @@ import pyarrow.compute as pc
 from rmqstore.cli.options import add_output_arguments, add_store_arguments, open_store, progress
 from rmqstore.cli.output import print_fields, print_json
 from rmqstore.format.consumequeue import (
-    CQ_UNIT_SIZE,
     is_filler,
-    parse_units,
     record_tags_code,
-    valid_unit_count,
 )
 from rmqstore.format.indexfile import INDEX_HEADER_SIZE, IndexFileView, index_key
 from rmqstore.format.javahash import index_key_hash, tags_code
@@ -268,11 +265,7 @@ def check_consume_queues(store: Store, records: LogRecords, findings: Findings) 
     for topic, queue_id in sorted(queues):
         name = f"{topic}/{queue_id}"
         wanted = expected.get((topic, queue_id), {})
-        segments = store.consume_queue(topic, queue_id).segments
-        data = b"".join(store.fs.read_bytes(seg.path) for seg in segments)
-        units = parse_units(data[: len(data) // CQ_UNIT_SIZE * CQ_UNIT_SIZE])
-        units = units[: valid_unit_count(units)]
-        first = segments[0].base_offset // CQ_UNIT_SIZE if segments else 0
+        first, units = store.consume_queue(topic, queue_id).stored_units()
         fillers = is_filler(units)
         seen = set()
         for i, (phy, size, code) in enumerate(units.tolist()):

@@ -304,10 +304,11 @@ def _units_bound(store: Store, b: Bounds, enough: int) -> int:
         if total >= enough:
             break
         cq = store.consume_queue(topic, queue_id)
-        if not cq.segments:
+        first, stored_end = cq.unit_span()
+        if first >= stored_end:
             continue
-        start = max(cq.segments[0].base_offset // CQ_UNIT_SIZE, b.queue_lo or 0)
-        limit = min(start + enough - total, cq.segments[-1].end_offset // CQ_UNIT_SIZE)
+        start = max(first, b.queue_lo or 0)
+        limit = min(start + enough - total, stored_end)
         if b.queue_hi is not None:
             limit = min(limit, b.queue_hi)
         if start < limit:

@@ -1,4 +1,5 @@
-"""Broker JSON config files under `config/` (§1.4), read with the broker's `.bak` fallback.
+"""Broker config under `config/` (§1.4): JSON files read with the broker's `.bak` fallback, and the
+consumer offsets of RocksDB metadata mode (`config/consumerOffsets/`, §4.7).
 
 `ConfigManager.load()` falls back to `<name>.bak` when the main file is missing, empty or
 unparseable; so do we. fastjson writes bare integer map keys, hence `parse_fastjson`.
@@ -12,10 +13,15 @@ from typing import Any, TypeVar
 from rmqstore.format.brokerconfig import consumer_offsets, parse_fastjson, topic_configs
 from rmqstore.io.base import StoreFileSystem
 from rmqstore.store.errors import StoreCorruptionError, UnreadableFileError
+from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
 from rmqstore.store.segments import read_small_file
 
 CONFIG_DIR = "config"
 CONSUMER_OFFSET_FILE = "consumerOffset.json"
+CONSUMER_OFFSETS_ROCKSDB = "consumerOffsets"
+"""`RocksDBConsumerOffsetManager`'s database: topic@group -> {"offsetTable": {queueId: offset}} (§4.7)."""
+KV_DATA_VERSION_FAMILY = "kvDataVersion"
+KV_DATA_VERSION_KEY = b"kvDataVersionKey"
 TOPICS_FILE = "topics.json"
 BACKUP_SUFFIX = ".bak"
 T = TypeVar("T")
@@ -50,9 +56,52 @@ def load_config_document(fs: StoreFileSystem, config_dir: str, name: str,
     return None
 
 
+def consumer_offsets_source(fs: StoreFileSystem, config_dir: str) -> str:
+    """Where the broker's consumer offsets are: the RocksDB `consumerOffsets/` when there is one, else
+    consumerOffset.json."""
+    rocks = fs.join(config_dir, CONSUMER_OFFSETS_ROCKSDB)
+    return rocks if is_rocksdb(fs, rocks) else fs.join(config_dir, CONSUMER_OFFSET_FILE)
+
+
 def load_consumer_offsets(fs: StoreFileSystem, config_dir: str) -> dict[tuple[str, str], dict[int, int]]:
-    """(topic, group) -> {queueId: next queue offset} from consumerOffset.json (or its .bak)."""
-    return load_config_document(fs, config_dir, CONSUMER_OFFSET_FILE, consumer_offsets) or {}
+    """(topic, group) -> {queueId: next queue offset} from consumerOffset.json (or its .bak), or in
+    RocksDB metadata mode from `consumerOffsets/` (§4.7)."""
+    json_doc = load_config_document(fs, config_dir, CONSUMER_OFFSET_FILE, lambda doc: doc)
+    rocks = fs.join(config_dir, CONSUMER_OFFSETS_ROCKSDB)
+    if not is_rocksdb(fs, rocks):
+        return consumer_offsets(json_doc) if json_doc is not None else {}
+    counter, table = _rocksdb_offset_table(fs, rocks)
+    if json_doc is not None and _counter(json_doc) > counter:  # RocksDBConsumerOffsetManager.merge
+        return consumer_offsets(json_doc)
+    try:
+        return consumer_offsets({"offsetTable": table})
+    except ValueError as exc:
+        raise StoreCorruptionError(rocks, 0, str(exc)) from None
+
+
+def _rocksdb_offset_table(fs: StoreFileSystem, path: str) -> tuple[int, dict[str, Any]]:
+    """(dataVersion counter, topic@group -> offsetTable) of a RocksDB `consumerOffsets/`."""
+    db = local_rocksdb(fs, path, "config/consumerOffsets/ (RocksDB consumer offsets)")
+    try:
+        table = {}
+        for key, value in db.items("default"):
+            try:
+                table[key.decode("utf-8")] = parse_fastjson(value.decode("utf-8")).get("offsetTable") or {}
+            except (UnicodeDecodeError, ValueError, AttributeError) as exc:
+                raise StoreCorruptionError(path, 0, f"entry {key!r} is not an offset table: {exc}") from None
+        version = None
+        if KV_DATA_VERSION_FAMILY in db.families:
+            version = db.get(KV_DATA_VERSION_FAMILY, KV_DATA_VERSION_KEY)
+        return (_counter(parse_fastjson(version.decode("utf-8"))) if version else 0), table
+    finally:
+        db.close()
+
+
+def _counter(doc: Any) -> int:
+    """A document's `dataVersion.counter` (0 when absent), which the broker compares to pick a table."""
+    version = doc.get("dataVersion") if isinstance(doc, dict) else None
+    counter = version.get("counter") if isinstance(version, dict) else None
+    return counter if isinstance(counter, int) else 0
 
 
 def load_topic_configs(fs: StoreFileSystem, config_dir: str) -> dict[str, dict]:

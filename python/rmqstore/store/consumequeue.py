@@ -124,6 +124,33 @@ class ConsumeQueue:
                 hi = mid
         return first + lo
 
+    def unit_span(self) -> tuple[int, int]:
+        """Queue offsets [first, end) the queue's files hold: the first file's first unit to the last
+        file's end (units not read: for planning bounds)."""
+        if not self.segments:
+            return 0, 0
+        return self.segments[0].base_offset // CQ_UNIT_SIZE, self.segments[-1].end_offset // CQ_UNIT_SIZE
+
+    def units_from_phy(self, first_phy: int) -> np.ndarray:
+        """The queue's units pointing at or after `first_phy` (and maybe some before): its last files,
+        read backwards to the first file holding a unit below `first_phy` (units follow log order
+        along a queue)."""
+        parts = []
+        for seg in reversed(self.segments):
+            units = self.units(seg.base_offset // CQ_UNIT_SIZE, seg.end_offset // CQ_UNIT_SIZE)
+            parts.append(units)
+            if len(units) and units["phy"][0] < first_phy:
+                break
+        parts.reverse()
+        return np.concatenate(parts) if parts else self.units(0, 0)
+
+    def stored_units(self) -> tuple[int, np.ndarray]:
+        """(queue offset of the first, every unit of the files up to the first invalid one, fillers
+        and units outside the log included, as stored) for `verify`."""
+        data = b"".join(self._files.get(seg.path).read(0, seg.size).tobytes() for seg in self.segments)
+        units = parse_units(data[: len(data) // CQ_UNIT_SIZE * CQ_UNIT_SIZE])
+        return self._first_offset, units[: valid_unit_count(units)]
+
     def _valid_at(self, seg: Segment, unit: int) -> bool:
         """The unit at index `unit` of a segment is valid (phyOffset >= 0, size > 0): one unit read."""
         return valid_unit_count(self._segment_units(seg, unit, 1)) == 1

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.layout import BLANK_MAGIC, SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
 from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.contract_store import COVERAGE_CACHE_KIND, COVERAGE_CACHE_VERSION
@@ -84,7 +83,7 @@ def _compute(store: Store, segments: Sequence[Segment],
     first = segments[0].base_offset
     phy_parts, size_parts = [], []
     for queue in queues:
-        units = _units_from(queue, first)
+        units = queue.units_from_phy(first)  # a queue out of order only leaves a segment uncovered
         phy_parts.append(units["phy"])
         size_parts.append(units["size"].astype(np.int64))
     phy = np.concatenate(phy_parts) if phy_parts else np.empty(0, dtype=np.int64)
@@ -97,23 +96,6 @@ def _compute(store: Store, segments: Sequence[Segment],
         gaps = _gaps(store, seg, phy[lo:hi] - seg.base_offset, size[lo:hi])
         verdicts.append(SegmentVerdict(seg, gaps, *_unindexed(store, gaps)))
     return verdicts
-
-
-def _units_from(queue: ConsumeQueue, first_phy: int) -> np.ndarray:
-    """The queue's units pointing at or after `first_phy`: its last files, read backwards.
-
-    Units follow log order along a queue, so the files before the first one holding a unit below
-    `first_phy` point below it too (a queue out of order would lose units here, which only makes a
-    segment uncovered: scanned, never missed).
-    """
-    parts = []
-    for seg in reversed(queue.segments):
-        units = queue.units(seg.base_offset // CQ_UNIT_SIZE, seg.end_offset // CQ_UNIT_SIZE)
-        parts.append(units)
-        if len(units) and units["phy"][0] < first_phy:
-            break
-    parts.reverse()
-    return np.concatenate(parts) if parts else queue.units(0, 0)
 
 
 def _gaps(store: Store, seg: Segment, starts: np.ndarray, sizes: np.ndarray) -> tuple[Gap, ...]:

@@ -24,7 +24,12 @@ from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import CommitLog, LogEnd
-from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
+from rmqstore.store.config import (
+    CONFIG_DIR,
+    consumer_offsets_source,
+    load_consumer_offsets,
+    load_topic_configs,
+)
 from rmqstore.store.consumequeue import ConsumeQueue
 from rmqstore.store.contract_store import INDEX_TAIL_SCAN_LIMIT
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
@@ -42,6 +47,8 @@ from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.logend import LogEndCache
 from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
 from rmqstore.store.points import MAX_PENDING_BYTES, PendingRecords, read_points
+from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
+from rmqstore.store.rocksdb_cq import RocksConsumeQueue, RocksConsumeQueues
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
 from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
@@ -57,6 +64,8 @@ from rmqstore.store.timeline import (
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
+ROCKSDB_CONSUMEQUEUE_DIR = "consumequeue_rocksdb"
+"""Where 5.4+ keeps the RocksDB consume queue with `useSeparateStorePathForRocksdbCQ` (§4.6)."""
 CHECKPOINT_FILE = "checkpoint"
 ABORT_FILE = "abort"
 MULTI_PATH_SPLITTER = ","
@@ -113,7 +122,7 @@ class Store:
                              end_cache=LogEndCache.for_store(self, check_crc_at_end),
                              last_indexed=self._index.last_indexed_offset)
         self._index_tail_scan_limit = index_tail_scan_limit
-        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._queues: dict[tuple[str, int], ConsumeQueue | RocksConsumeQueue] = {}
         self._scan_problems: list[str] = []
         self._side_index: SideIndex | None = None
         self.point_reader: PointReader = point_reader()
@@ -181,8 +190,12 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        """Release open files (maps, remote handles); arrays handed out stay valid."""
+        """Release open files (maps, remote handles, a RocksDB); arrays handed out stay valid."""
         self._files.close()
+        rocks = self.__dict__.pop("_rocks_queues", None)
+        if rocks is not None:
+            self._queues.clear()
+            rocks.db.close()
 
     def _commitlog_dirs(self, commitlog_dirs: str | Sequence[str] | None) -> list[str]:
         if commitlog_dirs is None:
@@ -489,11 +502,13 @@ class Store:
         are left out and reported in `problems`.
         """
         names = set()
-        for entry in list_entries(self.fs, self._consumequeue_dir):
+        rocks = self._rocks_queues
+        for entry in [] if rocks is not None else list_entries(self.fs, self._consumequeue_dir):
             if entry.is_dir:
                 names.add(entry.name)
             elif entry.special is not None:
                 self._note(f"{entry.path}: {entry.special}, not a topic directory; ignored")
+        names.update(rocks.topics() if rocks is not None else ())
         try:
             names.update(self.topic_configs())
         except StoreError as exc:
@@ -518,6 +533,8 @@ class Store:
         `problems`; so is a topic directory that cannot be listed (a symlink loop).
         """
         directory = self.fs.join(self._consumequeue_dir, check_topic_dir_name(topic))
+        if self._rocks_queues is not None:
+            return self._rocks_queues.queue_ids(topic)
         try:
             entries = list_entries(self.fs, directory)
         except UnreadableFileError as exc:
@@ -535,13 +552,32 @@ class Store:
                 ids.append(int(entry.name))
         return sorted(ids)
 
-    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        """The consume queue of (topic, queueId); empty (min = max = 0) when it has no files."""
+    @cached_property
+    def _rocks_queues(self) -> RocksConsumeQueues | None:
+        """The queues of a RocksDB consume queue (§4.6, `storeType=defaultRocksDB`): `consumequeue/`, or
+        `consumequeue_rocksdb/` (`useSeparateStorePathForRocksdbCQ`) when `consumequeue/` has no queue
+        files; None for queue files."""
+        separate = self.fs.join(self.path, ROCKSDB_CONSUMEQUEUE_DIR)
+        if is_rocksdb(self.fs, self._consumequeue_dir):
+            path = self._consumequeue_dir
+        elif is_rocksdb(self.fs, separate) and not any(
+                e.is_dir for e in list_entries(self.fs, self._consumequeue_dir)):
+            path = separate
+        else:
+            return None
+        feature = "the consume queue (storeType=defaultRocksDB)"
+        return RocksConsumeQueues(local_rocksdb(self.fs, path, feature))
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | RocksConsumeQueue:
+        """The consume queue of (topic, queueId); empty (min = max = 0) when it has no units."""
         check_topic_dir_name(topic)
         if queue_id < 0:
             raise ValueError(f"queue id must be >= 0, got {queue_id}")
         queue = self._queues.get((topic, queue_id))
-        if queue is None:
+        if queue is None and self._rocks_queues is not None:
+            queue = self._rocks_queues.queue(topic, queue_id, self.min_offset, self.max_offset)
+            self._queues[(topic, queue_id)] = queue
+        elif queue is None:
             directory = self.fs.join(self._consumequeue_dir, topic, str(queue_id))
             segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
             misnamed = [seg for seg in segments if seg.base_offset % CQ_UNIT_SIZE]
@@ -646,7 +682,8 @@ class Store:
         return self.fs.join(self.path, CONFIG_DIR)
 
     def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
-        """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)."""
+        """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)
+        or the RocksDB config/consumerOffsets/ (§4.7)."""
         return load_consumer_offsets(self.fs, self._config_dir)
 
     def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
@@ -657,7 +694,7 @@ class Store:
         table = self.consumer_offsets()
         found = {topic: dict(queues) for (topic, g), queues in table.items() if g == group}
         if not found:
-            path = self.fs.join(self._config_dir, CONSUMER_OFFSET_FILE)
+            path = consumer_offsets_source(self.fs, self._config_dir)
             raise UnknownNameError("consumer group", group, sorted({g for _, g in table}),
                                    f"has no committed offsets in {path}")
         return found

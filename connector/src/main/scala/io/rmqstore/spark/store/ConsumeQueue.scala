@@ -11,6 +11,23 @@ import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 /** One unit as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields (§4.1). */
 final case class QueueUnit(queueOffset: Long, phyOffset: Long, size: Int, tagsCode: Long)
 
+/** What the readers ask of a consume queue, whether files (`ConsumeQueue`, §4.3) or RocksDB (`RocksConsumeQueue`,
+  * §4.6): its [minOffset, maxOffset) inside the commit log's [min, max).
+  */
+private[store] trait QueueReader {
+  def minOffset: Long
+  def maxOffset: Long
+
+  /** Units with queue offset in [start, end) ∩ [minOffset, maxOffset), in queue order, inside the log. */
+  def units(start: Long, end: Long): Iterator[QueueUnit]
+
+  /** The parts of queue offsets [start, end) the queue stores units for, as runs in order. */
+  def spans(start: Long, end: Long): Seq[(Long, Long)]
+
+  /** The units pointing at or after `firstPhy` (maybe some before): the queue's tail, for `Coverage`. */
+  def unitsFrom(firstPhy: Long): Seq[QueueUnit]
+}
+
 /** One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3), like
   * python/rmqstore/store/consumequeue.py.
   *
@@ -35,7 +52,7 @@ private[store] final class ConsumeQueue(
     val segments: IndexedSeq[Segment],
     logMin: Long,
     logMax: Long
-) {
+) extends QueueReader {
   import ConsumeQueue._
 
   /** A remote file's valid units read while searching for its end (`validUnits`), by path: later reads inside
@@ -160,5 +177,35 @@ private[store] final class ConsumeQueue(
           else None
         }
       }
+  }
+
+  /** Files are named by the offset of their first byte: planning splits these runs, never the offsets between
+    * files (python/rmqstore/store/consumequeue.py `spans`).
+    */
+  def spans(start: Long, end: Long): Seq[(Long, Long)] = {
+    val out = mutable.ArrayBuffer.empty[(Long, Long)]
+    for (seg <- segments) {
+      val a = math.max(start, seg.baseOffset / Unit20)
+      val b = math.min(end, seg.endOffset / Unit20)
+      if (a < b && out.nonEmpty && out.last._2 == a) out(out.length - 1) = (out.last._1, b)
+      else if (a < b) out += ((a, b))
+    }
+    out.toSeq
+  }
+
+  /** The last files, read backwards to the first one holding a unit below `firstPhy` (units follow log order
+    * along a queue; one out of order only leaves a segment uncovered: scanned, never missed).
+    */
+  def unitsFrom(firstPhy: Long): Seq[QueueUnit] = {
+    val parts = mutable.ArrayBuffer.empty[IndexedSeq[QueueUnit]]
+    val it = segments.reverseIterator
+    var done = false
+    while (!done && it.hasNext) {
+      val seg = it.next()
+      val found = units(seg.baseOffset / Unit20, seg.endOffset / Unit20).toIndexedSeq
+      parts += found
+      done = found.nonEmpty && found.head.phyOffset < firstPhy
+    }
+    parts.reverseIterator.flatten.toSeq
   }
 }

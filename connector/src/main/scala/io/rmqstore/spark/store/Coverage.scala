@@ -65,7 +65,7 @@ private[store] object Coverage {
     */
   def verdicts(
       log: CommitLog,
-      queues: Seq[(String, ConsumeQueue)],
+      queues: Seq[(String, QueueReader)],
       diskCache: String => Option[SegmentCache]
   ): IndexedSeq[SegmentVerdict] = {
     val live = log.segments.filter(_.baseOffset < log.end)
@@ -108,14 +108,14 @@ private[store] object Coverage {
   private def compute(
       log: CommitLog,
       segments: IndexedSeq[Segment],
-      queues: Seq[ConsumeQueue]
+      queues: Seq[QueueReader]
   ): IndexedSeq[SegmentVerdict] = {
     if (segments.isEmpty) return IndexedSeq.empty
     // per segment: (position << 31) | size of each unit pointing into it (positions and sizes are Java ints)
     val packed = Array.fill(segments.length)(mutable.ArrayBuilder.make[Long])
     val first = segments.head.baseOffset
     val numbered = segments.map(_.baseOffset).zipWithIndex.toMap
-    for (queue <- queues; u <- unitsFrom(queue, first)) {
+    for (queue <- queues; u <- queue.unitsFrom(first)) {
       Segments.find(segments, u.phyOffset).foreach { seg =>
         packed(numbered(seg.baseOffset)) += ((u.phyOffset - seg.baseOffset) << 31) | u.size.toLong
       }
@@ -128,25 +128,6 @@ private[store] object Coverage {
       SegmentVerdict(gaps, unindexed, topics)
     }
   }
-
-  /** The queue's units pointing at or after `firstPhy`: its last files, read backwards. Units follow log
-    * order along a queue, so the files before the first one holding a unit below `firstPhy` point below
-    * it too (a queue out of order would lose units here, which only makes a segment uncovered).
-    */
-  private def unitsFrom(queue: ConsumeQueue, firstPhy: Long): Seq[QueueUnit] = {
-    val parts = mutable.ArrayBuffer.empty[IndexedSeq[QueueUnit]]
-    val it = queue.segments.reverseIterator
-    var done = false
-    while (!done && it.hasNext) {
-      val seg = it.next()
-      val units = queue.units(seg.baseOffset / ConsumeQueueUnitSize, seg.endOffset / ConsumeQueueUnitSize).toIndexedSeq
-      parts += units
-      done = units.nonEmpty && units.head.phyOffset < firstPhy
-    }
-    parts.reverseIterator.flatten.toSeq
-  }
-
-  private final val ConsumeQueueUnitSize = io.rmqstore.spark.format.ConsumeQueueUnit.Size
 
   /** The byte ranges of `seg` no unit covers, from its units (sorted `position << 31 | size`). */
   private def holes(log: CommitLog, seg: Segment, units: Array[Long]): IndexedSeq[(Long, Long)] = {

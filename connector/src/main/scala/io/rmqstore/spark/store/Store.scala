@@ -40,7 +40,7 @@ final class Store private (
   private val index = new IndexFiles(fs, fs.join(root, IndexFiles.IndexDir), indexGeometry)
   private val log =
     new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize, () => index.newestEndPhyOffset)
-  private val queues = mutable.HashMap.empty[(String, Int), ConsumeQueue]
+  private val queues = mutable.HashMap.empty[(String, Int), QueueReader]
   private val otherProblems = mutable.ArrayBuffer.empty[String]
 
   /** Every commit-log segment file, pre-allocated ones included, by base offset. */
@@ -339,7 +339,8 @@ final class Store private (
     * directory inside the store are left out and reported in `problems`.
     */
   def topics: Seq[String] = {
-    val names = fs.list(consumequeueDir).filter(_.isDir).map(_.name).toSet ++
+    val queueTopics = rocksQueues.fold(fs.list(consumequeueDir).filter(_.isDir).map(_.name).toSet)(_.topics)
+    val names = queueTopics ++
       configDocument(TopicsFile).map(BrokerConfig.topicNames).getOrElse(Nil)
     names.toSeq.sorted.filter { name =>
       Segments.topicDirProblem(name) match {
@@ -353,20 +354,43 @@ final class Store private (
   }
 
   /** Queue ids that have a directory under `consumequeue/<topic>/`, sorted. */
-  def queueIds(topic: String): Seq[Int] =
-    fs.list(fs.join(consumequeueDir, Segments.checkTopicDirName(topic)))
-      .filter(e => e.isDir && e.name.nonEmpty && e.name.forall(c => c >= '0' && c <= '9'))
-      .flatMap(e => e.name.toIntOption)
-      .sorted
+  def queueIds(topic: String): Seq[Int] = {
+    val dir = fs.join(consumequeueDir, Segments.checkTopicDirName(topic))
+    rocksQueues.fold(
+      fs.list(dir)
+        .filter(e => e.isDir && e.name.nonEmpty && e.name.forall(c => c >= '0' && c <= '9'))
+        .flatMap(e => e.name.toIntOption)
+        .sorted
+    )(_.queueIds(topic))
+  }
 
-  private def queue(topic: String, queueId: Int): ConsumeQueue = {
+  /** The queues of a RocksDB `consumequeue/` (§4.6, `storeType=defaultRocksDB`); None for queue files. */
+  private lazy val rocksQueues: Option[RocksConsumeQueues] = {
+    // `consumequeue/`, or `consumequeue_rocksdb/` (useSeparateStorePathForRocksdbCQ) without queue files
+    val separate = fs.join(root, RocksDbConsumequeueDir)
+    val path =
+      if (RocksDb.isRocksDb(fs, consumequeueDir)) Some(consumequeueDir)
+      else if (RocksDb.isRocksDb(fs, separate) && !fs.list(consumequeueDir).exists(_.isDir)) Some(separate)
+      else None
+    path.map { p =>
+      val db = RocksDb.openLocal(fs, p, "the consume queue (storeType=defaultRocksDB)")
+      openedRocksDb = Some(db)
+      new RocksConsumeQueues(db)
+    }
+  }
+  private var openedRocksDb: Option[RocksDb] = None
+
+  private def queue(topic: String, queueId: Int): QueueReader = {
     Segments.checkTopicDirName(topic)
     if (queueId < 0) throw new IllegalArgumentException(s"queue id must be >= 0, got $queueId")
     queues.getOrElseUpdate(
-      (topic, queueId), {
-        val (segs, found) = Segments.list(fs, fs.join(consumequeueDir, topic, queueId.toString))
-        otherProblems ++= found
-        new ConsumeQueue(fs, segs, minOffset, logEnd)
+      (topic, queueId),
+      rocksQueues match {
+        case Some(rocks) => rocks.queue(topic, queueId, minOffset, logEnd)
+        case None =>
+          val (segs, found) = Segments.list(fs, fs.join(consumequeueDir, topic, queueId.toString))
+          otherProblems ++= found
+          new ConsumeQueue(fs, segs, minOffset, logEnd)
       }
     )
   }
@@ -393,16 +417,8 @@ final class Store private (
   /** Queue offsets [start, end) of (topic, queueId) that lie in the queue's files, as runs in order: planning
     * splits these, never the offsets between files (python/rmqstore/store/consumequeue.py `spans`).
     */
-  def queueSpans(topic: String, queueId: Int, start: Long, end: Long): Seq[(Long, Long)] = {
-    val out = mutable.ArrayBuffer.empty[(Long, Long)]
-    for (seg <- queue(topic, queueId).segments) {
-      val a = math.max(start, seg.baseOffset / ConsumeQueueUnit.Size)
-      val b = math.min(end, seg.endOffset / ConsumeQueueUnit.Size)
-      if (a < b && out.nonEmpty && out.last._2 == a) out(out.length - 1) = (out.last._1, b)
-      else if (a < b) out += ((a, b))
-    }
-    out.toSeq
-  }
+  def queueSpans(topic: String, queueId: Int, start: Long, end: Long): Seq[(Long, Long)] =
+    queue(topic, queueId).spans(start, end)
 
   /** Physical offsets of the units with queue offset in [start, end) ∩ `queueRange`, in queue order; with
     * `tags`, only units whose tagsCode may belong to one of them (hashes collide: confirm TAGS on the
@@ -481,15 +497,30 @@ final class Store private (
 
   // ---- metadata -------------------------------------------------------------------------------
 
-  /** (topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback). */
-  def consumerOffsets: Map[(String, String), Map[Int, Long]] =
-    configDocument(ConsumerOffsetFile).map { doc =>
-      try BrokerConfig.consumerOffsets(doc)
-      catch {
-        case e: IllegalArgumentException =>
-          throw new StoreCorruptionException(fs.join(root, ConfigDir, ConsumerOffsetFile), 0, e.getMessage)
+  /** Where the broker's consumer offsets are: the RocksDB `config/consumerOffsets/` (§4.7) when there is one. */
+  private def consumerOffsetsSource: String = {
+    val rocks = fs.join(root, ConfigDir, ConsumerOffsetsRocksDb)
+    if (RocksDb.isRocksDb(fs, rocks)) rocks else fs.join(root, ConfigDir, ConsumerOffsetFile)
+  }
+
+  /** (topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback), or in RocksDB
+    * metadata mode from `config/consumerOffsets/` unless the JSON's dataVersion counter is higher (§4.7,
+    * `RocksDBConsumerOffsetManager.merge`).
+    */
+  def consumerOffsets: Map[(String, String), Map[Int, Long]] = {
+    val json = configDocument(ConsumerOffsetFile)
+    val source = consumerOffsetsSource
+    val doc =
+      if (!source.endsWith(ConsumerOffsetsRocksDb)) json
+      else {
+        val (counter, table) = RocksConsumerOffsets.read(fs, source)
+        json.filter(RocksConsumerOffsets.counter(_) > counter).orElse(Some(table))
       }
+    doc.map { d =>
+      try BrokerConfig.consumerOffsets(d)
+      catch { case e: IllegalArgumentException => throw new StoreCorruptionException(source, 0, e.getMessage) }
     }.getOrElse(Map.empty)
+  }
 
   /** topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
     * UnknownNameException naming the group, the close and the known ones when it committed none.
@@ -502,7 +533,7 @@ final class Store private (
         "consumer group",
         group,
         table.keys.map(_._2).toSeq.distinct.sorted,
-        s"has no committed offsets in ${fs.join(root, ConfigDir, ConsumerOffsetFile)}"
+        s"has no committed offsets in $consumerOffsetsSource"
       )
     found
   }
@@ -530,6 +561,7 @@ final class Store private (
 
   /** Release open files (maps go with their last reference). */
   def close(): Unit = {
+    openedRocksDb.foreach(_.close())
     log.close()
     index.close()
     fs.close()
@@ -539,8 +571,10 @@ final class Store private (
 object Store {
   final val CommitlogDir = "commitlog"
   final val ConsumequeueDir = "consumequeue"
+  final val RocksDbConsumequeueDir = "consumequeue_rocksdb"
   final val ConfigDir = "config"
   final val ConsumerOffsetFile = "consumerOffset.json"
+  final val ConsumerOffsetsRocksDb = "consumerOffsets"
   final val TopicsFile = "topics.json"
   final val BackupSuffix = ".bak"
   final val AbortFile = "abort"

@@ -199,6 +199,46 @@ class ConformanceSuite extends AnyFunSuite {
     }
   }
 
+  // Stores of RocksDBMessageStore (storeType=defaultRocksDB, §4.6-§4.7): RocketMQ's own units and backlogs.
+  for (name <- Oracle.main if all(name).has("consumeQueueUnits")) {
+    test(s"$name: RocksDB queue units and group backlogs match RocketMQ, store bytes unchanged") {
+      val before = fileHashes(name)
+      val store = open(name)
+      try {
+        for (q <- all(name).get("consumeQueueUnits").asScala) {
+          val (topic, qid) = (q.get("topic").asText, q.get("queueId").asInt)
+          val expected =
+            q.get("units").asScala.map(u => (u.get(0).asLong, u.get(1).asLong, u.get(2).asInt, u.get(3).asLong))
+          assert(store.queueUnits(topic, qid, 0L, Long.MaxValue).toSeq == expected.toSeq, s"$topic/$qid")
+        }
+        for (e <- all(name).get("backlog").fields.asScala) {
+          val at = e.getKey.indexOf('@')
+          val (topic, group) = (e.getKey.substring(0, at), e.getKey.substring(at + 1))
+          val expected = e.getValue.fields.asScala.flatMap(_.getValue.asScala.map(_.asLong)).toSeq.sorted
+          val got = store.groupOffsets(group)(topic).toSeq.flatMap { case (qid, offset) =>
+            store.queueUnits(topic, qid, offset, Long.MaxValue).map(_._2)
+          }
+          assert(got.sorted == expected, e.getKey)
+        }
+      } finally store.close()
+      assert(fileHashes(name) == before)
+    }
+
+    test(s"$name: the RocksDB in consumequeue_rocksdb/ (useSeparateStorePathForRocksdbCQ) reads the same") {
+      val root = copy(name, java.nio.file.Files.createTempDirectory("rmq-rocksdb-separate"))
+      java.nio.file.Files.move(root.resolve("consumequeue"), root.resolve("consumequeue_rocksdb"))
+      val store = Store.open(StoreLocation(root.toString), null, Some(geometry(name)))
+      try
+        for (q <- all(name).get("queues").asScala)
+          assert(
+            store.queueRange(q.get("topic").asText, q.get("queueId").asInt) ==
+              ((q.get("minOffset").asLong, q.get("maxOffset").asLong)),
+            q
+          )
+      finally store.close()
+    }
+  }
+
   for (name <- Oracle.crash) {
     test(s"$name: crash copy reads to RocketMQ's recovered end") {
       val oracle = all(name)

@@ -31,6 +31,15 @@ object Oracle {
 
   def storeDir(name: String): String = FixturesDir.resolve(name).resolve("store").toAbsolutePath.toString
 
+  /** Relative path -> SHA-256 of every file of a fixture's store (a read must leave them all unchanged). */
+  def fileHashes(name: String): Map[String, Seq[Byte]] = {
+    val root = Paths.get(storeDir(name))
+    Files.walk(root).iterator.asScala.filter(Files.isRegularFile(_)).map { p =>
+      root.relativize(p).toString ->
+        java.security.MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p)).toSeq
+    }.toMap
+  }
+
   def geometry(name: String): (Int, Int) = {
     val config = all(name).get("config")
     (config.get("maxHashSlotNum").asInt, config.get("maxIndexNum").asInt)

@@ -46,20 +46,47 @@ public final class FixtureGenerator {
         System.exit(status);
     }
 
+    /** A store shape's own answers, added to the oracle while the store still runs (after the main scenario). */
+    public interface ShapeOracle {
+        void addTo(Map<String, Object> oracle, Oracle.Walk walk) throws Exception;
+    }
+
     static void run(StoreDriver driver, String[] args) throws Exception {
-        if (args.length != 1) {
-            throw new IllegalArgumentException("usage: <fixtures output directory>");
-        }
-        FixtureGenerator g = new FixtureGenerator(driver, Path.of(args[0]).toAbsolutePath());
+        FixtureGenerator g = new FixtureGenerator(driver, outDir(args));
         String name = "rmq-" + driver.rocketmqVersion();
-        g.generate(name, false, true);
+        g.generate(name, false, true, (oracle, walk) -> { });
         if (driver.supportsPropCrc()) {
-            g.generate(name + "-crc", true, false);
+            g.generate(name + "-crc", true, false, (oracle, walk) -> { });
         }
         System.out.println("fixtures written for RocketMQ " + driver.rocketmqVersion() + " under " + g.out);
     }
 
-    private void generate(String name, boolean crcStore, boolean withCrashCopy) throws Exception {
+    /**
+     * Entry point of a generator of one store shape (the driver configures it): the main scenario into
+     * {@code <out>/rmq-<version>-<shape>/}, no crash or CRC copy; exits the JVM like {@link #main}.
+     */
+    public static void mainShape(StoreDriver driver, String shape, ShapeOracle shapeOracle, String[] args) {
+        int status = 0;
+        try {
+            FixtureGenerator g = new FixtureGenerator(driver, outDir(args));
+            g.generate("rmq-" + driver.rocketmqVersion() + "-" + shape, false, false, shapeOracle);
+            System.out.println(shape + " fixture written for RocketMQ " + driver.rocketmqVersion() + " under " + g.out);
+        } catch (Throwable e) {
+            e.printStackTrace();
+            status = 1;
+        }
+        System.exit(status);
+    }
+
+    private static Path outDir(String[] args) {
+        if (args.length != 1) {
+            throw new IllegalArgumentException("usage: <fixtures output directory>");
+        }
+        return Path.of(args[0]).toAbsolutePath();
+    }
+
+    private void generate(String name, boolean crcStore, boolean withCrashCopy, ShapeOracle shapeOracle)
+        throws Exception {
         Path dir = out.resolve(name);
         Path crashDir = out.resolve(name + "-crash");
         FileTrees.delete(dir);
@@ -93,6 +120,7 @@ public final class FixtureGenerator {
         oracle.put("queues", queues(driver, walk));
         oracle.put("queries", Oracle.queries(driver, walk, extraProbes()));
         oracle.put("msgIdQueries", Oracle.msgIdQueries(driver, msgIdProbes(walk)));
+        shapeOracle.addTo(oracle, walk);
         driver.shutdown();
 
         Map<String, Map<Integer, Long>> offsets = Scenario.consumerOffsets();

@@ -22,8 +22,11 @@ import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
-/** RocketMQ 5.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.common.message); built against 5.5.0, 5.3.1 and 5.1.4. */
-public final class Rmq5Driver implements StoreDriver {
+/**
+ * RocketMQ 5.x DefaultMessageStore (MessageExtBrokerInner in org.apache.rocketmq.common.message); built against 5.5.0,
+ * 5.3.1 and 5.1.4. Subclasses change the store's kind (newStore) and where consumer offsets go (RocksDB driver).
+ */
+public class Rmq5Driver implements StoreDriver {
     private DefaultMessageStore store;
 
     public static void main(String[] args) {
@@ -53,7 +56,8 @@ public final class Rmq5Driver implements StoreDriver {
         return clock;
     }
 
-    private static DefaultMessageStore newStore(StoreSettings settings) throws Exception {
+    /** A store that is not loaded yet; the fixed clock is installed before load(). */
+    protected DefaultMessageStore newStore(StoreSettings settings) throws Exception {
         return new DefaultMessageStore(settings.toConfig(), new BrokerStatsManager("conformance", true),
             (topic, queueId, logicOffset, tagsCode, msgStoreTime, filterBitMap, properties) -> { },
             new BrokerConfig(), new ConcurrentHashMap<>());
