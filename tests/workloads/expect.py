@@ -34,9 +34,9 @@ class Expected:
     def check_offsets(self, got: list[int]) -> None:
         got = sorted(got)
         if self.offsets is not None:
-            assert got == self.offsets, f"{len(got)} rows {got[:5]}..., expected {len(self.offsets)} " \
-                                        f"{self.offsets[:5]}...; missing {sorted(set(self.offsets) - set(got))[:5]}, " \
-                                        f"extra {sorted(set(got) - set(self.offsets))[:5]}"
+            missing, extra = sorted(set(self.offsets) - set(got)), sorted(set(got) - set(self.offsets))
+            assert got == self.offsets, (f"{len(got)} rows, expected {len(self.offsets)}; "
+                                         f"missing {missing[:5]}, extra {extra[:5]}")
         else:
             assert (len(got), got[:1], got[-1:]) == (self.count, [self.first], [self.last])
 

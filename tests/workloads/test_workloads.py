@@ -50,8 +50,8 @@ def sql(filters: list[list]) -> str:
         if column == "storeTimestamp":
             return f"timestamp_millis({value})"
         return f"'{value}'" if isinstance(value, str) else str(value)
-    parts = [f"{c} IN ({', '.join(literal(c, v) for v in value)})" if op == "in" else f"{c} {op} {literal(c, value)}"
-             for c, op, value in filters]
+    parts = [f"{c} IN ({', '.join(literal(c, v) for v in value)})" if op == "in"
+             else f"{c} {op} {literal(c, value)}" for c, op, value in filters]
     return " AND ".join(parts) or "true"
 
 
@@ -75,7 +75,8 @@ def test_python_planner(case: dict, built: dict) -> None:
         plan = plan_read([store], [pushed], PlanSettings(
             max_bytes_per_partition=options.max_bytes_per_partition, min_partitions=options.min_partitions,
             key_probe_partition_threshold=options.key_probe_partition_threshold))
-        settings = ReadSettings(check_crc=options.verify_crc, mode=options.mode, decompress=options.decompress)
+        settings = ReadSettings(check_crc=options.verify_crc, mode=options.mode,
+                                decompress=options.decompress)
         columns = _decode_columns(["commitLogOffset"], every)
         try:
             for task in plan.tasks:
@@ -93,7 +94,8 @@ def test_python_planner(case: dict, built: dict) -> None:
     _check_outcome(want, got, error, skipped)
 
 
-def _check_outcome(want: Expected, got: list[int], error: str | None, skipped: tuple[int, int] | None) -> None:
+def _check_outcome(want: Expected, got: list[int], error: str | None,
+                   skipped: tuple[int, int] | None) -> None:
     if want.error is not None:
         assert error is not None, f"no error; {len(got)} rows (a silent skip in FAILFAST)"
         for part in want.error:
@@ -121,8 +123,8 @@ def test_spark(case: dict, built: dict, spark, engine_format: str, tmp_path: Pat
         got, error = _stream(spark, engine_format, _options(case, where["store"]), tmp_path)
         skipped = None
     else:
-        reader = spark.read.format(engine_format).options(**_options(case, where["store"]), statsDir=str(stats))
-        df = reader.load().where(sql(query["filter"]))
+        options = {**_options(case, where["store"]), "statsDir": str(stats)}
+        df = spark.read.format(engine_format).options(**options).load().where(sql(query["filter"]))
         try:
             if query.get("count"):
                 assert df.count() == want.count
