@@ -3,6 +3,10 @@
 Run by hand (not part of the default test run):
 
     python3 tests/hostile/campaign.py --mutants 5000 --workers 2 [--out DIR] [--seed N]
+    python3 tests/hostile/campaign.py --spark --mutants 50 --minutes 8 [--seed N]
+
+`--spark` reads commit-log and consume-queue mutants through Spark on both engines instead
+(spark_campaign.py: engine disagreements, silent skips in FAILFAST, phantom rows, hangs).
 
 A small demo store is written once; each mutant is a copy of it (hard links, the mutated file
 copied) with one damage from `mutate`: commit log, consume queue, index, checkpoint, config JSON,
@@ -633,14 +637,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutants", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=20.0, help="seconds per operation")
+    parser.add_argument("--timeout", type=float, help="seconds per operation (default 20, with --spark 120)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--ops", help="comma-separated subset of: " + ",".join(OPERATIONS))
     parser.add_argument("--out", default="campaign-out")
     parser.add_argument("--every-op", action="store_true",
                         help="run every operation on every mutant (default: `store` and one other in turn)")
     parser.add_argument("--only", help="comma-separated mutant numbers to make and run again (same --seed)")
+    parser.add_argument("--spark", action="store_true",
+                        help="read commit-log and consume-queue mutants through Spark on both engines")
+    parser.add_argument("--minutes", type=float, default=float("inf"),
+                        help="with --spark: make no more mutants after this many minutes")
     args = parser.parse_args(argv)
+    if args.spark:
+        import spark_campaign
+
+        args.timeout = args.timeout or 120.0
+        findings = spark_campaign.run(args)["findings"]
+        return 1 if any(findings.get(k) for k in ("disagreement", "silent skip", "hang")) else 0
+    args.timeout = args.timeout or 20.0
     summary = run_campaign(args)
     print_table(summary)
     return 1 if summary["findings"] else 0
