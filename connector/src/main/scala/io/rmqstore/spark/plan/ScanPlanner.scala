@@ -181,7 +181,7 @@ object ScanPlanner {
     val (lo, hi) = (ranges.head._1, ranges.last._2)
     def inRanges(o: Long) = ranges.exists { case (a, z) => a <= o && o < z }
     if (b.points.isDefined)
-      return ("offsets", offsetTasks(index, b.points.get.filter(inRanges).toArray.sorted, settings))
+      return ("offsets", offsetTasks(index, b.points.get.filter(inRanges).toArray.sorted, settings, userPoints = true))
     val keyIndex = if (b.probes.nonEmpty) {
       val (kind, values) = b.probes.minBy(_._2.size)
       probeValues(kind, values) match {
@@ -197,7 +197,7 @@ object ScanPlanner {
         val checked = probes.map { case (kind, values) => kind -> probeValues(kind, values) }
         val points = branches.flatMap(_.points.getOrElse(Set.empty)).filter(inRanges).toSet
         if (checked.exists(_._2.isEmpty)) None
-        else if (probes.isEmpty) Some(offsetTasks(index, points.toArray.sorted, settings))
+        else if (probes.isEmpty) Some(offsetTasks(index, points.toArray.sorted, settings, userPoints = true))
         else keyIndexTasks(index, store, checked.map { case (k, v) => k -> v.get }, points, b, lo, hi, settings, notes)
       }
     if (keyIndex.isDefined) return ("key-index", keyIndex.get)
@@ -366,13 +366,14 @@ object ScanPlanner {
   }
 
   /** Sorted offsets in few tasks: consecutive chunks, hence grouped by segment. */
-  private def offsetTasks(index: Int, offsets: Array[Long], settings: Settings): Seq[ReadTask] =
+  private def offsetTasks(index: Int, offsets: Array[Long], settings: Settings, userPoints: Boolean = false)
+      : Seq[ReadTask] =
     if (offsets.isEmpty) Seq.empty
     else {
       val wanted = math.max(settings.minPartitions.getOrElse(1), ceilDiv(offsets.length, OffsetsPerTask).toInt)
       val pieces = math.min(wanted, offsets.length)
       (0 until pieces).map { i =>
-        OffsetsTask(index, offsets.slice(offsets.length * i / pieces, offsets.length * (i + 1) / pieces))
+        OffsetsTask(index, offsets.slice(offsets.length * i / pieces, offsets.length * (i + 1) / pieces), userPoints)
       }
     }
 
