@@ -1,7 +1,7 @@
 """Every cross-reference in the code resolves.
 
 - `§N` / `§N.M` cites docs/format.md ("spec §2.12" too); "design §N" (or "docs/design.md §N") cites
-  docs/design.md: each cited section is a heading of that document. No other document is cited by
+  docs/design.md, "damage §N" (or "damage.md §N") docs/damage.md: each cited section is a heading of that document. No other document is cited by
   section ("facts §N" of files not in the repository is refused).
 - A Scala docstring that points to the Python model (`python/rmqstore/x.py`, maybe followed by
   backticked names) names a file that exists and names defined in it.
@@ -13,11 +13,13 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = {"format": ROOT / "docs" / "format.md", "design": ROOT / "docs" / "design.md"}
+DOCS = {"format": ROOT / "docs" / "format.md", "design": ROOT / "docs" / "design.md",
+        "damage": ROOT / "docs" / "damage.md"}
 CITING_DIRS = ("python", "connector/src", "examples", "tests", "docs")
 SUFFIXES = {".py", ".scala", ".java", ".md"}
 SKIPPED_DIRS = {"fixtures", "target", "__pycache__", "jars", ".git"}
-DOCUMENT_WORDS = {"design": "design", "design.md": "design", "facts": "facts"}
+DOCUMENT_WORDS = {"design": "design", "design.md": "design", "damage": "damage", "damage.md": "damage",
+                  "facts": "facts"}
 """The word before a citation that names its document (any other word, or none: docs/format.md)."""
 
 # A run of citations ("§2.2-§2.12, §3.1", "§5.4-5.7", "§2.12/§6.3"), with the word before it.
@@ -45,8 +47,8 @@ def _citing_files(suffixes: set[str] = SUFFIXES, tops: tuple[str, ...] = CITING_
 
 
 def cited_sections(text: str) -> dict[str, set[str]]:
-    """Document ("format", "design", "facts") -> the section numbers of it cited in `text`."""
-    sections: dict[str, set[str]] = {"format": set(), "design": set(), "facts": set()}
+    """Document ("format", "design", "damage", "facts") -> the section numbers of it cited in `text`."""
+    sections: dict[str, set[str]] = {"format": set(), "design": set(), "damage": set(), "facts": set()}
     for run in _RUN.finditer(text):
         word = (run.group("word") or "").lower()
         sections[DOCUMENT_WORDS.get(word, "format")].update(_NUMBER.findall(run.group("refs")))
@@ -60,11 +62,13 @@ def doc_sections(document: str) -> list[str]:
 def test_citation_parser_tells_the_documents_apart() -> None:
     text = (
         "(spec §2.2-§2.12, §3.1) §5.4-5.7 §2.12/§6.3 design §2–§3, facts file §5, spec facts §4,"
-        " (design §1, §5), §2.12 step 6, docs/design.md §8.2, docs/format.md §2.6"
+        " (design §1, §5), §2.12 step 6, docs/design.md §8.2, docs/format.md §2.6, damage.md §2,"
+        " (damage §1, §3)"
     )
     assert cited_sections(text) == {
         "format": {"2.2", "2.12", "3.1", "5.4", "5.7", "6.3", "2.6"},
         "design": {"2", "3", "1", "5", "8.2"},
+        "damage": {"1", "2", "3"},
         "facts": {"5", "4"},
     }
 
@@ -86,6 +90,7 @@ def test_every_cited_section_is_a_heading_of_its_document() -> None:
                 missing.setdefault(f"{document} §{section}", []).append(str(path.relative_to(ROOT)))
     assert {"2.2", "2.12", "4.1", "5.6"} <= cited_anywhere["format"], "the scan found the code's citations"
     assert {"3", "4.3", "8.2"} <= cited_anywhere["design"], "the scan found the design citations"
+    assert {"1", "2", "3"} <= cited_anywhere["damage"], "the scan found the damage-rule citations"
     assert not missing, f"sections cited but missing from their document: {missing}"
     assert not facts, f"'facts §' cites a document that is not in the repository: {facts}"
 

@@ -85,9 +85,8 @@ def test_queue_batch_groups_whole_windows_by_record_bytes(store_path: Path, rows
                             QueueWindow("B", 1, 0, 4)))
     plan = _plan(store_path, [(windows,)], 10 * size)
     assert plan.tasks == [
-        QueueSliceTask(0, (QueueSlice("A", 0, 0, 3), QueueSlice("B", 0, 1, 7)), None, None, None,
-                       strict=True),
-        QueueSliceTask(0, (QueueSlice("B", 1, 0, 4),), None, None, None, strict=True)]
+        QueueSliceTask(0, (QueueSlice("A", 0, 0, 3), QueueSlice("B", 0, 1, 7)), None, None, None),
+        QueueSliceTask(0, (QueueSlice("B", 1, 0, 4),), None, None, None)]
     assert plan.access == ["queues"]
     # a window heavier than a task gets a task of its own; one past the queue's end weighs its units
     windows = QueueWindows((QueueWindow("A", 0, 0, 3), QueueWindow("B", 0, 0, 1000),

@@ -7,8 +7,11 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
+
 from rmqstore.format.record import check_record
 from rmqstore.store import Store
+from rmqstore.store.errors import StoreCorruptionError
 from rmqstore.store.tail import CommitLogTail, Limits, LogWalkCache
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "streaming"))
@@ -98,3 +101,48 @@ def test_segment_roll_and_limits(tmp_path):
     assert rolled, "no record ended a segment"
     after = rolled[0]["commitLogOffset"] + rolled[0]["storeSize"]
     assert tail.canonical(after) % 2048 == 0
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_damage_before_a_valid_record_is_not_a_torn_tail(tmp_path):
+    """docs/damage.md §2: a BODYCRC mismatch that a complete record follows is damage, FAILFAST names the
+    file and offset, PERMISSIVE steps over exactly that record; the last record torn is held (`held`)."""
+    broker = LiveBroker(tmp_path, 8192, piece_sleep=0)
+    rng = random.Random(5)
+    written = [broker.append(*message(i, rng)) for i in range(6)]
+    torn = broker.append(*message(6, rng), torn=True)
+    segment = tmp_path / "commitlog" / "00000000000000000000"
+    bad = written[2]["commitLogOffset"]
+    _flip(segment, segment.read_bytes().index(bytes.fromhex(written[2]["body"]), bad))  # a body byte
+    named = f"{segment}: at physical offset {bad}: .*BODYCRC mismatch.*valid record follows"
+    with pytest.raises(StoreCorruptionError, match=named):
+        tail_of(tmp_path)[0].walk(0)
+    tail = CommitLogTail.of(Store.open(str(tmp_path)), LogWalkCache(), permissive=True)
+    advance = tail.walk(0)
+    held = torn["commitLogOffset"]
+    assert (advance.end, advance.records, advance.held) == (held, 5, held)
+    assert len(tail.skipped) == 1 and f"physical offset {bad}" in tail.skipped[0]
+
+
+def test_garbage_before_what_the_consume_queue_names_is_damage(tmp_path):
+    """docs/damage.md §2: a header that is no record, with consume-queue units past it, is damage; the
+    PERMISSIVE walk goes on at the next record start."""
+    broker = LiveBroker(tmp_path, 8192, piece_sleep=0)
+    rng = random.Random(6)
+    written = [broker.append(*message(i, rng)) for i in range(6)]
+    broker.close(clean=True)  # the segment is still the last one: the torn-record rule applies
+    segment = tmp_path / "commitlog" / "00000000000000000000"
+    bad = written[3]["commitLogOffset"]
+    _flip(segment, bad + 5)  # MAGICCODE
+    named = f"{segment}: at physical offset {bad}: .*TOTALSIZE .*consume queues or index name"
+    with pytest.raises(StoreCorruptionError, match=named):
+        tail_of(tmp_path)[0].walk(0)
+    tail = CommitLogTail.of(Store.open(str(tmp_path)), LogWalkCache(), permissive=True)
+    advance = tail.walk(0)
+    assert advance.end == written[-1]["commitLogOffset"] + written[-1]["storeSize"]
+    assert advance.records == 5 and advance.held is None

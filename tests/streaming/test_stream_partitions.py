@@ -58,9 +58,9 @@ def test_queue_mode_partitions_are_the_planned_windows(store) -> None:
     end = {path: {"queueOffsets": {"A": {"0": 3, "1": 5}, "B": {"0": 4, "1": 2}}}}
     parts = reader.partitions(start, end)
     assert [p.task for p in parts] == [
-        QueueSliceTask(0, (QueueSlice("A", 0, 1, 3),), None, None, None, strict=True),
-        QueueSliceTask(0, (QueueSlice("B", 0, 0, 4),), None, None, None, strict=True),
-        QueueSliceTask(0, (QueueSlice("B", 1, 0, 2),), None, None, None, strict=True)]
+        QueueSliceTask(0, (QueueSlice("A", 0, 1, 3),), None, None, None),
+        QueueSliceTask(0, (QueueSlice("B", 0, 0, 4),), None, None, None),
+        QueueSliceTask(0, (QueueSlice("B", 1, 0, 2),), None, None, None)]
     log_end = rows[-1]["commitLogOffset"] + size
     assert {p.log_end for p in parts} == {log_end}
     want = {("A", 0, 1), ("A", 0, 2), *(("B", 0, q) for q in range(4)), ("B", 1, 0), ("B", 1, 1)}

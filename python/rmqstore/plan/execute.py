@@ -51,13 +51,13 @@ def run_task(task: ReadTask, store: Store, columns: Sequence[str],
         return
     if isinstance(task, OffsetsTask):
         offsets = np.asarray(task.offsets, dtype=np.int64)
-        strict = not task.user_points
+        strict = not task.user_points  # offsets the store names are damage where no record is (damage.md §4)
     elif isinstance(task, KeyProbeTask):
         yield from _probe(task, store, columns, settings)
         return
     else:
         offsets = _queue_offsets(store, task)
-        strict = task.strict
+        strict = True  # damage.md §3
     yield from _read(store, offsets, columns, settings, strict)
 
 
@@ -79,7 +79,7 @@ def _probe(task: KeyProbeTask, store: Store, columns: Sequence[str],
     token_column = "uniqKey" if task.kind == "uniqKey" else "keys"
     decode = list(columns) if token_column in columns else [*columns, token_column]
     probes = set(task.all_values)
-    for batch in _read(store, offsets, decode, settings, strict=False):
+    for batch in _read(store, offsets, decode, settings, strict=True):  # index entries: damage.md §4
         owned = [_owner([t] if task.kind == "uniqKey" else t, probes, task.buckets) == task.bucket
                  for t in batch.column(token_column).to_pylist()]
         kept = batch.filter(pa.array(owned, type=pa.bool_()))

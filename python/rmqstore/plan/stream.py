@@ -10,7 +10,7 @@ A stream batch of one store is one of
   heavier window gets a task of its own; `group_items`).
 Log mode is cut as the JVM engine cuts it. Offsets are taken as given, never clipped to what the store
 still holds: data retention deleted is reported by the stream reader when a task runs (failOnDataLoss).
-Queue tasks are strict: the stream's offsets promised a record at every unit of its windows.
+A unit of a window that points at no valid record is damage, as in a batch queue slice (damage.md §3).
 """
 
 from __future__ import annotations
@@ -62,5 +62,5 @@ def _window_tasks(index: int, store: Store, windows: QueueWindows, settings: Pla
     slices = [s for s in queue_windows_slices(store, windows) if s.start < s.end]
     sizes = [int(store.consume_queue(s.topic, s.queue_id).units(s.start, s.end)["size"].sum())
              for s in slices]
-    return [QueueSliceTask(index, tuple(slices[i] for i in group), None, None, None, strict=True)
+    return [QueueSliceTask(index, tuple(slices[i] for i in group), None, None, None)
             for group in group_items(sizes, at_most=settings.max_bytes_per_partition)]

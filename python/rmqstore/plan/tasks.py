@@ -223,7 +223,8 @@ class QueueSlice:
 
 @dataclass(frozen=True)
 class QueueSliceTask:
-    """Read the records that these consume-queue slices point to (tagsCode-prefiltered)."""
+    """Read the records that these consume-queue slices point to (tagsCode-prefiltered); a unit that
+    points at no valid record is damage (docs/damage.md §3)."""
 
     store: int
     slices: tuple[QueueSlice, ...]
@@ -231,9 +232,6 @@ class QueueSliceTask:
     lo: int | None
     hi: int | None
     exclude: tuple[tuple[int, int], ...] = ()
-    strict: bool = False
-    """True when every unit must point at a valid record (FAILFAST raises, PERMISSIVE counts), as
-    for a stream batch's windows; False leaves such units out."""
 
 
 ReadTask = RangeTask | RangesTask | OffsetsTask | KeyProbeTask | QueueSliceTask

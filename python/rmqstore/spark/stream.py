@@ -313,25 +313,32 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         Spark shows this as the source's `latestOffset` in the query progress (the Python API has no
         custom source metrics in 4.3): `{"<broker>": {"commitLogOffset": end, "lag": {"messages": m,
-        "bytes": b}}}`, or `queueOffsets` ends in queue mode.
+        "bytes": b}}}`, or `queueOffsets` ends in queue mode; in log mode `"heldAt": p` too while the
+        log ends in a record still being written at p (docs/damage.md §2).
         """
         report: dict[str, Any] = {}
         for broker, location in self.stores.items():
             store = self._open(location)
             behind = self._last_end.get(broker) if self._last_end else None
-            end, messages, nbytes = (self._queue_lag(store, broker, behind) if self.queue_mode
-                                     else self._log_lag(store, broker, behind))
+            if self.queue_mode:
+                end, messages, nbytes = self._queue_lag(store, broker, behind)
+                held = None
+            else:
+                end, messages, nbytes, held = self._log_lag(store, broker, behind)
             report[broker] = {**end.to_json(), "lag": {"messages": messages, "bytes": nbytes}}
+            if held is not None:
+                report[broker]["heldAt"] = held
         return report
 
     def _log_lag(self, store: Store, broker: str,
-                 behind: StoreOffset | None) -> tuple[StoreOffset, int, int]:
-        """(sealed end of the log, records and bytes from `behind` to it)."""
+                 behind: StoreOffset | None) -> tuple[StoreOffset, int, int, int | None]:
+        """(sealed end of the log, records and bytes from `behind` to it, where the walk is held)."""
         tail = self._tail(broker, store)
-        end = tail.walk(tail.min_offset).end
+        walked = tail.walk(tail.min_offset)
+        end = walked.end
         at = end if behind is None else max(behind.position, tail.min_offset)
         nbytes = max(end - at, 0)
-        return StoreOffset(position=end), tail.count_records(at, end) if nbytes else 0, nbytes
+        return StoreOffset(position=end), tail.count_records(at, end) if nbytes else 0, nbytes, walked.held
 
     def _queue_lag(self, store: Store, broker: str,
                    behind: StoreOffset | None) -> tuple[StoreOffset, int, int]:

@@ -211,6 +211,16 @@ class ConsumeQueue:
                 out.append((a, b))
         return out
 
+    def last_phy(self) -> int | None:
+        """PHYSICALOFFSET of the queue's last valid unit that is not a filler, units past the log's valid
+        end included (None when the queue has none): a record the dispatcher saw (damage.md §2)."""
+        for seg in reversed(self.segments):
+            live = self._valid_units(seg)
+            live = live[~is_filler(live)]
+            if len(live):
+                return int(live["phy"][-1])
+        return None
+
     def _valid_units(self, seg: Segment) -> np.ndarray:
         """The units of a segment before its first invalid one (recovery's end, §4.3), read by
         `_windows` (a remote file: not the zeros the broker pre-allocated past the queue's end)."""

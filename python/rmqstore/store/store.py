@@ -430,6 +430,10 @@ class Store:
 
     # ---- lookups ------------------------------------------------------------------------------
 
+    def last_indexed_offset(self) -> int | None:
+        """endPhyOffset of the newest index file (None: no index), the last record the broker indexed."""
+        return self._index.last_indexed_offset()
+
     @property
     def index_files(self) -> list[IndexFileInfo]:
         """Index files oldest first, each with its geometry, header and `problem` (None when usable)."""

@@ -1,9 +1,22 @@
 """The torn-record rule: how far a reader may walk the commit log while a broker writes it (design §4.3).
 
-A record counts as complete only when it validates as recovery would (§2.12, with room for a BLANK
-after it, §2.6) and it is sealed: a later segment has started, the 8 bytes after it start the next
-write, its consume-queue unit exists (§4.1), or no broker is writing (no `abort` file, §6.2). A record
-that validates but is not sealed waits for the next walk (the next trigger of a stream).
+A broker writes a record with one put into a mapped file, but a
+reader of the file can see any prefix of that put. A record at position p counts as complete only
+when (1) all of it validates as recovery would (§2.12: magic, TOTALSIZE equal to the recomputed
+length, BODYCRC, PHYSICALOFFSET == p, and room for a BLANK after it, §2.6), and (2) it is sealed:
+the writer has provably finished it, because
+  a. the segment is sealed: a later segment has started (the broker wrote this segment's BLANK
+     before the first record of the next one), or
+  b. the 8 bytes after it are the start of the next write (a BLANK, or TOTALSIZE > 0 with a record
+     magic): the broker starts the next put only after the previous one finished, or
+  c. its consume-queue unit exists (the dispatcher builds units only from complete records, §4.1), or
+  d. no broker is writing: the store has no `abort` file (§6.2).
+A record that validates but is not sealed waits for the next walk (the next trigger of a stream).
+A record that fails (1) is still being written only when nothing valid follows it (damage.md §2): no
+complete record where its TOTALSIZE leads, no consume-queue unit and no index entry past it. Then the
+walk holds at it and reports where (`Advance.held`); otherwise it is damage (damage.md §1): FAILFAST
+raises naming file, offset and cause, PERMISSIVE steps over it and the read skips and counts it. A
+stream reading by queue reads only records that have a consume-queue unit, so (c) holds for all of them.
 
 `CommitLogTail` is the only walker of the live end of the log: the streaming sources call it (the
 JVM port is connector/.../store/Tail.scala). The valid end after a crash (recovery, §2.12) is a
@@ -29,7 +42,9 @@ from rmqstore.format.layout import (
     SYSFLAG_TRANSACTION_MASK,
 )
 from rmqstore.format.record import check_record, decode_record
+from rmqstore.format.resync import next_record_start
 from rmqstore.io.base import RandomAccessFile
+from rmqstore.store.errors import StoreCorruptionError
 from rmqstore.store.names import segment_file_name
 from rmqstore.store.segments import OpenFiles, Segment
 from rmqstore.store.store import Store
@@ -61,11 +76,13 @@ NO_LIMITS = Limits()
 
 @dataclass
 class Advance:
-    """Result of a walk: the end position and the records / record bytes between start and end."""
+    """Result of a walk: the end position and the records / record bytes between start and end;
+    `held`: the position of a record still being written that the walk stopped at (damage.md §2)."""
 
     end: int
     records: int = 0
     bytes: int = 0
+    held: int | None = None
 
 
 @dataclass
@@ -102,6 +119,17 @@ class SealConfirmer:
             return False
         unit = queue.units(record.queue_offset, record.queue_offset + 1)
         return len(unit) == 1 and int(unit["phy"][0]) == physical_offset and int(unit["size"][0]) == size
+
+    def known_past(self, position: int) -> int | None:
+        """The furthest record start after `position` that the store's consume queues (a queue's last
+        valid unit) or index (the newest file's endPhyOffset) name, or None: evidence that a failing
+        record at `position` is damage, not a record still being written (damage.md §2)."""
+        store = self._store
+        known = [store.last_indexed_offset()]
+        for topic in store.topics():
+            known += [store.consume_queue(topic, queue_id).last_phy() for queue_id in store.queue_ids(topic)]
+        after = [k for k in known if k is not None and k > position]
+        return max(after) if after else None
 
 
 class SegmentBytes:
@@ -245,18 +273,29 @@ class CommitLogTail:
                 if from_start and sealed:
                     self._cache.segment_counts[base] = counted
                 return False
+            position = base + rel
             if magic not in (MAGIC_V1, MAGIC_V2) or total < MIN_RECORD_SIZE \
                     or rel + total + END_FILE_MIN_BLANK_LENGTH > size:
+                cause = f"TOTALSIZE {total}, magic {magic:#010x}: not a record or BLANK"
                 if sealed:
-                    return self._invalid(seg, rel, sealed, advance,
-                                         f"TOTALSIZE {total}, magic {magic:#010x}: not a record or BLANK")
-                advance.end = base + rel
-                return True
-            position = base + rel
+                    return self._invalid(seg, rel, sealed, advance, cause)
+                if total == 0 and magic == 0:
+                    advance.end = position  # nothing written here yet
+                    return True
+                rel = self._failing(seg, data, rel, None, advance, cause)
+                if rel is None:
+                    return True
+                continue
             if not sealed and position >= self._cache.sealed_until:
                 buf, at = data.at(rel, total + _HEADER.size)
-                if not self._record_complete(buf, at, position, total, at + size - rel):
-                    advance.end = position
+                check = check_record(buf, at, check_crc=True, expected_physical_offset=position)
+                if check.kind != "record" or check.size != total:
+                    rel = self._failing(seg, data, rel, total, advance, check.reason or "not a record")
+                    if rel is None:
+                        return True
+                    continue
+                if not self._record_sealed(buf, at, position, total, at + size - rel):
+                    advance.end = advance.held = position
                     return True
                 self._cache.sealed_until = position + total
             if not limits.admits(advance.records, advance.bytes, total):
@@ -268,16 +307,56 @@ class CommitLogTail:
             rel += total
             advance.end = base + rel
 
-    def _record_complete(self, data: Any, rel: int, position: int, total: int, segment_end: int) -> bool:
-        """The record at `data[rel]` (physical `position`) is complete and sealed; the segment's end is
-        at `data[segment_end]`."""
-        check = check_record(data, rel, check_crc=True, expected_physical_offset=position)
-        if check.kind != "record" or check.size != total:
-            return False
+    def _record_sealed(self, data: Any, rel: int, position: int, total: int, segment_end: int) -> bool:
+        """The valid record at `data[rel]` (physical `position`) is sealed; the segment's end is at
+        `data[segment_end]`."""
         after = rel + total
         if _write_started(data, after, segment_end):
             return True
         return self._confirmer.unit_confirms(data, rel, position, total) or self._confirmer.store_closed()
+
+    def _failing(self, seg: Segment, data: SegmentBytes, rel: int, total: int | None, advance: Advance,
+                 cause: str) -> int | None:
+        """A record of the active segment that fails its checks (damage.md §2): None when it is still
+        being written (the walk holds at it); else damage: FAILFAST raises, PERMISSIVE returns where the
+        walk goes on (the read skips and counts the bytes before it, damage.md §1)."""
+        position = seg.base_offset + rel
+        after = self._valid_after(seg, data, rel, total)
+        if after is None:
+            advance.end = advance.held = position
+            return None
+        evidence = (f"a valid record follows at physical offset {after[0]}" if after[1] is None
+                    else f"the store's consume queues or index name a record at physical offset {after[1]}")
+        if not self._permissive:
+            raise StoreCorruptionError(seg.path, position, (
+                f"corrupt commit log: {cause}. This is not a record still being written: {evidence} "
+                "(docs/damage.md §2). Use mode=PERMISSIVE to step over the damaged bytes."))
+        self.skipped.append(f"{seg.path} at physical offset {position}: {cause}; {evidence}; the read steps "
+                            "over the damaged bytes")
+        advance.end = after[0]
+        return after[0] - seg.base_offset
+
+    def _valid_after(self, seg: Segment, data: SegmentBytes, rel: int,
+                     total: int | None) -> tuple[int, int | None] | None:
+        """(where the walk goes on, the position the store names or None) when something valid follows
+        the failing record at `rel`: a complete record where its TOTALSIZE leads, else the first record
+        start before the furthest one the consume queues or index name (damage.md §2); None otherwise."""
+        base, size = seg.base_offset, seg.size
+        if total is not None and total > 0 and rel + total + _HEADER.size <= size:
+            buf, at = data.at(rel + total, _HEADER.size)
+            following = _HEADER.unpack_from(buf, at)[0]
+            if 0 < following <= size - rel - total:
+                buf, at = data.at(rel + total, following)
+                check = check_record(buf, at, check_crc=True, expected_physical_offset=base + rel + total)
+                if check.kind in ("record", "blank") and check.size == following:
+                    return base + rel + total, None
+        known = self._confirmer.known_past(base + rel)
+        if known is None:
+            return None
+        stop = min(known, base + size) - base
+        buf, at = data.at(rel, stop - rel + _HEADER.size)
+        found = next_record_start(buf, at + 1, base + rel - at, at + stop - rel + 1)
+        return (base + rel - at + found if found is not None else base + stop), known
 
     def _invalid(self, seg: Segment, rel: int, sealed: bool, advance: Advance, cause: str) -> bool:
         """Bad bytes inside a sealed segment: an error (FAILFAST), or (PERMISSIVE) this walk moves on to

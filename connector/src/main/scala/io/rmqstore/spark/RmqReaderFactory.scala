@@ -38,7 +38,8 @@ class RmqReaderFactory(
 
 /** Reads one task chunk by chunk: commit-log ranges in `ScanChunkBytes` pieces (a piece owns the records
   * starting in it), offsets in `OffsetsChunk` pieces (from the task, the index probe it makes or the
-  * consume-queue units it names); offsets that are not record starts give no row.
+  * consume-queue units it names). An offset the query named that is not a record start gives no row; one
+  * the store named is damage (docs/damage.md §3, §4: FAILFAST fails, PERMISSIVE skips and counts).
   */
 final class RmqColumnarReader(
     partition: RmqInputPartition,
@@ -66,14 +67,14 @@ final class RmqColumnarReader(
   private lazy val chunks: Iterator[Unit] = partition.task match {
     case RangeTask(_, start, end) => scanChunks(IndexedSeq((start, end)))
     case RangesTask(_, ranges) => scanChunks(ranges)
-    case OffsetsTask(_, offsets) => readChunks(offsets, keep)
+    case OffsetsTask(_, offsets, userPoints) => readChunks(offsets, keep, strict = !userPoints)
     case t: KeyProbeTask =>
       val found = store.indexLookup(t.topics, t.values, t.lacking)
       stats.add(store.lookupStats)
-      readChunks(found.filter(o => o >= t.lo && o < t.hi), keepOwned(t))
+      readChunks(found.filter(o => o >= t.lo && o < t.hi), keepOwned(t), strict = true)
     case t: QueueSliceTask =>
       val phys = t.slices.iterator.flatMap(s => store.queueOffsets(s.topic, s.queueId, s.start, s.end, t.tags))
-      readChunks(Ranges.keep(phys.toArray.distinct.sorted, t.lo, t.hi, t.exclude), keep)
+      readChunks(Ranges.keep(phys.toArray.distinct.sorted, t.lo, t.hi, t.exclude), keep, strict = true)
   }
 
   /** Commit-log ranges in `ScanChunkBytes` pieces; a record straddling a piece's end belongs to it. */
@@ -92,10 +93,12 @@ final class RmqColumnarReader(
       }
   }
 
-  /** Offsets in `OffsetsChunk` pieces; an offset that is not a record start gives no row. */
-  private def readChunks(offsets: Array[Long], f: RecordView => Unit): Iterator[Unit] =
+  /** Offsets in `OffsetsChunk` pieces; an offset that is not a record start gives no row unless `strict`
+    * (then it is damage, `Store.readAt`).
+    */
+  private def readChunks(offsets: Array[Long], f: RecordView => Unit, strict: Boolean): Iterator[Unit] =
     offsets.grouped(OffsetsChunk).map { chunk =>
-      stats.add(store.readAt(chunk, options.verifyCrc, options.permissive, strict = false)(f))
+      stats.add(store.readAt(chunk, options.verifyCrc, options.permissive, strict)(f))
     }
 
   /** Confirmed records that this probe task owns (see `KeyProbeTask`): the bucket of the smallest of the

@@ -138,7 +138,7 @@ class RmqScan(
     val bytes = plan.tasks.map {
       case RangeTask(_, s, e) => e - s
       case RangesTask(_, ranges) => ranges.map { case (s, e) => e - s }.sum
-      case OffsetsTask(_, offsets) => offsets.length.toLong * RmqScan.PointReadBytes
+      case OffsetsTask(_, offsets, _) => offsets.length.toLong * RmqScan.PointReadBytes
       case t: KeyProbeTask => t.values.size.toLong * RmqScan.PointReadBytes
       case t: QueueSliceTask => t.slices.map(s => s.end - s.start).sum * RmqScan.PointReadBytes
     }.sum

@@ -16,10 +16,12 @@ final case class RangeTask(store: Int, start: Long, end: Long) extends ReadTask
 /** Scan several commit-log byte ranges [start, end), ascending. */
 final case class RangesTask(store: Int, ranges: IndexedSeq[(Long, Long)]) extends ReadTask
 
-/** Read the records at these physical offsets (ascending). They may not be record starts (msgId /
-  * commitLogOffset values of the query, unconfirmed index candidates): such offsets give no row.
+/** Read the records at these physical offsets (ascending). `userPoints`: the query named them (msgId /
+  * commitLogOffset values), so they may not be record starts and such offsets give no row; offsets the
+  * store named (index entries, consume-queue units) that hold no valid record are damage (docs/damage.md
+  * §3, §4).
   */
-final case class OffsetsTask(store: Int, offsets: Array[Long]) extends ReadTask
+final case class OffsetsTask(store: Int, offsets: Array[Long], userPoints: Boolean = false) extends ReadTask
 
 /** Probe the index for `values` on the executor, then read the candidates. The probe values of a read are
   * spread over `buckets` tasks by `ProbeBucket`; a record matching values of several buckets is returned

@@ -181,7 +181,7 @@ object ScanPlanner extends ContractPlan {
     val (lo, hi) = (ranges.head._1, ranges.last._2)
     def inRanges(o: Long) = ranges.exists { case (a, z) => a <= o && o < z }
     if (b.points.isDefined)
-      return ("offsets", offsetTasks(index, b.points.get.filter(inRanges).toArray.sorted, settings))
+      return ("offsets", offsetTasks(index, b.points.get.filter(inRanges).toArray.sorted, settings, userPoints = true))
     val keyIndex = if (b.probes.nonEmpty) {
       val (kind, values) = b.probes.minBy(_._2.size)
       probeValues(kind, values) match {
@@ -197,7 +197,7 @@ object ScanPlanner extends ContractPlan {
         val checked = probes.map { case (kind, values) => kind -> probeValues(kind, values) }
         val points = branches.flatMap(_.points.getOrElse(Set.empty)).filter(inRanges).toSet
         if (checked.exists(_._2.isEmpty)) None
-        else if (probes.isEmpty) Some(offsetTasks(index, points.toArray.sorted, settings))
+        else if (probes.isEmpty) Some(offsetTasks(index, points.toArray.sorted, settings, userPoints = true))
         else keyIndexTasks(index, store, checked.map { case (k, v) => k -> v.get }, points, b, lo, hi, settings, notes)
       }
     if (keyIndex.isDefined) return ("key-index", keyIndex.get)
@@ -394,8 +394,9 @@ object ScanPlanner extends ContractPlan {
   }
 
   /** Sorted offsets in few tasks: consecutive chunks, hence grouped by segment. */
-  private def offsetTasks(index: Int, offsets: Array[Long], settings: Settings): Seq[ReadTask] =
-    Split.splitOffsets(offsets, OffsetsPerTask, settings.minPartitions).map(OffsetsTask(index, _))
+  private def offsetTasks(index: Int, offsets: Array[Long], settings: Settings, userPoints: Boolean = false)
+      : Seq[ReadTask] =
+    Split.splitOffsets(offsets, OffsetsPerTask, settings.minPartitions).map(OffsetsTask(index, _, userPoints))
 
   /** A task per piece of `rangePieces`. */
   private def rangeTasks(index: Int, store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[ReadTask] =

@@ -134,6 +134,15 @@ private[store] final class ConsumeQueue(
     found.getOrElse(firstOffset)
   }
 
+  /** PHYSICALOFFSET of the last valid unit that is not a filler, units past the log's valid end included (a
+    * record the dispatcher saw, docs/damage.md §2; python/rmqstore/store/consumequeue.py `last_phy`).
+    */
+  def lastPhyOffset: Option[Long] = segments.reverseIterator.flatMap { seg =>
+    val units = validUnits(seg)
+    (units.limit() / Unit20 - 1 to 0 by -1).find(i => !ConsumeQueueUnit.isFiller(units, i * Unit20))
+      .map(i => ConsumeQueueUnit.phyOffset(units, i * Unit20))
+  }.nextOption()
+
   /** The first unit that is not a filler and points at or after the log's min offset (§4.3). */
   lazy val minOffset: Long = {
     val end = maxOffset

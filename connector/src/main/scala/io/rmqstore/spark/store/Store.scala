@@ -401,6 +401,9 @@ final class Store private (
     (q.minOffset, q.maxOffset)
   }
 
+  /** PHYSICALOFFSET of the last unit of (topic, queueId), units past the log's valid end included. */
+  def queueLastPhy(topic: String, queueId: Int): Option[Long] = queue(topic, queueId).lastPhyOffset
+
   /** Units with queue offset in [fromQueueOffset, toQueueOffset) ∩ `queueRange`:
     * (queueOffset, physical offset, size, tagsCode).
     */

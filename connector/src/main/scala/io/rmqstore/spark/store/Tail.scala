@@ -5,7 +5,7 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import io.rmqstore.spark.format.{Layout, RecordCheck, RecordView}
+import io.rmqstore.spark.format.{Layout, RecordCheck, RecordView, Resync}
 import io.rmqstore.spark.io.RandomAccess
 
 /** Admission limits of one trigger: at most `records` messages and `bytes` record bytes
@@ -21,10 +21,13 @@ object Limits {
   val NoLimits: Limits = Limits()
 }
 
-/** Result of a walk: the end position and the records / record bytes between start and end. */
+/** Result of a walk: the end position and the records / record bytes between start and end; `held`: the
+  * position of a record still being written that the walk stopped at (docs/damage.md §2).
+  */
 final class Advance(var end: Long) {
   var records = 0L
   var bytes = 0L
+  var held: Option[Long] = None
 }
 
 /** What a driver remembers between triggers about one store's commit log: every record before
@@ -43,6 +46,9 @@ final class LogWalkCache {
   * sealed: (a) a later segment has started, or (b) the 8 bytes after it start the next write (a BLANK,
   * or TOTALSIZE > 0 with a record magic), or (c) its consume-queue unit exists and points at it (§4.1),
   * or (d) no broker is writing (no `abort` file, §6.2). A record that validates but is not sealed waits.
+  * A record that fails (1) is still being written only when nothing valid follows it (damage.md §2): the
+  * walk holds at it (`Advance.held`); otherwise it is damage (damage.md §1): FAILFAST throws, PERMISSIVE
+  * steps over it and the read skips and counts it.
   *
   * `store` is opened per trigger (a fresh listing); sealed segments are memory-mapped and only hopped
   * over (TOTALSIZE by TOTALSIZE), the others are read by positioned reads in windows, and their records
@@ -139,41 +145,119 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
         if (fromStart && segSealed) cache.segmentCounts(base) = counted
         return false
       }
-      if (
-        (magic != MagicV1 && magic != MagicV2) || total < MinRecordSize || rel + total + EndFileMinBlankLength > size
-      ) {
-        if (segSealed)
-          return invalid(i, rel, segSealed, advance, f"TOTALSIZE $total, magic 0x$magic%08x: not a record or BLANK")
-        advance.end = base + rel
-        return true
-      }
       val position = base + rel
-      if (!segSealed && position >= cache.sealedUntil) {
-        if (!recordComplete(w, rel, position, total, size)) {
-          advance.end = position
-          return true
-        }
-        cache.sealedUntil = position + total
+      // a failing record of the active segment: (its TOTALSIZE when a record header, the cause)
+      val failed: Option[(Option[Int], String)] =
+        if (
+          (magic != MagicV1 && magic != MagicV2) || total < MinRecordSize || rel + total + EndFileMinBlankLength > size
+        ) {
+          val cause = f"TOTALSIZE $total, magic 0x$magic%08x: not a record or BLANK"
+          if (segSealed) return invalid(i, rel, segSealed, advance, cause)
+          if (total == 0 && magic == 0) { // nothing written here yet
+            advance.end = position
+            return true
+          }
+          Some((None, cause))
+        } else if (!segSealed && position >= cache.sealedUntil) {
+          val at = w.at(rel, total + HeaderBytes)
+          val buf = w.buffer
+          if (RecordCheck.check(buf, at, buf.limit(), verifyCrc = true, position) != total)
+            Some((Some(total), RecordCheck.describe(buf, at, buf.limit(), verifyCrc = true, position)))
+          else if (!recordSealed(w, rel, position, total, size)) {
+            advance.end = position
+            advance.held = Some(position)
+            return true
+          } else {
+            cache.sealedUntil = position + total
+            None
+          }
+        } else None
+      failed match {
+        case Some((size0, cause)) =>
+          failing(i, w, rel, size0, advance, cause) match {
+            case None => return true
+            case Some(next) => rel = next
+          }
+        case None =>
+          if (!limits.admits(advance.records, advance.bytes, total)) {
+            advance.end = position
+            return true
+          }
+          advance.records += 1
+          advance.bytes += total
+          counted += 1
+          rel += total
+          advance.end = base + rel
       }
-      if (!limits.admits(advance.records, advance.bytes, total)) {
-        advance.end = position
-        return true
-      }
-      advance.records += 1
-      advance.bytes += total
-      counted += 1
-      rel += total
-      advance.end = base + rel
     }
     false
   }
 
-  private def recordComplete(w: Window, rel: Long, position: Long, total: Int, size: Long): Boolean = {
+  /** The valid record at `rel` (physical `position`) is sealed. */
+  private def recordSealed(w: Window, rel: Long, position: Long, total: Int, size: Long): Boolean = {
     val at = w.at(rel, total + HeaderBytes)
     val buf = w.buffer
-    if (RecordCheck.check(buf, at, buf.limit(), verifyCrc = true, position) != total) return false
     if (rel + total + HeaderBytes <= size && writeStarted(buf, at + total, size - rel - total)) return true
     unitConfirms(buf, at, position, total) || !store.abortPresent
+  }
+
+  /** A record of the active segment that fails its checks (docs/damage.md §2): None when it is still being
+    * written (the walk holds at it); else damage: FAILFAST throws, PERMISSIVE returns where the walk goes on
+    * (the read skips and counts the bytes before it, docs/damage.md §1).
+    */
+  private def failing(i: Int, w: Window, rel: Long, total: Option[Int], advance: Advance, cause: String)
+      : Option[Long] = {
+    val seg = segments(i)
+    val position = seg.baseOffset + rel
+    validAfter(i, w, rel, total) match {
+      case None =>
+        advance.end = position
+        advance.held = Some(position)
+        None
+      case Some((after, named)) =>
+        val evidence = named.fold(s"a valid record follows at physical offset $after")(k =>
+          s"the store's consume queues or index name a record at physical offset $k"
+        )
+        if (!permissive)
+          throw new StoreCorruptionException(
+            seg.path,
+            position,
+            s"corrupt commit log: $cause. This is not a record still being written: $evidence (docs/damage.md §2). " +
+              "Use mode=PERMISSIVE to step over the damaged bytes."
+          )
+        skipped += s"${seg.path} at physical offset $position: $cause; $evidence; the read steps over the damaged bytes"
+        advance.end = after
+        Some(after - seg.baseOffset)
+    }
+  }
+
+  /** (where the walk goes on, the position the store names if that is the evidence) when something valid
+    * follows the failing record at `rel`: a complete record where its TOTALSIZE leads, else the first record
+    * start before the furthest one the consume queues or index name (docs/damage.md §2); None otherwise.
+    */
+  private def validAfter(i: Int, w: Window, rel: Long, total: Option[Int]): Option[(Long, Option[Long])] = {
+    val seg = segments(i)
+    val (base, size) = (seg.baseOffset, seg.size)
+    val leads = total.filter(t => rel + t + HeaderBytes <= size).flatMap { t =>
+      val next = rel + t
+      val at = w.record(next)
+      val code = RecordCheck.check(w.buffer, at, w.buffer.limit(), verifyCrc = true, base + next)
+      if (code > 0 || (code == RecordCheck.Blank && w.buffer.getInt(at) == size - next)) Some((base + next, None))
+      else None
+    }
+    leads.orElse {
+      val named = (store.indexedEnd +: store.topics.flatMap(t => store.queueIds(t).flatMap(store.queueLastPhy(t, _))))
+        .filter(_ > base + rel)
+      if (named.isEmpty) None
+      else {
+        val known = named.max
+        val stop = math.min(known, seg.endOffset) - base
+        val at = w.at(rel, (stop - rel + HeaderBytes).toInt)
+        val found =
+          Resync.nextRecordStart(w.buffer, at + 1, at + (stop - rel).toInt + 1, base + rel - at, seg.endOffset)
+        Some((if (found >= 0) base + rel - at + found else base + stop, Some(known)))
+      }
+    }
   }
 
   /** Rule (c): the record's consume-queue unit exists and points at exactly this record. */

@@ -218,34 +218,36 @@ final class RmqMicroBatchStream(
 
   /** The end of each log now, plus how far the latest planned batch end is behind it ("lag"):
     * `{"<broker>": {"commitLogOffset": end, "lag": {"messages": m, "bytes": b}}}`, or `queueOffsets` ends
-    * in queue mode; Spark shows it as the source's latestOffset in the query progress, as for the Python
-    * engine. The same lag, summed over the stores, is in the source metrics.
+    * in queue mode; in log mode `"heldAt": p` too while the log ends in a record still being written at p
+    * (docs/damage.md §2). Spark shows it as the source's latestOffset in the query progress, as for the
+    * Python engine. The same lag, summed over the stores, is in the source metrics.
     */
   override def reportLatestOffset(): Offset = {
     val reports = brokers.map { broker =>
       val behind = lastEnd.map(_(broker))
-      val (end, messages, bytes) = withStore(broker) { store =>
+      broker -> withStore(broker) { store =>
         if (queueMode) queueLag(store, broker, behind) else logLag(store, broker, behind)
       }
-      broker -> (end, messages, bytes)
     }
-    lastLag = reports.map { case (b, (_, m, n)) => b -> (m, n) }
-    ReportedOffset(PyJson.render(reports.map { case (broker, (end, messages, bytes)) =>
-      broker -> PyJson.ObjValue(
-        end.toJson :+ ("lag" -> PyJson.ObjValue(Seq("messages" -> PyJson.Num(messages), "bytes" -> PyJson.Num(bytes))))
-      )
+    lastLag = reports.map { case (b, (_, m, n, _)) => b -> (m, n) }
+    ReportedOffset(PyJson.render(reports.map { case (broker, (end, messages, bytes, held)) =>
+      val lag = "lag" -> PyJson.ObjValue(Seq("messages" -> PyJson.Num(messages), "bytes" -> PyJson.Num(bytes)))
+      broker -> PyJson.ObjValue((end.toJson :+ lag) ++ held.map(p => "heldAt" -> PyJson.Num(p)))
     }))
   }
 
-  private def logLag(store: Store, broker: String, behind: Option[StoreOffset]): (StoreOffset, Long, Long) =
+  private def logLag(store: Store, broker: String, behind: Option[StoreOffset])
+      : (StoreOffset, Long, Long, Option[Long]) =
     withTail(broker, store) { tail =>
-      val end = tail.walk(tail.minOffset).end
+      val walked = tail.walk(tail.minOffset)
+      val end = walked.end
       val at = behind.flatMap(_.position).fold(end)(p => math.max(p, tail.minOffset))
       val bytes = math.max(end - at, 0L)
-      (StoreOffset.log(end), if (bytes > 0) tail.countRecords(at, end) else 0L, bytes)
+      (StoreOffset.log(end), if (bytes > 0) tail.countRecords(at, end) else 0L, bytes, walked.held)
     }
 
-  private def queueLag(store: Store, broker: String, behind: Option[StoreOffset]): (StoreOffset, Long, Long) = {
+  private def queueLag(store: Store, broker: String, behind: Option[StoreOffset])
+      : (StoreOffset, Long, Long, Option[Long]) = {
     val bounds = queueBounds(store, broker, withinTarget = false)
     var messages = 0L
     var bytes = 0L
@@ -256,7 +258,7 @@ final class RmqMicroBatchStream(
         bytes += store.queueUnits(queue._1, queue._2, at, high).map(_._3.toLong).sum
       }
     }
-    (StoreOffset(queues = bounds.map { case (q, (_, high)) => q -> high }), messages, bytes)
+    (StoreOffset(queues = bounds.map { case (q, (_, high)) => q -> high }), messages, bytes, None)
   }
 
   /** Records and record bytes between the latest planned batch end and the sealed end, over all stores. */

@@ -144,4 +144,37 @@ class TailSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(tail.walk(0, limited).end == broker.end(29))
     assert(tail.skipped.size == 1 && tail.skipped.head.contains(s"physical offset $bad"))
   }
+
+  /** Flip the byte at `at` of the first segment. */
+  private def flip(broker: Broker, at: Long): Unit = {
+    val path = broker.root.resolve("commitlog").resolve(f"${0}%020d")
+    val data = Files.readAllBytes(path)
+    data(at.toInt) = (data(at.toInt) ^ 1).toByte
+    Files.write(path, data)
+  }
+
+  test("damage that a valid record follows in the active segment is no torn tail (damage.md §2)") {
+    val broker = new Broker
+    broker.append(6)
+    broker.truncateTo(broker.offsets(5)._1 + 100) // record 5 is still being written
+    val (bad, size) = broker.offsets(2)
+    flip(broker, bad + size - 170) // a body byte: BODYCRC fails
+    val e = intercept[StoreCorruptionException](broker.tail().walk(0))
+    assert(e.offset == bad && e.getMessage.contains("BODYCRC") && e.getMessage.contains("valid record follows"))
+    val walk = broker.tail(permissive = true).walk(0)
+    assert((walk.end, walk.records, walk.held) == (broker.offsets(5)._1, 4L, Some(broker.offsets(5)._1)))
+  }
+
+  test("garbage that a consume-queue unit is past is damage; PERMISSIVE goes on at the next record") {
+    val broker = new Broker
+    broker.append(6)
+    broker.dispatch(6)
+    broker.stop()
+    val bad = broker.offsets(3)._1
+    flip(broker, bad + 5) // MAGICCODE
+    val e = intercept[StoreCorruptionException](broker.tail().walk(0))
+    assert(e.offset == bad && e.getMessage.contains("consume queues or index name"))
+    val walk = broker.tail(permissive = true).walk(0)
+    assert((walk.end, walk.records, walk.held) == (broker.end(5), 5L, None))
+  }
 }
