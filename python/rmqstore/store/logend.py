@@ -45,10 +45,12 @@ class LogEndCache:
         """A local segment's mtime before its walk, when old enough to be trusted (else None)."""
 
     @classmethod
-    def for_store(cls, store: Store, check_crc: bool) -> LogEndCache | None:
+    def for_store(cls, store: Store, check_crc: bool, *, recovery: bool = False) -> LogEndCache | None:
         """The cache of a store (None when there is nowhere to keep it); BODYCRC-checked walks are
-        kept apart."""
+        kept apart, and so are `recovery` walks (from the start of the segment abnormal recovery
+        starts from, §6.3: every record before their end was checked)."""
         kind = f"{CACHE_KIND}-crc" if check_crc else CACHE_KIND
+        kind += "-recovery" if recovery else ""
         cache = SegmentCache.for_store(store, kind, CACHE_VERSION, content_checked=True)
         return None if cache is None else cls(cache)
 
