@@ -103,3 +103,20 @@ def test_damage_before_the_recovery_start_does_not_end_the_log(tmp_path: Path) -
         _offsets(store)
     assert _offsets(store, mode="PERMISSIVE") == [w.offset for w in written if w is not victim]
     assert store.log.after_end().records == 0
+
+
+def test_a_recovery_walk_resumes_where_one_ended_never_where_a_walk_from_e_did(tmp_path: Path) -> None:
+    lost = lost_page_crash_copy(tmp_path / "s")
+    abort = os.path.join(lost.root, "abort")
+    os.rename(abort, abort + ".away")
+    then = os.stat(lost.root).st_mtime - 60  # files the broker last wrote a while ago (`logend` RACY_NS)
+    for name in os.listdir(os.path.join(lost.root, "commitlog")):
+        os.utime(os.path.join(lost.root, "commitlog", name), (then, then))
+    clean = Store.open(lost.root)  # from E: past the damaged record, and remembered
+    assert clean.max_offset == lost.after[-1].physical_offset + lost.after[-1].store_size
+    os.rename(abort + ".away", abort)
+    first = Store.open(lost.root)
+    assert first.max_offset == lost.damaged.physical_offset
+    assert first.stats.records_walked == len(lost.kept)
+    again = Store.open(lost.root)  # resumes in each segment: only the damaged record is looked at
+    assert again.max_offset == lost.damaged.physical_offset and again.stats.records_walked == 0

@@ -7,8 +7,9 @@ log there and is not an error:
   ends (§6.3): the walk starts at the first record of the last segment whose first record is valid
   with a store time in (0, getMinTimestamp()] of the checkpoint (else the first segment), goes on
   through BLANKs into the next segments and stops at the first invalid record. It may resume in that
-  segment where an earlier such walk stopped (`rmqstore.store.logend`, kept apart from the clean
-  walks), never at E: a record before E can be what recovery stops at.
+  segment where an earlier such walk stopped (`rmqstore.store.logend`, kept apart from the walks
+  from E: a recovery walk checked every record of a segment before the point it remembers), never
+  at E: a record before E can be what recovery stops at.
 * After a clean shutdown the last segment whose first record is valid (or a BLANK) holds the end;
   later segments are pre-allocated or stale and count as empty. That segment is walked from the
   furthest of: its first record; the last record the broker's index has seen (E = endPhyOffset of
@@ -126,7 +127,8 @@ class CommitLog:
         self._crash_min_timestamp = crash_min_timestamp
         """The checkpoint's getMinTimestamp() when `abort` exists, None after a clean shutdown (§6.3)."""
         self._recovery_cache = recovery_cache
-        """Where a walk like abnormal recovery may resume (kept apart: `end_cache` walks start at E)."""
+        """Where a walk like abnormal recovery may resume in each segment it walks (kept apart:
+        `end_cache` walks start at E and leave the records before it unchecked)."""
 
     # ---- bounds -------------------------------------------------------------------------------
 
@@ -163,19 +165,18 @@ class CommitLog:
     def _recovered_end(self, min_timestamp: int) -> LogEnd:
         """Where abnormal recovery ends the log (`CommitLog.recoverAbnormally`, §6.3): walked from
         `_recovery_start`, on through each BLANK into the next segment, to the first invalid record."""
-        first = self._recovery_start(min_timestamp)
+        first, cache = self._recovery_start(min_timestamp), self._recovery_cache
         for i in range(first, len(self.segments)):
             seg = self.segments[i]
-            cache = self._recovery_cache
-            start = cache.resume_at(self, seg) if cache and i == first else 0
+            start = cache.resume_at(self, seg) if cache else 0
             stop, last = WalkStop(), None
             for chunk in self.walk(seg, start, seg.size, check_crc=self._check_crc_at_end, stop=stop,
                                    first_window=RESUME_WINDOW if start else None):
                 last = chunk.start + int(chunk.starts[-1])
-            if stop.kind == "blank" and i + 1 < len(self.segments):
-                continue
             if cache and (last is not None or start == 0):
                 cache.remember(self, seg, stop.position, last)
+            if stop.kind == "blank" and i + 1 < len(self.segments):
+                continue
             origin = f"recovery after a crash from {self.segments[first].path}"
             if stop.kind == "invalid":
                 return LogEnd(seg.base_offset + stop.position, seg,

@@ -30,8 +30,8 @@ private[store] object WalkStop {
   *     abnormal recovery ends (§6.3): the walk starts at the first record of the last segment whose first record
   *     is valid with a store time in (0, getMinTimestamp()] (else the first segment), goes on through BLANKs into
   *     the next segments and stops at the first invalid record; never at E (a record before E can be where
-  *     recovery stops). It may resume in that segment where an earlier such walk in this JVM stopped (`EndCache`,
-  *     kept apart from the clean walks).
+  *     recovery stops). It may resume in each segment where an earlier such walk in this JVM stopped (`EndCache`,
+  *     kept apart from the walks from E, which leave the records before E unchecked).
   *   - After a clean shutdown the last segment whose first record is valid (or a BLANK) holds the end; later
   *     segments are pre-allocated or stale. That segment is walked from the last record the broker's index has
   *     seen (`indexedEnd`: the newest index file's endPhyOffset, E) when that segment holds E and the record at
@@ -125,8 +125,7 @@ private[store] final class CommitLog(
     while (found < 0) {
       val seg = segments(i)
       val from =
-        if (i > first) 0L
-        else EndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats, false)._2)
+        EndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats, false)._2)
       val stop = new WalkStop
       var lastStart = -1L
       walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, if (from > 0) ResumeWindow else 0) {
@@ -134,9 +133,9 @@ private[store] final class CommitLog(
           lastStart = v.physicalOffset - seg.baseOffset
           true
       }
+      if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = true, lastStart, stop.position)
       if (stop.kind == WalkStop.Blank && i + 1 < segments.length) i += 1
       else {
-        if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = true, lastStart, stop.position)
         if (stop.kind == WalkStop.Invalid) {
           endReason = s"${seg.path}: first invalid record at position ${stop.position} ($origin): ${stop.reason}"
           found = seg.baseOffset + stop.position

@@ -9,8 +9,8 @@ package io.rmqstore.spark.store
   * whether BODYCRC was checked, and used only when the last record it found is still a valid record
   * ending exactly at the remembered end (a file rewritten in place fails this check or has another
   * modified time). Everything after the remembered end is walked as usual. Walks like abnormal recovery
-  * (`recovery`, §6.3: every record from the start of their first segment checked) are kept apart from clean
-  * walks (which start at the index's end).
+  * (`recovery`, §6.3: every record of a segment before the end they remember checked) are kept apart from the
+  * walks from the index's end (which leave the records before it unchecked).
   */
 private[store] object EndCache {
 
