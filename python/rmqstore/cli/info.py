@@ -1,4 +1,5 @@
-"""`rmqstore info STORE`: what is in a store, without reading every record."""
+"""`rmqstore info STORE`: what is in a store, without reading every record (the log past its valid
+end is searched for records a restarted broker would overwrite, `CommitLog.after_end`)."""
 
 from __future__ import annotations
 
@@ -99,6 +100,7 @@ def collect(store: Store) -> dict[str, Any]:
                 "problem": info.problem,
             }
         )
+    after = store.log.after_end()
     first, last = store_time_span(store)
     try:
         checkpoint = store.checkpoint
@@ -111,6 +113,8 @@ def collect(store: Store) -> dict[str, Any]:
         "minOffset": store.min_offset,
         "maxOffset": max_offset,
         "logEnd": store.log_end.reason,
+        "afterEnd": {"records": after.records, "bytes": after.bytes, "firstOffset": after.first,
+                     "text": after.describe() if after.records else None},
         "firstStoreTimestamp": first,
         "lastStoreTimestamp": last,
         "abortPresent": store.abort_present,
@@ -150,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
                 f"[{doc['minOffset']}, {doc['maxOffset']})  ({doc['maxOffset'] - doc['minOffset']} bytes)",
             ),
             ("log end", doc["logEnd"]),
+            ("after the end", doc["afterEnd"]["text"] or "no valid record"),
             (
                 "store times",
                 f"{format_time(doc['firstStoreTimestamp'])} .. {format_time(doc['lastStoreTimestamp'])}",

@@ -1,7 +1,8 @@
 """`rmqstore verify STORE`: sanity checks in the spirit of kafka-dump-log's.
 
 1. Commit log: every record's BODYCRC and structure (§2.12), records back to back in each segment,
-   and what lies after the valid end (zeros, or a torn tail that only a crash explains).
+   and what lies after the valid end (zeros, or a torn tail that only a crash explains; valid
+   records there, which a restarted broker would overwrite, are named with their count and bytes).
 2. Consume queues <-> commit log (§4.1): every unit points at a record of that topic, queue and
    queue offset with that size and tagsCode; every NOT/COMMIT record has its unit.
 3. Index <-> commit log (§5.4): every entry is reachable from its slot and points at a record one
@@ -208,7 +209,11 @@ def _check_contiguity(store: Store, records: LogRecords, findings: Findings) -> 
 
 
 def _check_tail(store: Store, findings: Findings) -> None:
-    """What follows the valid end inside its segment: zeros (clean), or a torn or corrupt record."""
+    """What follows the valid end inside its segment: zeros (clean), or a torn or corrupt record; and
+    the valid records past it (`CommitLog.after_end`), expected after a crash, damage otherwise."""
+    after = store.log.after_end()
+    if after.records:
+        (findings.warning if findings.crashed else findings.error)("commit log", after.describe())
     end = store.log_end
     if end.segment is None or end.offset >= end.segment.end_offset:
         return

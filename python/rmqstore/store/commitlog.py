@@ -1,16 +1,26 @@
 """The commit log read-only: segments, the valid end of the log, windowed record walks (§2.1, §2.12).
 
-Valid end (what recovery would keep, §2.12/§6.3): the last segment whose first record is valid (or a
-BLANK) holds the end; later segments are pre-allocated or stale and count as empty. That segment is
-walked with the broker's check (BODYCRC included, like `checkCRCOnRecover`); the first invalid record
-(a torn tail after a crash, zeros, garbage, a length past the end) ends the log there and is not an
-error. The walk starts at the furthest of: the segment's first record; the last record the broker's
-index has seen (E = endPhyOffset of the newest index file, §5.1/§5.5), when the segment holds E and
-the record at E passes the same check with PHYSICALOFFSET == E (an index can outlive lost log pages:
-then E is not trusted); the end an earlier walk remembered (`rmqstore.store.logend`). So finding the
-end reads the log past E only, not the whole active segment (up to 1 GiB on a remote store), and
-records before E are checked when they are read, like those of older segments (recovery, which
-starts a few segments back, would instead end the log at the first of them that is invalid).
+Valid end (what recovery would keep, §2.12/§6.3), checked like `checkCRCOnRecover` (BODYCRC included);
+the first invalid record (a torn tail after a crash, zeros, garbage, a length past the end) ends the
+log there and is not an error:
+* With an `abort` file (a crash copy, or a running broker) it is where RocketMQ's abnormal recovery
+  ends (§6.3): the walk starts at the first record of the last segment whose first record is valid
+  with a store time in (0, getMinTimestamp()] of the checkpoint (else the first segment), goes on
+  through BLANKs into the next segments and stops at the first invalid record. It may resume in that
+  segment where an earlier such walk stopped (`rmqstore.store.logend`, kept apart from the walks
+  from E: a recovery walk checked every record of a segment before the point it remembers), never
+  at E: a record before E can be what recovery stops at.
+* After a clean shutdown the last segment whose first record is valid (or a BLANK) holds the end;
+  later segments are pre-allocated or stale and count as empty. That segment is walked from the
+  furthest of: its first record; the last record the broker's index has seen (E = endPhyOffset of
+  the newest index file, §5.1/§5.5), when the segment holds E and the record at E passes the same
+  check with PHYSICALOFFSET == E (an index can outlive lost log pages: then E is not trusted); the
+  end an earlier walk remembered (`rmqstore.store.logend`). So finding the end reads the log past E
+  only, not the whole active segment (up to 1 GiB on a remote store), and records before E are
+  checked when they are read, like those of older segments.
+
+Records the walk never reaches past the end are not rows; `after_end` counts them for `info` and
+`verify` (a restarted broker would overwrite them).
 
 An invalid record before the end does not move it: scans report it (FAILFAST) or step over the
 damage (PERMISSIVE): reading resumes at the next record start that resync finds (`format.resync`),
@@ -101,7 +111,9 @@ class CommitLog:
 
     def __init__(self, segments: Sequence[Segment], files: OpenFiles, stats: StoreStats, *,
                  check_crc_at_end: bool = True, end_cache: LogEndCache | None = None,
-                 last_indexed: Callable[[], int | None] | None = None) -> None:
+                 last_indexed: Callable[[], int | None] | None = None,
+                 crash_min_timestamp: Callable[[], int | None] | None = None,
+                 recovery_cache: LogEndCache | None = None) -> None:
         self.segments = list(segments)
         self.segment_size = common_segment_size(self.segments)
         self._files = files
@@ -112,6 +124,11 @@ class CommitLog:
         self._last_indexed = last_indexed
         """E, the physical offset of the last record the broker indexed (None: no index), read when the
         end is looked for (`IndexFiles.last_indexed_offset`)."""
+        self._crash_min_timestamp = crash_min_timestamp
+        """The checkpoint's getMinTimestamp() when `abort` exists, None after a clean shutdown (§6.3)."""
+        self._recovery_cache = recovery_cache
+        """Where a walk like abnormal recovery may resume in each segment it walks (kept apart:
+        `end_cache` walks start at E and leave the records before it unchecked)."""
 
     # ---- bounds -------------------------------------------------------------------------------
 
@@ -123,6 +140,9 @@ class CommitLog:
     @cached_property
     def end(self) -> LogEnd:
         """The valid end of the log, found like recovery from the walk's start (module docstring)."""
+        min_timestamp = self._crash_min_timestamp() if self._crash_min_timestamp else None
+        if min_timestamp is not None and self.segments:
+            return self._recovered_end(min_timestamp)
         for seg in reversed(self.segments):
             first = self.check_at(seg, 0, check_crc=self._check_crc_at_end)
             if first.kind == "invalid":
@@ -141,6 +161,62 @@ class CommitLog:
                               f"{seg.path}: first invalid record at position {stop.position}: {stop.reason}")
             return LogEnd(seg.end_offset, seg, f"{seg.path} is complete ({stop.kind})")
         return LogEnd(self.min_offset, None, "no segment starts with a valid record: the log is empty")
+
+    def _recovered_end(self, min_timestamp: int) -> LogEnd:
+        """Where abnormal recovery ends the log (`CommitLog.recoverAbnormally`, §6.3): walked from
+        `_recovery_start`, on through each BLANK into the next segment, to the first invalid record."""
+        first, cache = self._recovery_start(min_timestamp), self._recovery_cache
+        for i in range(first, len(self.segments)):
+            seg = self.segments[i]
+            start = cache.resume_at(self, seg) if cache else 0
+            stop, last = WalkStop(), None
+            for chunk in self.walk(seg, start, seg.size, check_crc=self._check_crc_at_end, stop=stop,
+                                   first_window=RESUME_WINDOW if start else None):
+                last = chunk.start + int(chunk.starts[-1])
+            if cache and (last is not None or start == 0):
+                cache.remember(self, seg, stop.position, last)
+            if stop.kind == "blank" and i + 1 < len(self.segments):
+                continue
+            origin = f"recovery after a crash from {self.segments[first].path}"
+            if stop.kind == "invalid":
+                return LogEnd(seg.base_offset + stop.position, seg,
+                              f"{seg.path}: first invalid record at position {stop.position} ({origin}): "
+                              f"{stop.reason}")
+            return LogEnd(seg.end_offset, seg, f"{seg.path} is complete ({stop.kind}; {origin})")
+        raise AssertionError("unreachable: the last segment returns")
+
+    def _recovery_start(self, min_timestamp: int) -> int:
+        """The segment abnormal recovery starts from (`isMappedFileMatchedRecover`, §6.3): the last whose
+        first record is valid with a store time in (0, min_timestamp], else the first."""
+        for i in range(len(self.segments) - 1, 0, -1):
+            seg = self.segments[i]
+            if self.check_at(seg, 0, check_crc=self._check_crc_at_end).kind == "record" \
+                    and 0 < self.store_time_at(seg, 0) <= min_timestamp:
+                return i
+        return 0
+
+    def after_end(self) -> AfterEnd:
+        """Valid records in the files past the valid end (the segment holding it and later ones), which
+        no reader returns and a restarted broker would overwrite: found by resync, each checked like the
+        walk for the end, damage between them stepped over."""
+        end, records, size, first = self.end, 0, 0, None
+        for seg in self.segments:
+            if seg.end_offset <= end.offset:
+                continue
+            pos = max(end.offset - seg.base_offset, 0)
+            while pos < seg.size:
+                found = self.resync(seg, pos, seg.size)
+                if found is None:
+                    break
+                stop = WalkStop()
+                for chunk in self.walk(seg, found, seg.size, check_crc=self._check_crc_at_end, stop=stop):
+                    first = chunk.base_offset + int(chunk.starts[0]) if first is None else first
+                    records += len(chunk.starts)
+                    size += _chunk_bytes(chunk)
+                if stop.kind != "invalid":
+                    break
+                pos = stop.position + 1
+        return AfterEnd(end.offset, records, size, first)
 
     def _walk_start(self, seg: Segment) -> int:
         """Where the walk for the end starts in `seg`, the segment holding it (module docstring): the
@@ -330,6 +406,27 @@ class CommitLog:
         resume = limit if found is None else found
         self._stats.skip(seg.path, offset, resume - stop.position, f"invalid record ({stop.reason})")
         return resume
+
+
+@dataclass(frozen=True)
+class AfterEnd:
+    """Valid records lying in the log files past the valid end `end` (`CommitLog.after_end`)."""
+
+    end: int
+    records: int
+    bytes: int
+    first: int | None
+    """Physical offset of the first of them."""
+
+    def describe(self) -> str:
+        return (f"{self.records} records, {self.bytes} bytes after the recovered end {self.end} (the first "
+                f"at {self.first}), which a restarted broker would overwrite")
+
+
+def _chunk_bytes(chunk: Chunk) -> int:
+    """Bytes of the valid records of `chunk` (the last one's TOTALSIZE included)."""
+    last = int(chunk.starts[-1])
+    return last - int(chunk.starts[0]) + _INT.unpack_from(chunk.buf, last)[0]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ with the start and first header bytes of the last record before it: while the se
 size and that record is still there (same header bytes, one small read), the next walk resumes at the
 remembered end (when it is further than the index's) and reads only what was written since. Another
 store uploaded to the same place has other records there, so it is walked from its start (or E).
+With `abort` the walk is abnormal recovery's (§6.3), which may cross several segments: its entries
+(one per segment walked, the newest `KEPT_SEGMENTS`) are kept apart, under their own kind.
 
 A local file is also held to its modification time: an entry is used only while the file's mtime is
 the one seen before the walk, and only if that mtime was `RACY_NS` older than the walk (like git's
@@ -31,12 +33,14 @@ if TYPE_CHECKING:
     from rmqstore.store.commitlog import CommitLog
     from rmqstore.store.store import Store
 
+KEPT_SEGMENTS = 8
+"""Entries kept per store, of the newest segments (a recovery walk may cross several, §6.3)."""
 RACY_NS = 2_000_000_000
 """A local file's mtime must be this much older than the walk for the walk's end to be remembered."""
 
 
 class LogEndCache:
-    """The remembered end of the walk over the segment that held the valid end of one store."""
+    """The remembered ends of the walks over the newest segments of one store."""
 
     def __init__(self, cache: SegmentCache) -> None:
         self._cache = cache
@@ -44,10 +48,12 @@ class LogEndCache:
         """A local segment's mtime before its walk, when old enough to be trusted (else None)."""
 
     @classmethod
-    def for_store(cls, store: Store, check_crc: bool) -> LogEndCache | None:
+    def for_store(cls, store: Store, check_crc: bool, *, recovery: bool = False) -> LogEndCache | None:
         """The cache of a store (None when there is nowhere to keep it); BODYCRC-checked walks are
-        kept apart."""
+        kept apart, and so are `recovery` walks (like abnormal recovery, §6.3: every record of a
+        segment before the end they remember was checked, so any such walk may resume there)."""
         kind = f"{LOGEND_CACHE_KIND}-crc" if check_crc else LOGEND_CACHE_KIND
+        kind += "-recovery" if recovery else ""
         cache = SegmentCache.for_store(store, kind, LOGEND_CACHE_VERSION, content_checked=True)
         return None if cache is None else cls(cache)
 
@@ -70,7 +76,9 @@ class LogEndCache:
         if self._cache.local and mtime is None:
             return  # written too recently to tell a later write from this one
         header = None if last_start is None else log.record_header(seg, last_start)
-        self._cache.save_entries({os.path.basename(seg.path): [seg.size, end, last_start, header, mtime]})
+        entries = self._cache.entries()
+        entries[os.path.basename(seg.path)] = [seg.size, end, last_start, header, mtime]
+        self._cache.save_entries({name: entries[name] for name in sorted(entries)[-KEPT_SEGMENTS:]})
 
     def _local_mtime(self, seg: Segment) -> int | None:
         """A local segment's mtime, when `RACY_NS` older than now (kept for `remember`); else None."""

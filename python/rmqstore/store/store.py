@@ -120,7 +120,9 @@ class Store:
                                  tuple(index_geometry) if index_geometry else None)
         self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end,
                              end_cache=LogEndCache.for_store(self, check_crc_at_end),
-                             last_indexed=self._index.last_indexed_offset)
+                             last_indexed=self._index.last_indexed_offset,
+                             crash_min_timestamp=self._crash_min_timestamp,
+                             recovery_cache=LogEndCache.for_store(self, check_crc_at_end, recovery=True))
         self._index_tail_scan_limit = index_tail_scan_limit
         self._queues: dict[tuple[str, int], ConsumeQueue | RocksConsumeQueue] = {}
         self._scan_problems: list[str] = []
@@ -717,6 +719,17 @@ class Store:
             return parse_checkpoint(read_small_file(self.fs, path))
         except ValueError as exc:
             raise StoreCorruptionError(path, 0, str(exc)) from None
+
+    def _crash_min_timestamp(self) -> int | None:
+        """getMinTimestamp() of the checkpoint when `abort` exists, else None: where abnormal recovery
+        starts (§6.3). 0 (recovery from the first segment) without a readable checkpoint."""
+        if not self.abort_present:
+            return None
+        try:
+            checkpoint = self.checkpoint
+        except StoreCorruptionError:
+            return 0
+        return checkpoint.min_timestamp() if checkpoint else 0
 
     @property
     def abort_present(self) -> bool:

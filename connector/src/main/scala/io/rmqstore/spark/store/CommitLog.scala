@@ -24,15 +24,22 @@ private[store] object WalkStop {
 /** The commit log read-only: segments, the valid end, record walks, resync (§2.1, §2.12), like
   * python/rmqstore/store/commitlog.py.
   *
-  * Valid end (what recovery would keep, §2.12/§6.3): the last segment whose first record is valid (or
-  * a BLANK) holds the end; later segments are pre-allocated or stale. That segment is walked with the
-  * broker's check (BODYCRC included, like `checkCRCOnRecover`); the first invalid record (a torn tail,
-  * zeros, garbage) ends the log there and is not an error. The walk starts at the last record the
-  * broker's index has seen (`indexedEnd`: the newest index file's endPhyOffset, E) when that segment
-  * holds E and the record at E passes the same check (PHYSICALOFFSET == E included), else at 0 (no index
-  * file, E elsewhere, or an index that outlived lost commit-log pages); records before the start are
-  * checked when read, like those of older segments (FAILFAST / PERMISSIVE). A walk of the same file in
-  * this JVM resumes where the last one stopped when that is further (`EndCache`: the log is append-only).
+  * Valid end (what recovery would keep, §2.12/§6.3), checked like `checkCRCOnRecover` (BODYCRC included); the
+  * first invalid record (a torn tail, zeros, garbage) ends the log there and is not an error:
+  *   - With an `abort` file (`crashMinTimestamp` is the checkpoint's getMinTimestamp()) it is where RocketMQ's
+  *     abnormal recovery ends (§6.3): the walk starts at the first record of the last segment whose first record
+  *     is valid with a store time in (0, getMinTimestamp()] (else the first segment), goes on through BLANKs into
+  *     the next segments and stops at the first invalid record; never at E (a record before E can be where
+  *     recovery stops). It may resume in each segment where an earlier such walk in this JVM stopped (`EndCache`,
+  *     kept apart from the walks from E, which leave the records before E unchecked).
+  *   - After a clean shutdown the last segment whose first record is valid (or a BLANK) holds the end; later
+  *     segments are pre-allocated or stale. That segment is walked from the last record the broker's index has
+  *     seen (`indexedEnd`: the newest index file's endPhyOffset, E) when that segment holds E and the record at
+  *     E passes the same check (PHYSICALOFFSET == E included), else from 0 (no index file, E elsewhere, or an
+  *     index that outlived lost commit-log pages); records before the start are checked when read, like those
+  *     of older segments (FAILFAST / PERMISSIVE). A walk of the same file in this JVM resumes where the last
+  *     one stopped when that is further (`EndCache`: the log is append-only).
+  *
   * The walk reads windows growing from `ResumeWindow`, so a short one reads little. The same rule as
   * python/rmqstore/store/commitlog.py `CommitLog.end`. Segments wholly before the end are finished and
   * memory-mapped; the segment holding the end is read by positioned reads in windows (the broker may be
@@ -44,7 +51,8 @@ private[store] final class CommitLog(
     checkCrcAtEnd: Boolean,
     knownEnd: Option[Long],
     maxMessageSize: Int,
-    indexedEnd: () => Option[Long]
+    indexedEnd: () => Option[Long],
+    crashMinTimestamp: () => Option[Long] = () => None
 ) extends AutoCloseable {
   import CommitLog._
 
@@ -64,6 +72,13 @@ private[store] final class CommitLog(
   // Runs before the end is known: every segment it reads may be the one the broker writes.
   private def findEnd(): Long = {
     val stats = ScanStats()
+    crashMinTimestamp() match {
+      case Some(minTimestamp) if segments.nonEmpty => recoveredEnd(minTimestamp, stats)
+      case _ => cleanEnd(stats)
+    }
+  }
+
+  private def cleanEnd(stats: ScanStats): Long = {
     val holding =
       segments.reverseIterator.map(seg => seg -> recordAt(seg, 0, checkCrcAtEnd, stats, finished = false)._2)
         .find { case (_, first) => first == RecordCheck.Blank || first > 0 }
@@ -78,7 +93,9 @@ private[store] final class CommitLog(
         val stop = new WalkStop
         val from = math.max(
           walkStart(seg, stats),
-          EndCache.resumeAt(seg, checkCrcAtEnd)(pos => recordAt(seg, pos, checkCrcAtEnd, stats, false)._2)
+          EndCache.resumeAt(seg, checkCrcAtEnd, recovery = false)(pos =>
+            recordAt(seg, pos, checkCrcAtEnd, stats, false)._2
+          )
         )
         var lastStart = -1L
         walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, ResumeWindow) {
@@ -86,7 +103,7 @@ private[store] final class CommitLog(
             lastStart = v.physicalOffset - seg.baseOffset
             true
         }
-        if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, lastStart, stop.position)
+        if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = false, lastStart, stop.position)
         if (stop.kind == WalkStop.Invalid) {
           endReason = s"${seg.path}: first invalid record at position ${stop.position}: ${stop.reason}"
           seg.baseOffset + stop.position
@@ -96,6 +113,52 @@ private[store] final class CommitLog(
         }
     }
   }
+
+  /** Where abnormal recovery ends the log (`CommitLog.recoverAbnormally`, §6.3): walked from `recoveryStart`, on
+    * through each BLANK into the next segment, to the first invalid record.
+    */
+  private def recoveredEnd(minTimestamp: Long, stats: ScanStats): Long = {
+    val first = recoveryStart(minTimestamp, stats)
+    val origin = s"recovery after a crash from ${segments(first).path}"
+    var i = first
+    var found = -1L
+    while (found < 0) {
+      val seg = segments(i)
+      val from =
+        EndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats, false)._2)
+      val stop = new WalkStop
+      var lastStart = -1L
+      walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, if (from > 0) ResumeWindow else 0) {
+        v =>
+          lastStart = v.physicalOffset - seg.baseOffset
+          true
+      }
+      if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = true, lastStart, stop.position)
+      if (stop.kind == WalkStop.Blank && i + 1 < segments.length) i += 1
+      else {
+        if (stop.kind == WalkStop.Invalid) {
+          endReason = s"${seg.path}: first invalid record at position ${stop.position} ($origin): ${stop.reason}"
+          found = seg.baseOffset + stop.position
+        } else {
+          endReason = s"${seg.path} is complete ($origin)"
+          found = seg.endOffset
+        }
+      }
+    }
+    found
+  }
+
+  /** The segment abnormal recovery starts from (`isMappedFileMatchedRecover`, §6.3): the last whose first record
+    * is valid with a store time in (0, minTimestamp], else the first.
+    */
+  private def recoveryStart(minTimestamp: Long, stats: ScanStats): Int =
+    (segments.length - 1 until 0 by -1).find { i =>
+      val (buf, code) = recordAt(segments(i), 0, checkCrcAtEnd, stats, finished = false)
+      code >= Layout.MinRecordSize && {
+        val storeTime = buf.getLong(Layout.storeTimestampOffset(buf.getInt(Layout.OffSysFlag)))
+        storeTime > 0 && storeTime <= minTimestamp
+      }
+    }.getOrElse(0)
 
   /** Where the walk for the valid end of `seg` starts (class comment): the position of E in `seg` when it
     * holds E and the record there is valid, else 0.

@@ -39,7 +39,15 @@ final class Store private (
   private val (segmentList, layoutProblems) = Segments.list(fs, commitlogDir)
   private val index = new IndexFiles(fs, fs.join(root, IndexFiles.IndexDir), indexGeometry)
   private val log =
-    new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize, () => index.newestEndPhyOffset)
+    new CommitLog(
+      fs,
+      segmentList,
+      checkCrcAtEnd,
+      knownEnd,
+      maxMessageSize,
+      () => index.newestEndPhyOffset,
+      () => crashMinTimestamp
+    )
   private val queues = mutable.HashMap.empty[(String, Int), QueueReader]
   private val otherProblems = mutable.ArrayBuffer.empty[String]
 
@@ -59,6 +67,21 @@ final class Store private (
 
   /** True when `abort` exists: a broker is running, or did not shut down cleanly (§6.2). */
   def abortPresent: Boolean = fs.info(fs.join(root, AbortFile)).isDefined
+
+  /** getMinTimestamp() of the checkpoint when `abort` exists, else None: where abnormal recovery starts (§6.1,
+    * §6.3). 0 (recovery from the first segment) without a readable checkpoint.
+    */
+  private def crashMinTimestamp: Option[Long] =
+    if (!abortPresent) None
+    else {
+      val path = fs.join(root, CheckpointFile)
+      val bytes = if (fs.info(path).exists(!_.isDir)) fs.readAll(path) else Array.emptyByteArray
+      if (bytes.length < 16) Some(0L)
+      else {
+        val buf = ByteBuffer.wrap(bytes)
+        Some(math.max(0L, math.min(buf.getLong(0), buf.getLong(8)) - CheckpointMarginMs))
+      }
+    }
 
   /** A commit-log segment opened for positioned reads (`mapped`: memory-mapped, for files no longer written). */
   private[store] def openSegment(seg: Segment, mapped: Boolean): RandomAccess = fs.open(seg.path, mapped)
@@ -581,6 +604,10 @@ object Store {
   final val TopicsFile = "topics.json"
   final val BackupSuffix = ".bak"
   final val AbortFile = "abort"
+  final val CheckpointFile = "checkpoint"
+
+  /** getMinTimestamp steps back 3 s from the smaller of the physic/logics timestamps (§6.1). */
+  final val CheckpointMarginMs = 3000L
 
   /** `readAt` reads records closer than this in one request. */
   final val ReadRunGap = 64L << 10
