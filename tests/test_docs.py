@@ -1,8 +1,9 @@
 """Every cross-reference in the code resolves.
 
 - `§N` / `§N.M` cites docs/format.md ("spec §2.12" too); "design §N" (or "docs/design.md §N") cites
-  docs/design.md, "damage §N" (or "damage.md §N") docs/damage.md: each cited section is a heading of that document. No other document is cited by
-  section ("facts §N" of files not in the repository is refused).
+  docs/design.md, "damage §N" (or "damage.md §N") docs/damage.md: each cited section is a heading of
+  that document. No other document is cited by section ("facts §N" of files not in the repository is
+  refused).
 - A Scala docstring that points to the Python model (`python/rmqstore/x.py`, maybe followed by
   backticked names) names a file that exists and names defined in it.
 """
