@@ -113,6 +113,12 @@ class RocksConsumeQueue:
         """The first unit at or after the min entry that points at or after the log's min offset."""
         return self._first_at_least(self._stored[0], self.max_offset, self._log_min)
 
+    def last_phy(self) -> int | None:
+        """PHYSICALOFFSET of the queue's last stored unit, units past the log's valid end included (None
+        without units): a record the dispatcher saw (damage.md §2), as `ConsumeQueue.last_phy`."""
+        low, end = self._stored
+        return self._phy_at(end - 1) if end > low else None
+
     def end_bound(self, upto: int | None = None) -> int:
         """`max_offset`, or `upto` when the queue reaches it (the file queue's planning bound)."""
         return self.max_offset if upto is None else min(self.max_offset, max(upto, 0))

@@ -26,6 +26,11 @@ private[store] trait QueueReader {
 
   /** The units pointing at or after `firstPhy` (maybe some before): the queue's tail, for `Coverage`. */
   def unitsFrom(firstPhy: Long): Seq[QueueUnit]
+
+  /** PHYSICALOFFSET of the last stored unit that is not a filler, units past the log's valid end included
+    * (a record the dispatcher saw, docs/damage.md §2).
+    */
+  def lastPhyOffset: Option[Long]
 }
 
 /** One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3), like

@@ -87,6 +87,9 @@ private[store] final class RocksConsumeQueue(
     }
   }
 
+  /** PHYSICALOFFSET of the last stored unit, units past the log's valid end included (docs/damage.md §2). */
+  def lastPhyOffset: Option[Long] = if (storedEnd > storedMin) phyAt(storedEnd - 1) else None
+
   def spans(start: Long, end: Long): Seq[(Long, Long)] = {
     val (a, b) = (math.max(start, minOffset), math.min(end, maxOffset))
     if (a < b) Seq((a, b)) else Nil
