@@ -322,7 +322,7 @@ class CommitLogTail:
         walk goes on (the read skips and counts the bytes before it, damage.md §1)."""
         position = seg.base_offset + rel
         after = self._valid_after(seg, data, rel, total)
-        if after is None:
+        if after is None or self._whole_now(seg, rel):
             advance.end = advance.held = position
             return None
         evidence = (f"a valid record follows at physical offset {after[0]}" if after[1] is None
@@ -335,6 +335,18 @@ class CommitLogTail:
                             "over the damaged bytes")
         advance.end = after[0]
         return after[0] - seg.base_offset
+
+    def _whole_now(self, seg: Segment, rel: int) -> bool:
+        """The record at `rel` validates when read again now: the broker finished it after the walk first
+        read it, and what follows it was written since (a live broker, not damage)."""
+        handle = self._open(seg.path)
+        head = handle.read(rel, _HEADER.size)
+        total = _HEADER.unpack_from(head, 0)[0] if len(head) == _HEADER.size else 0
+        if total < MIN_RECORD_SIZE or rel + total > seg.size:
+            return False
+        check = check_record(handle.read(rel, total), 0, check_crc=True,
+                             expected_physical_offset=seg.base_offset + rel)
+        return check.kind == "record"
 
     def _valid_after(self, seg: Segment, data: SegmentBytes, rel: int,
                      total: int | None) -> tuple[int, int | None] | None:

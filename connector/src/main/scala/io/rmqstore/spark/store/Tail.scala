@@ -209,7 +209,7 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
       : Option[Long] = {
     val seg = segments(i)
     val position = seg.baseOffset + rel
-    validAfter(i, w, rel, total) match {
+    validAfter(i, w, rel, total).filterNot(_ => wholeNow(seg, rel)) match {
       case None =>
         advance.end = position
         advance.held = Some(position)
@@ -229,6 +229,21 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
         advance.end = after
         Some(after - seg.baseOffset)
     }
+  }
+
+  /** The record at `rel` validates when read again now: the broker finished it after the walk first read it,
+    * and what follows it was written since (a live broker, not damage).
+    */
+  private def wholeNow(seg: Segment, rel: Long): Boolean = {
+    val file = store.openSegment(seg, mapped = false)
+    try {
+      val head = file.read(rel, HeaderBytes)
+      val total = if (head.limit() >= HeaderBytes) head.getInt(0) else 0
+      total >= MinRecordSize && rel + total <= seg.size && {
+        val buf = file.read(rel, total)
+        RecordCheck.check(buf, 0, buf.limit(), verifyCrc = true, seg.baseOffset + rel) == total
+      }
+    } finally file.close()
   }
 
   /** (where the walk goes on, the position the store names if that is the evidence) when something valid
