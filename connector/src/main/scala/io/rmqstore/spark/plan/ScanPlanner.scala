@@ -23,7 +23,8 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   * index, built and cached once (a note says so), as Python's `Store.index_candidates`. Queue windows
   * (startingOffsets / endingOffsets) are positions in the queues: they select queue units only.
   * 4. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`).
-  * 5. Otherwise the whole log, split by `Store.splitRanges` (`maxBytesPerPartition`, `minPartitions`).
+  * 5. Otherwise the whole log, its segment spans cut by `Split.splitSpans` (`maxBytesPerPartition`,
+  *    `minPartitions`).
   * Index candidates are hash matches: the reader confirms every row of every task against all predicates.
   */
 object ScanPlanner extends ContractPlan {
@@ -402,7 +403,7 @@ object ScanPlanner extends ContractPlan {
   private def rangeTasks(index: Int, store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[ReadTask] =
     rangePieces(store, ranges, settings).map { case (s, e) => RangeTask(index, s, e) }
 
-  /** `ranges` (sorted, disjoint) cut like a scan's tasks: pieces of `Store.splitRanges` (never across
+  /** `ranges` (sorted, disjoint) cut like a scan's tasks: `Split.splitSpans` of the segment spans (never across
     * segments, at most `maxBytesPerPartition`, at least `minPartitions` of them).
     */
   private def rangePieces(store: Store, ranges: Seq[(Long, Long)], settings: Settings): Seq[(Long, Long)] = {
