@@ -186,7 +186,8 @@ def run(args) -> dict:
 
     os.environ.setdefault("RMQSTORE_CACHE_DIR", tempfile.mkdtemp(prefix="rmqstore-campaign-cache-"))
     spark = session("local[2]", "rmqstore-spark-campaign", engine="jvm", spark__ui__enabled="false",
-                    spark__sql__shuffle__partitions="2", spark__python__worker__reuse="true")
+                    spark__sql__shuffle__partitions="2", spark__python__worker__reuse="true",
+                    spark__ui__showConsoleProgress="false")
     spark.sparkContext.setLogLevel("OFF")
     sources = {"jvm": PROVIDER_CLASS, "python": "rmqstore_python"}
     work = tempfile.mkdtemp(prefix="rmqstore-spark-campaign-")
