@@ -112,7 +112,8 @@ def _check_outcome(want: Expected, got: list[int], error: str | None,
 @pytest.mark.spark
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_spark(case: dict, built: dict, spark, engine_format: str, tmp_path: Path) -> None:
-    """The case through Spark: batch (`where` pushed or not, or `count()`) or an availableNow stream."""
+    """The case through Spark: batch (`where` pushed or not, or `count()`: the plan each engine logs to
+    `statsDir`, rows, error, skip counts) or an availableNow stream (rows or error)."""
     where = built[case["name"]]
     want = resolve(case, where["manifest"])
     query = case["query"]
@@ -126,18 +127,22 @@ def test_spark(case: dict, built: dict, spark, engine_format: str, tmp_path: Pat
         options = {**_options(case, where["store"]), "statsDir": str(stats)}
         df = spark.read.format(engine_format).options(**options).load().where(sql(query["filter"]))
         try:
-            if query.get("count"):
-                assert df.count() == want.count
-                return
-            got = [r.commitLogOffset for r in df.select("commitLogOffset").collect()]
-            if want.offsets is not None and want.error is None:
-                expected = spark.createDataFrame([(o,) for o in want.offsets], "commitLogOffset long")
-                assert_df_equality(df.select("commitLogOffset"), expected, ignore_row_order=True)
+            result = df.count() if query.get("count") else [
+                r.commitLogOffset for r in df.select("commitLogOffset").collect()]
         except Exception as exc:  # Spark wraps the engine's error (Py4J / PythonException)
-            error = str(exc)
-        reads = [json.loads(line) for f in stats.glob("*") for line in f.read_text().splitlines()]
-        reads = [r for r in reads if r["event"] == "read"]
+            result, error = [], str(exc)
+        events = [json.loads(line) for f in stats.glob("*") for line in f.read_text().splitlines()]
+        plans = [e for e in events if e["event"] == "plan"]  # the engine's own plan, pushdown included
+        assert plans and (plans[0]["access"], plans[0]["tasks"]) == ([want.access], want.tasks), plans
+        reads = [e for e in events if e["event"] == "read"]  # of this one action
         skipped = (sum(r["invalid_records_skipped"] for r in reads), sum(r["bytes_skipped"] for r in reads))
+        if query.get("count") and error is None:
+            assert result == want.count
+            return
+        got = result
+        if error is None and want.error is None and want.offsets is not None:
+            expected = spark.createDataFrame([(o,) for o in want.offsets], "commitLogOffset long")
+            assert_df_equality(df.select("commitLogOffset"), expected, ignore_row_order=True)
     _check_outcome(want, got, error, skipped)
 
 
