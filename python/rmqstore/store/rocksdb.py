@@ -14,15 +14,17 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
+from rmqstore.io.base import StoreFileSystem
+from rmqstore.io.local import LocalFileSystem
 from rmqstore.store.errors import StoreCorruptionError, StoreLayoutError
 
 CURRENT_FILE = "CURRENT"
 """Every RocksDB database directory has it (the name of the live MANIFEST)."""
 
 
-def is_rocksdb(fs: object, path: str) -> bool:
+def is_rocksdb(fs: StoreFileSystem, path: str) -> bool:
     """`path` is a RocksDB database directory (it holds `CURRENT`)."""
-    return fs.is_dir(path) and fs.exists(fs.join(path, CURRENT_FILE))  # type: ignore[attr-defined]
+    return fs.is_dir(path) and fs.exists(fs.join(path, CURRENT_FILE))
 
 
 class ReadOnlyRocksDB:
@@ -74,10 +76,8 @@ class ReadOnlyRocksDB:
         shutil.rmtree(self._links, ignore_errors=True)
 
 
-def local_rocksdb(fs: object, path: str, feature: str) -> ReadOnlyRocksDB:
+def local_rocksdb(fs: StoreFileSystem, path: str, feature: str) -> ReadOnlyRocksDB:
     """The RocksDB at `path` of a local store; StoreLayoutError naming `feature` for a remote one."""
-    from rmqstore.io.local import LocalFileSystem
-
     if not isinstance(fs, LocalFileSystem):
         raise StoreLayoutError(
             f"{path}: {feature} is a RocksDB database, which rmqstore reads from a local directory only; "
