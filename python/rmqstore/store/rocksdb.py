@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 
 from rmqstore.io.base import StoreFileSystem
@@ -35,6 +36,8 @@ class ReadOnlyRocksDB:
 
         self.path = path
         self._links = tempfile.mkdtemp(prefix="rmqstore-rocksdb-")
+        # the links go with this object even when nobody calls close (a Store dropped by a Spark task)
+        self._remove_links = weakref.finalize(self, shutil.rmtree, self._links, True)
         try:
             for name in os.listdir(path):
                 os.symlink(os.path.join(os.path.abspath(path), name), os.path.join(self._links, name))
@@ -44,7 +47,7 @@ class ReadOnlyRocksDB:
             self._db = Rdict(self._links, options, column_families=families,
                              access_type=AccessType.read_only())
         except Exception as exc:  # rocksdict raises plain Exception with RocksDB's status text
-            shutil.rmtree(self._links, ignore_errors=True)
+            self._remove_links()
             raise StoreCorruptionError(path, 0, f"cannot open the RocksDB read-only: {exc}") from None
         self.families = set(names)
 
@@ -73,7 +76,7 @@ class ReadOnlyRocksDB:
 
     def close(self) -> None:
         self._db.close()
-        shutil.rmtree(self._links, ignore_errors=True)
+        self._remove_links()
 
 
 def local_rocksdb(fs: StoreFileSystem, path: str, feature: str) -> ReadOnlyRocksDB:
