@@ -27,6 +27,11 @@ MAIN = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" not in o
 """Fixtures with their own records and queries."""
 CRASH = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" in oracle)
 """Copies of a running store with a torn last record; their records are those of `recordsFrom`."""
+ROCKSDB = sorted(name for name, oracle in ORACLES.items() if oracle.get("storeType") == "defaultRocksDB")
+"""Fixtures of RocksDBMessageStore: consume queues and consumer offsets in RocksDB (docs/format.md §4.6)."""
+FILE_QUEUES = [name for name in MAIN if name not in ROCKSDB]
+"""MAIN without the RocksDB fixtures, for Spark reads that do not go through the consume queues (index,
+time and msgId paths: the same code on the same kind of commit log, not repeated for CI time)."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Host = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]

@@ -14,12 +14,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from oracle import ORACLES, index_geometry, open_store, store_dir
+from oracle import ORACLES, ROCKSDB, index_geometry, open_store, store_dir
 
 from rmqstore import Store
 from rmqstore.cli import main as cli_main
-
-ROCKSDB = sorted(name for name, oracle in ORACLES.items() if oracle.get("storeType") == "defaultRocksDB")
 
 
 def _backlogs(name: str) -> dict[tuple[str, str], list[int]]:

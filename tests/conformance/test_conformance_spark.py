@@ -25,6 +25,7 @@ import pytest
 from oracle import (
     CRASH,
     EPOCH,
+    FILE_QUEUES,
     MAIN,
     expected_row,
     index_queries,
@@ -137,7 +138,7 @@ def test_a_topic_filter_selecting_every_record_is_scanned(
 
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
-@pytest.mark.parametrize("name", MAIN)
+@pytest.mark.parametrize("name", FILE_QUEUES)
 def test_store_timestamp_window_returns_every_record_stored_in_it(
     spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
 ) -> None:
@@ -156,7 +157,7 @@ def _instant(ms: int) -> datetime:
 
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
-@pytest.mark.parametrize("name", MAIN)
+@pytest.mark.parametrize("name", FILE_QUEUES)
 def test_key_equals_whole_keys_string(
     spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
 ) -> None:
@@ -188,7 +189,7 @@ def test_keys_option_matches_rocketmq_key_queries(
 
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
-@pytest.mark.parametrize("name", MAIN)
+@pytest.mark.parametrize("name", FILE_QUEUES)
 def test_uniq_key_matches_rocketmq(
     spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
 ) -> None:
@@ -204,7 +205,7 @@ def test_uniq_key_matches_rocketmq(
 
 
 @pytest.mark.parametrize("pushdown", PUSHDOWN)
-@pytest.mark.parametrize("name", MAIN)
+@pytest.mark.parametrize("name", FILE_QUEUES)
 def test_msg_id_matches_rocketmq(
     spark: SparkSession, engine_format: str, tmp_path: Path, name: str, pushdown: bool
 ) -> None:
@@ -219,7 +220,7 @@ def test_msg_id_matches_rocketmq(
     read.assert_access("offsets")
 
 
-@pytest.mark.parametrize("name", MAIN)
+@pytest.mark.parametrize("name", FILE_QUEUES)
 def test_single_value_equalities_match_rocketmq(
     spark: SparkSession, engine_format: str, tmp_path: Path, name: str
 ) -> None:

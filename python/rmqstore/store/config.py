@@ -92,14 +92,18 @@ def _rocksdb_offset_table(fs: StoreFileSystem, path: str) -> tuple[int, dict[str
         version = None
         if KV_DATA_VERSION_FAMILY in db.families:
             version = db.get(KV_DATA_VERSION_FAMILY, KV_DATA_VERSION_KEY)
-        return (_counter(parse_fastjson(version.decode("utf-8"))) if version else 0), table
+        return (_version_counter(parse_fastjson(version.decode("utf-8"))) if version else 0), table
     finally:
         db.close()
 
 
 def _counter(doc: Any) -> int:
     """A document's `dataVersion.counter` (0 when absent), which the broker compares to pick a table."""
-    version = doc.get("dataVersion") if isinstance(doc, dict) else None
+    return _version_counter(doc.get("dataVersion") if isinstance(doc, dict) else None)
+
+
+def _version_counter(version: Any) -> int:
+    """A DataVersion's `counter` (0 when absent)."""
     counter = version.get("counter") if isinstance(version, dict) else None
     return counter if isinstance(counter, int) else 0
 

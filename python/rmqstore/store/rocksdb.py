@@ -12,17 +12,20 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 
+from rmqstore.io.base import StoreFileSystem
+from rmqstore.io.local import LocalFileSystem
 from rmqstore.store.errors import StoreCorruptionError, StoreLayoutError
 
 CURRENT_FILE = "CURRENT"
 """Every RocksDB database directory has it (the name of the live MANIFEST)."""
 
 
-def is_rocksdb(fs: object, path: str) -> bool:
+def is_rocksdb(fs: StoreFileSystem, path: str) -> bool:
     """`path` is a RocksDB database directory (it holds `CURRENT`)."""
-    return fs.is_dir(path) and fs.exists(fs.join(path, CURRENT_FILE))  # type: ignore[attr-defined]
+    return fs.is_dir(path) and fs.exists(fs.join(path, CURRENT_FILE))
 
 
 class ReadOnlyRocksDB:
@@ -33,6 +36,8 @@ class ReadOnlyRocksDB:
 
         self.path = path
         self._links = tempfile.mkdtemp(prefix="rmqstore-rocksdb-")
+        # the links go with this object even when nobody calls close (a Store dropped by a Spark task)
+        self._remove_links = weakref.finalize(self, shutil.rmtree, self._links, True)
         try:
             for name in os.listdir(path):
                 os.symlink(os.path.join(os.path.abspath(path), name), os.path.join(self._links, name))
@@ -42,7 +47,7 @@ class ReadOnlyRocksDB:
             self._db = Rdict(self._links, options, column_families=families,
                              access_type=AccessType.read_only())
         except Exception as exc:  # rocksdict raises plain Exception with RocksDB's status text
-            shutil.rmtree(self._links, ignore_errors=True)
+            self._remove_links()
             raise StoreCorruptionError(path, 0, f"cannot open the RocksDB read-only: {exc}") from None
         self.families = set(names)
 
@@ -71,13 +76,11 @@ class ReadOnlyRocksDB:
 
     def close(self) -> None:
         self._db.close()
-        shutil.rmtree(self._links, ignore_errors=True)
+        self._remove_links()
 
 
-def local_rocksdb(fs: object, path: str, feature: str) -> ReadOnlyRocksDB:
+def local_rocksdb(fs: StoreFileSystem, path: str, feature: str) -> ReadOnlyRocksDB:
     """The RocksDB at `path` of a local store; StoreLayoutError naming `feature` for a remote one."""
-    from rmqstore.io.local import LocalFileSystem
-
     if not isinstance(fs, LocalFileSystem):
         raise StoreLayoutError(
             f"{path}: {feature} is a RocksDB database, which rmqstore reads from a local directory only; "

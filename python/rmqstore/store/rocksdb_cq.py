@@ -16,6 +16,7 @@ import numpy as np
 
 from rmqstore.format.consumequeue import CQ_DTYPE
 from rmqstore.format.rocksdbcq import (
+    CQ_VALUE_SIZE,
     MAX_TAG,
     MIN_TAG,
     OFFSET_COLUMN_FAMILY,
@@ -88,7 +89,13 @@ class RocksConsumeQueue:
 
     def _phy_at(self, queue_offset: int) -> int | None:
         value = self._db.get("default", unit_key(self.topic, self.queue_id, queue_offset))
-        return None if value is None else int.from_bytes(value[:8], "big", signed=True)
+        if value is None:
+            return None
+        if len(value) != CQ_VALUE_SIZE:
+            where = f"queue {self.topic}/{self.queue_id} offset {queue_offset}"
+            raise StoreCorruptionError(self._db.path, 0,
+                                       f"{where}: unit value is {len(value)} bytes, not {CQ_VALUE_SIZE}")
+        return int.from_bytes(value[:8], "big", signed=True)
 
     def _first_at_least(self, lo: int, hi: int, phy: int) -> int:
         """The first queue offset in [lo, hi) whose unit points at or after `phy` (hi if none); a missing

@@ -45,7 +45,19 @@ private[store] final class RocksConsumeQueue(
 ) extends QueueReader {
 
   private def phyAt(queueOffset: Long): Option[Long] =
-    db.get("default", RocksCqLayout.unitKey(topic, queueId, queueOffset)).map(v => ByteBuffer.wrap(v).getLong(0))
+    db.get("default", RocksCqLayout.unitKey(topic, queueId, queueOffset)).map(v =>
+      ByteBuffer.wrap(checked(queueOffset, v)).getLong(0)
+    )
+
+  /** A unit value, StoreCorruptionException naming the queue and offset unless it is 28 bytes. */
+  private def checked(queueOffset: Long, value: Array[Byte]): Array[Byte] =
+    if (value.length == RocksCqLayout.UnitValueSize) value
+    else
+      throw new StoreCorruptionException(
+        db.path,
+        0,
+        s"queue $topic/$queueId offset $queueOffset: unit value is ${value.length} bytes, not ${RocksCqLayout.UnitValueSize}"
+      )
 
   /** The first queue offset in [lo, hi) whose unit points at or after `phy` (hi if none); a missing unit counts
     * as below (RocketMQ's binarySearchInCQ moves past it).
@@ -72,14 +84,7 @@ private[store] final class RocksConsumeQueue(
       Some(RocksCqLayout.unitKey(topic, queueId, hi))
     )
     items.iterator.flatMap { case (k, v) =>
-      if (v.length != RocksCqLayout.UnitValueSize)
-        throw new StoreCorruptionException(
-          db.path,
-          0,
-          s"queue $topic/$queueId offset ${RocksCqLayout.queueOffsetOf(k)}: unit value is ${v.length} bytes, " +
-            s"not ${RocksCqLayout.UnitValueSize}"
-        )
-      val b = ByteBuffer.wrap(v)
+      val b = ByteBuffer.wrap(checked(RocksCqLayout.queueOffsetOf(k), v))
       val (phy, size) = (b.getLong(0), b.getInt(8))
       if (size > 0 && phy >= logMin && phy < logMax)
         Some(QueueUnit(RocksCqLayout.queueOffsetOf(k), phy, size, b.getLong(12)))

@@ -35,13 +35,16 @@ private[store] object RocksConsumerOffsets {
         if (db.families.contains(KvDataVersionFamily)) db.get(KvDataVersionFamily, KvDataVersionKey) else None
       val doc = JsonNodeFactory.instance.objectNode()
       doc.set[JsonNode]("offsetTable", table)
-      (version.fold(0L)(v => counter(BrokerConfig.parseFastjson(new String(v, UTF_8)))), doc)
+      (version.fold(0L)(v => versionCounter(BrokerConfig.parseFastjson(new String(v, UTF_8)))), doc)
     } finally db.close()
   }
 
   /** A document's `dataVersion.counter` (0 when absent), which the broker compares to pick a table. */
-  def counter(doc: JsonNode): Long = {
-    val c = doc.path("dataVersion").path("counter")
+  def counter(doc: JsonNode): Long = versionCounter(doc.path("dataVersion"))
+
+  /** A DataVersion's `counter` (0 when absent). */
+  private def versionCounter(version: JsonNode): Long = {
+    val c = version.path("counter")
     if (c.isIntegralNumber) c.asLong else 0L
   }
 }

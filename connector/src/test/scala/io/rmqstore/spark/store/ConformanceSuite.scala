@@ -237,6 +237,23 @@ class ConformanceSuite extends AnyFunSuite {
           )
       finally store.close()
     }
+
+    test(s"$name: consumerOffset.json wins over the RocksDB offsets only with a higher dataVersion counter") {
+      val root = copy(name, java.nio.file.Files.createTempDirectory("rmq-rocksdb-merge"))
+      val rocks = open(name)
+      val fromRocks =
+        try rocks.consumerOffsets
+        finally rocks.close()
+      for ((counter, wins) <- Seq(0 -> false, 1 -> true)) {
+        java.nio.file.Files.writeString(
+          root.resolve("config").resolve("consumerOffset.json"),
+          s"""{"offsetTable":{"TopicTest@group-a":{0:1}},"dataVersion":{"counter":$counter}}"""
+        )
+        val store = Store.open(StoreLocation(root.toString), null, Some(geometry(name)))
+        try assert(store.consumerOffsets == (if (wins) Map(("TopicTest", "group-a") -> Map(0 -> 1L)) else fromRocks))
+        finally store.close()
+      }
+    }
   }
 
   for (name <- Oracle.crash) {
