@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from rmqstore.cli.options import add_output_arguments, add_store_arguments, format_time, open_store
 from rmqstore.cli.output import print_fields, print_json, print_table
 from rmqstore.plan.tasks import split_spans
-from rmqstore.store import Store, StoreError
+from rmqstore.store import Store, StoreError, UnsupportedShapeError
 
 _TAIL_RANGE_BYTES = 16 << 20
 """Scan ranges of this size from the end to find the last record (a record is at most 4 MiB)."""
@@ -58,28 +58,33 @@ def collect(store: Store) -> dict[str, Any]:
         }
         for s in store.segments
     ]
-    queues = []
-    for topic in store.topics():
-        for queue_id in store.queue_ids(topic):
-            queue = store.consume_queue(topic, queue_id)
-            queues.append(
-                {
-                    "topic": topic,
-                    "queueId": queue_id,
-                    "minOffset": queue.min_offset,
-                    "maxOffset": queue.max_offset,
-                }
-            )
-    heads = {(q["topic"], q["queueId"]): q["maxOffset"] for q in queues}
-    groups = []
     notes: list[str] = []  # optional metadata that cannot be read: a problem, the rest is still shown
+    queues: list[dict[str, Any]] | None = []
+    try:
+        for topic in store.topics():
+            for queue_id in store.queue_ids(topic):
+                queue = store.consume_queue(topic, queue_id)
+                queues.append(
+                    {
+                        "topic": topic,
+                        "queueId": queue_id,
+                        "minOffset": queue.min_offset,
+                        "maxOffset": queue.max_offset,
+                    }
+                )
+    except UnsupportedShapeError as exc:  # queues and lag unknown (null), never empty or 0 (§1.6)
+        queues = None
+        notes.append(str(exc))
+    heads = {(q["topic"], q["queueId"]): q["maxOffset"] for q in queues or ()}
+    groups = []
     try:
         offsets_by_group = store.consumer_offsets()
     except StoreError as exc:
         offsets_by_group = {}
         notes.append(str(exc))
     for (topic, group), offsets in sorted(offsets_by_group.items()):
-        lag = sum(max(heads.get((topic, q), offset) - offset, 0) for q, offset in offsets.items())
+        lag = None if queues is None else sum(
+            max(heads.get((topic, q), offset) - offset, 0) for q, offset in offsets.items())
         groups.append({"topic": topic, "group": group, "queues": len(offsets), "lag": lag})
     index_files = []
     for info in store.index_files:
@@ -107,6 +112,7 @@ def collect(store: Store) -> dict[str, Any]:
         notes.append(str(exc))
     return {
         "store": store.location,
+        "shape": store.shape.to_json(),
         "segmentSize": store.segment_size,
         "minOffset": store.min_offset,
         "maxOffset": max_offset,
@@ -144,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         "Store",
         [
             ("path", doc["store"]),
+            ("shape", doc["shape"]["description"]),
             ("segment size", doc["segmentSize"]),
             (
                 "log",
@@ -167,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         ["topic", "queue", "min offset", "max offset", "messages"],
         [
             (q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["maxOffset"] - q["minOffset"])
-            for q in doc["queues"]
+            for q in doc["queues"] or ()
         ],
     )
     print_table(
@@ -224,7 +231,8 @@ def run(args: argparse.Namespace) -> int:
     print_table(
         "Consumer groups",
         ["topic", "group", "queues", "lag"],
-        [(g["topic"], g["group"], g["queues"], g["lag"]) for g in doc["consumerGroups"]],
+        [(g["topic"], g["group"], g["queues"], "unknown" if g["lag"] is None else g["lag"])
+         for g in doc["consumerGroups"]],
     )
     if doc["problems"]:
         print_fields("Problems", [(str(i + 1), p) for i, p in enumerate(doc["problems"])])

@@ -42,6 +42,15 @@ from rmqstore.store.logend import LogEndCache
 from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
 from rmqstore.store.points import MAX_PENDING_BYTES, PendingRecords, read_points
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
+from rmqstore.store.shape import (
+    ROCKSDB_CONSUME_QUEUE,
+    ROCKSDB_OFFSETS,
+    Shape,
+    UnsupportedShapeError,
+    dledger_feature,
+    detect_shape,
+    refuse,
+)
 from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
 from rmqstore.store.timeline import (
@@ -193,6 +202,9 @@ class Store:
             dirs = [self._path_in_store_fs(d) for d in _split_dirs(commitlog_dirs)]
             if not dirs:
                 raise ValueError("commitlog_dirs names no directory")
+        dledger = dledger_feature(self.fs, self.path, None if commitlog_dirs is None else dirs)
+        if dledger is not None:
+            raise UnsupportedShapeError(self.location, dledger, "reading the commit log")
         for entry in filter(None, map(self.fs.info, dirs)):
             if entry.special is not None:
                 raise UnreadableFileError(entry.path, entry.special)
@@ -203,6 +215,18 @@ class Store:
                 f"holds {COMMITLOG_DIR}/; for storePathCommitLog elsewhere pass commitlog_dirs)"
             )
         return dirs
+
+    @cached_property
+    def shape(self) -> Shape:
+        """The RocketMQ features this store's files show (§1.6; `rmqstore.store.shape`)."""
+        try:
+            configs = self.topic_configs()
+        except StoreError:
+            configs = {}
+        return detect_shape(self.fs, self.path, configs, self.commitlog_dirs)
+
+    def _refuse_queues(self) -> None:
+        refuse(self.location, self.shape, ROCKSDB_CONSUME_QUEUE, "reading consume queues")
 
     def _path_in_store_fs(self, entry: str) -> str:
         if is_uri(entry):
@@ -488,8 +512,10 @@ class Store:
 
         Names that cannot be a directory inside the store (`..`, separators), entries of
         `consumequeue/` that are not directories (symlink loops, FIFOs) and an unreadable topics.json
-        are left out and reported in `problems`.
+        are left out and reported in `problems`. UnsupportedShapeError when the consume queues are a
+        RocksDB (§1.6).
         """
+        self._refuse_queues()
         names = set()
         for entry in list_entries(self.fs, self._consumequeue_dir):
             if entry.is_dir:
@@ -519,6 +545,7 @@ class Store:
         Entries that are not directories, or whose number is not a Java int, are reported in
         `problems`; so is a topic directory that cannot be listed (a symlink loop).
         """
+        self._refuse_queues()
         directory = self.fs.join(self._consumequeue_dir, check_topic_dir_name(topic))
         try:
             entries = list_entries(self.fs, directory)
@@ -539,6 +566,7 @@ class Store:
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         """The consume queue of (topic, queueId); empty (min = max = 0) when it has no files."""
+        self._refuse_queues()
         check_topic_dir_name(topic)
         if queue_id < 0:
             raise ValueError(f"queue id must be >= 0, got {queue_id}")
@@ -648,7 +676,9 @@ class Store:
         return self.fs.join(self.path, CONFIG_DIR)
 
     def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
-        """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)."""
+        """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback).
+        UnsupportedShapeError when the broker keeps them in RocksDB (§1.6)."""
+        refuse(self.location, self.shape, ROCKSDB_OFFSETS, "reading consumer offsets")
         return load_consumer_offsets(self.fs, self._config_dir)
 
     def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
