@@ -23,9 +23,7 @@ ORACLES: dict[str, dict[str, Any]] = {
     path.parent.name: json.loads(path.read_text(encoding="utf-8"))
     for path in sorted(FIXTURES.glob("*/oracle.json"))
 }
-DLEDGER = sorted(name for name, oracle in ORACLES.items() if oracle.get("dledger"))
-"""Stores written by RocketMQ's DLedgerCommitLog (docs/format.md §2.13), which rmqstore refuses by name."""
-MAIN = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" not in oracle and name not in DLEDGER)
+MAIN = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" not in oracle)
 """Fixtures with their own records and queries."""
 CRASH = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" in oracle)
 """Copies of a running store with a torn last record; their records are those of `recordsFrom`."""

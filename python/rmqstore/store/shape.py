@@ -39,15 +39,17 @@ TITLES = {
 """Every feature, in the order `info` lists them."""
 
 ADVICE = {
-    DLEDGER: "rmqstore reads commit logs in commitlog/ only, and a DLedger log is DLedger entries around the "
-             "records (docs/format.md §2.13): it cannot read this store yet and returns no rows rather than "
-             "wrong ones; read the messages through a broker started on this store (enableDLegerCommitLog=true)",
-    ROCKSDB_CONSUME_QUEUE: "rmqstore cannot read consume queues kept in RocksDB yet, so it refuses queue reads, "
-                           "group: offsets and lag rather than answer from no queues; the commit log still "
-                           "reads (scan without queue-based options), or ask the broker (mqadmin consumerProgress)",
-    ROCKSDB_OFFSETS: "rmqstore cannot read consumer offsets kept in RocksDB yet, so it refuses group: offsets "
-                     "and lag rather than answer from stale or missing JSON; give explicit offsets, or ask the "
-                     "broker (mqadmin consumerProgress)",
+    DLEDGER: "rmqstore reads a DLedger log in batch (docs/format.md §2.13), but neither streams it nor "
+             "reads it together with the commitlog/ a store switched to DLedger keeps below "
+             "dividedCommitlogOffset; read it in batch (startingOffsets/endingOffsets for an increment), "
+             "or through a broker started on this store (enableDLegerCommitLog=true)",
+    ROCKSDB_CONSUME_QUEUE: "rmqstore cannot read consume queues kept in RocksDB yet, so it refuses queue "
+                           "reads, group: offsets and lag rather than answer from no queues; the commit log "
+                           "still reads (scan without queue-based options), or ask the broker "
+                           "(mqadmin consumerProgress)",
+    ROCKSDB_OFFSETS: "rmqstore cannot read consumer offsets kept in RocksDB yet, so it refuses group: "
+                     "offsets and lag rather than answer from stale or missing JSON; give explicit offsets, "
+                     "or ask the broker (mqadmin consumerProgress)",
 }
 """What rmqstore cannot do with a feature and what to do instead: the features it refuses."""
 
@@ -94,8 +96,7 @@ class Shape:
         return {
             "name": self.name,
             "description": self.describe(),
-            "features": [{"feature": f.key, "title": f.title, "evidence": f.evidence,
-                          "readable": f.key not in ADVICE} for f in self.features],
+            "features": [{"feature": f.key, "title": f.title, "evidence": f.evidence} for f in self.features],
         }
 
 
@@ -115,15 +116,25 @@ def refuse(location: str, shape: Shape, key: str, reader: str) -> None:
         raise UnsupportedShapeError(location, feature, reader)
 
 
-def dledger_feature(fs: StoreFileSystem, root: str, commitlog_dirs: list[str] | None = None) -> Feature | None:
-    """The DLedger commit log of a store, §2.13: a `dledger-<selfId>/data/` directory under the root,
-    or commit-log directories that are such a directory (`storePathDLedgerCommitLog`)."""
-    named = [d for d in commitlog_dirs or () if _is_dledger_data(d)]
-    if named:
-        return Feature(DLEDGER, ", ".join(named))
-    found = [f"{e.name}/{DLEDGER_DATA}/" for e in _entries(fs, root)
-             if e.is_dir and e.name.startswith(DLEDGER_PREFIX) and fs.is_dir(fs.join(e.path, DLEDGER_DATA))]
-    return Feature(DLEDGER, ", ".join(found)) if found else None
+def dledger_dirs(fs: StoreFileSystem, root: str, commitlog_dirs: list[str] | None = None) -> list[str]:
+    """The data directories of a DLedger commit log (§2.13): the given commit-log directories that are
+    `dledger-<selfId>/data/` directories (`storePathDLedgerCommitLog`), else those under the root."""
+    if commitlog_dirs is not None:
+        return [d for d in commitlog_dirs if _is_dledger_data(d)]
+    return [fs.join(e.path, DLEDGER_DATA) for e in _entries(fs, root)
+            if e.is_dir and e.name.startswith(DLEDGER_PREFIX) and fs.is_dir(fs.join(e.path, DLEDGER_DATA))]
+
+
+def dledger_feature(fs: StoreFileSystem, root: str,
+                    commitlog_dirs: list[str] | None = None) -> Feature | None:
+    """The DLedger commit log of a store, with its data directories as evidence (`dledger_dirs`)."""
+    found = dledger_dirs(fs, root, commitlog_dirs)
+    return Feature(DLEDGER, ", ".join(_relative(d, root) for d in found)) if found else None
+
+
+def _relative(path: str, root: str) -> str:
+    inside = path.startswith(root.rstrip("/") + "/")
+    return (path[len(root.rstrip("/")) + 1:] if inside else path).rstrip("/") + "/"
 
 
 def _is_dledger_data(directory: str) -> bool:
@@ -137,7 +148,7 @@ def detect_shape(fs: StoreFileSystem, root: str, topic_configs: Mapping[str, Map
     """Every feature the store's files show (§1.6); `topic_configs` from config/topics.json."""
     top = {e.name: e for e in _entries(fs, root)}
     found: list[Feature] = []
-    dledger = dledger_feature(fs, root, commitlog_dirs)
+    dledger = dledger_feature(fs, root, commitlog_dirs) or dledger_feature(fs, root)
     if dledger:
         found.append(dledger)
     queues = _entries(fs, fs.join(root, "consumequeue"))
