@@ -7,7 +7,16 @@ import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 
-import io.rmqstore.spark.format.{BrokerConfig, Compression, ConsumeQueueUnit, JavaHash, Layout, RecordCheck, RecordView}
+import io.rmqstore.spark.format.{
+  BrokerConfig,
+  Compression,
+  ConsumeQueueUnit,
+  DLedgerEntry,
+  JavaHash,
+  Layout,
+  RecordCheck,
+  RecordView
+}
 import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** Where a store lives: a local path or a Hadoop URI (serializable, cheap to ship to executors). */
@@ -31,7 +40,21 @@ final class Store private (
   import Store._
 
   if (!fs.isDir(root)) throw new StoreLayoutException(s"${location.path}: no such store directory")
-  private val commitlogDir = fs.join(root, CommitlogDir)
+  // `commitlog/`, or the data directory of a DLedger log (§2.13) whose records follow a 48-byte entry header
+  private val (commitlogDir, lead) = Shape.dledgerDirs(fs, root) match {
+    case Seq() => (fs.join(root, CommitlogDir), 0)
+    case Seq(data) =>
+      val replaced = fs.join(root, CommitlogDir)
+      if (fs.isDir(replaced) && fs.list(replaced).nonEmpty)
+        throw new UnsupportedShapeException(
+          location.path,
+          Feature(Shape.Dledger, s"$data and $replaced"),
+          s"reading it with the $CommitlogDir/ it replaced"
+        )
+      (data, DLedgerEntry.Header)
+    case several =>
+      throw new StoreLayoutException(s"${location.path}: DLedger logs of several members (${several.mkString(", ")})")
+  }
   if (!fs.isDir(commitlogDir))
     throw new StoreLayoutException(
       s"${location.path}: commit-log directory $commitlogDir does not exist (a store root holds $CommitlogDir/)"
@@ -39,7 +62,7 @@ final class Store private (
   private val (segmentList, layoutProblems) = Segments.list(fs, commitlogDir)
   private val index = new IndexFiles(fs, fs.join(root, IndexFiles.IndexDir), indexGeometry)
   private val log =
-    new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize, () => index.newestEndPhyOffset)
+    new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize, () => index.newestEndPhyOffset, lead)
   private val queues = mutable.HashMap.empty[(String, Int), ConsumeQueue]
   private val otherProblems = mutable.ArrayBuffer.empty[String]
 
@@ -102,7 +125,7 @@ final class Store private (
     val starts = segments.iterator.filter(seg => seg.endOffset > from && seg.baseOffset < end).map { seg =>
       val pos = math.max(from - seg.baseOffset, 0L)
       val hi = math.min(end, seg.endOffset) - seg.baseOffset
-      val found = if (pos == 0) 0L else log.resync(seg, pos, hi, stats)
+      val found = if (pos <= lead) lead.toLong else log.resync(seg, pos, hi, stats)
       val isRecord =
         found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0
       if (isRecord) seg.baseOffset + found else -1L
@@ -347,10 +370,22 @@ final class Store private (
 
   private def consumequeueDir: String = fs.join(root, ConsumequeueDir)
 
+  /** The RocketMQ features this store's files show (§1.6, `Shape`). */
+  lazy val shape: Shape = Shape.detect(
+    fs,
+    root,
+    try configDocument(TopicsFile)
+    catch { case _: StoreException => None }
+  )
+
+  private def refuseQueues(): Unit =
+    Shape.refuse(location.path, shape, Shape.RocksdbConsumeQueue, "reading consume queues")
+
   /** Topics with a consume-queue directory or an entry in topics.json, sorted; names that cannot be a
     * directory inside the store are left out and reported in `problems`.
     */
   def topics: Seq[String] = {
+    refuseQueues()
     val names = fs.list(consumequeueDir).filter(_.isDir).map(_.name).toSet ++
       configDocument(TopicsFile).map(BrokerConfig.topicNames).getOrElse(Nil)
     names.toSeq.sorted.filter { name =>
@@ -365,13 +400,16 @@ final class Store private (
   }
 
   /** Queue ids that have a directory under `consumequeue/<topic>/`, sorted. */
-  def queueIds(topic: String): Seq[Int] =
+  def queueIds(topic: String): Seq[Int] = {
+    refuseQueues()
     fs.list(fs.join(consumequeueDir, Segments.checkTopicDirName(topic)))
       .filter(e => e.isDir && e.name.nonEmpty && e.name.forall(c => c >= '0' && c <= '9'))
       .flatMap(e => e.name.toIntOption)
       .sorted
+  }
 
   private def queue(topic: String, queueId: Int): ConsumeQueue = {
+    refuseQueues()
     Segments.checkTopicDirName(topic)
     if (queueId < 0) throw new IllegalArgumentException(s"queue id must be >= 0, got $queueId")
     queues.getOrElseUpdate(
@@ -494,7 +532,8 @@ final class Store private (
   // ---- metadata -------------------------------------------------------------------------------
 
   /** (topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback). */
-  def consumerOffsets: Map[(String, String), Map[Int, Long]] =
+  def consumerOffsets: Map[(String, String), Map[Int, Long]] = {
+    Shape.refuse(location.path, shape, Shape.RocksdbOffsets, "reading consumer offsets")
     configDocument(ConsumerOffsetFile).map { doc =>
       try BrokerConfig.consumerOffsets(doc)
       catch {
@@ -502,6 +541,7 @@ final class Store private (
           throw new StoreCorruptionException(fs.join(root, ConfigDir, ConsumerOffsetFile), 0, e.getMessage)
       }
     }.getOrElse(Map.empty)
+  }
 
   /** topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
     * UnknownNameException naming the group, the close and the known ones when it committed none.
