@@ -142,7 +142,7 @@ class CommitLog:
             for chunk in self.walk(seg, start, seg.size, check_crc=self._check_crc_at_end, stop=stop,
                                    first_window=RESUME_WINDOW if start else None):
                 last = chunk.start + int(chunk.starts[-1])  # a resumed walk reads what is new
-            if self._end_cache and (last is not None or start == 0):
+            if self._end_cache and (last is not None or start == self.lead):
                 self._end_cache.remember(self, seg, stop.position, last)
             if stop.kind == "invalid":
                 return LogEnd(seg.base_offset + stop.position - self.lead, seg,
@@ -152,8 +152,8 @@ class CommitLog:
 
     def _walk_start(self, seg: Segment) -> int:
         """Where the walk for the end starts in `seg`, the segment holding it (module docstring): the
-        remembered end or E when further, else 0."""
-        start = self._end_cache.resume_at(self, seg) if self._end_cache else 0
+        remembered end or E when further, else its first record (0, or `lead`)."""
+        start = max(self._end_cache.resume_at(self, seg) if self._end_cache else 0, self.lead)
         indexed = self._last_indexed() if self._last_indexed else None
         if indexed is None or not seg.contains(indexed) or indexed - seg.base_offset <= start:
             return start

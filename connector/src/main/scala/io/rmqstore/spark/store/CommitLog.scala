@@ -83,7 +83,7 @@ private[store] final class CommitLog(
       case Some((seg, _)) =>
         val stop = new WalkStop
         val from = math.max(
-          walkStart(seg, stats),
+          math.max(walkStart(seg, stats), lead.toLong),
           EndCache.resumeAt(seg, checkCrcAtEnd)(pos => recordAt(seg, pos, checkCrcAtEnd, stats, false)._2)
         )
         var lastStart = -1L

@@ -85,6 +85,7 @@ public final class DledgerFixture {
         Map<String, Object> oracle = new LinkedHashMap<>();
         oracle.put("fixture", name);
         oracle.put("rocketmqVersion", probe.rocketmqVersion());
+        oracle.put("writtenBy", "DLedgerCommitLog, enableDLegerCommitLog=true, one-node group on 127.0.0.1, wall clock");
         oracle.put("wallClock", true);
         oracle.put("dledger", true);
         oracle.put("config", config);
@@ -102,6 +103,7 @@ public final class DledgerFixture {
         oracle.put("consumerOffsets", FixtureGenerator.sorted(offsets));
         oracle.put("recoveredMaxPhyOffset", recoverCopy(storeRoot, settings));
         oracle.put("abortPresent", Files.exists(storeRoot.resolve("abort")));
+        oracle.put("admin", new LinkedHashMap<String, Object>()); // no broker: no mqadmin answers (compare_fixtures)
         FixtureGenerator.write(dir.resolve("oracle.json"), oracle);
         System.out.println("DLedger fixture written for RocketMQ " + probe.rocketmqVersion() + " under " + dir);
     }
