@@ -150,9 +150,10 @@ def _stopped(
     verdict = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=base_offset + pos)
     if kind == kernels.BLANK:
         return RecordWalk(starts, pos, "blank", f"BLANK record of {verdict.size} bytes at position {pos}")
-    reason = verdict.reason if verdict.kind == "invalid" and verdict.reason else None
-    if reason is None and lead:
-        reason = entry_problem(buf, pos - lead, base_offset, verdict.size)
+    size = verdict.size if verdict.kind == "record" else None
+    reason = entry_problem(buf, pos - lead, base_offset, size) if lead else None  # the header first
+    if reason is None and verdict.kind == "invalid":
+        reason = verdict.reason
     if reason is None:
         size = int.from_bytes(buf[pos : pos + 4].tobytes(), "big", signed=True)
         reason = f"record at position {pos} fails the structural checks (TOTALSIZE {size})"

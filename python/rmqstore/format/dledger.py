@@ -13,10 +13,11 @@ ENTRY_BLANK = -1
 _HEADER = struct.Struct(">iiqqqiiii")
 
 
-def entry_problem(buf: Any, at: int, base_offset: int, size: int) -> str | None:
+def entry_problem(buf: Any, at: int, base_offset: int, size: int | None) -> str | None:
     """Why the bytes at `at` are not the DLedger header of a `size`-byte record right after it (like
-    `DLedgerMmapFileStore.recover`: magic, size = body size + 48, pos = base_offset + at); None when
-    they are. The chain and body CRCs are not checked (DLedger 0.3.x writes 0)."""
+    `DLedgerMmapFileStore.recover`: magic, pos = base_offset + at, size = body size + 48; the sizes
+    not when `size` is None, a record not yet known); None when they are. The chain and body CRCs are
+    not checked (DLedger 0.3.x writes 0)."""
     if at < 0 or len(buf) - at < ENTRY_HEADER:
         return f"no room for a DLedger entry header at position {at}"
     header = bytes(buf[at:at + ENTRY_HEADER])
@@ -25,7 +26,7 @@ def entry_problem(buf: Any, at: int, base_offset: int, size: int) -> str | None:
         return f"DLedger entry at position {at}: magic {magic}, not {ENTRY_MAGIC}"
     if pos != base_offset + at:
         return f"DLedger entry at position {at}: pos {pos}, not its position {base_offset + at}"
-    if entry_size != size + ENTRY_HEADER or body != size:
+    if size is not None and (entry_size != size + ENTRY_HEADER or body != size):
         return (f"DLedger entry at position {at}: size {entry_size} / body size {body} do not frame a "
                 f"{size}-byte record")
     return None

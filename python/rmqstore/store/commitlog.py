@@ -145,8 +145,10 @@ class CommitLog:
             if self._end_cache and (last is not None or start == self.lead):
                 self._end_cache.remember(self, seg, stop.position, last)
             if stop.kind == "invalid":
+                what = "DLedger entry" if self.lead else "record"
                 return LogEnd(seg.base_offset + stop.position - self.lead, seg,
-                              f"{seg.path}: first invalid record at position {stop.position}: {stop.reason}")
+                              f"{seg.path}: first invalid {what} at position {stop.position - self.lead}: "
+                              f"{stop.reason}")
             return LogEnd(seg.end_offset, seg, f"{seg.path} is complete ({stop.kind})")
         return LogEnd(self.min_offset, None, "no segment starts with a valid record: the log is empty")
 

@@ -94,7 +94,8 @@ private[store] final class CommitLog(
         }
         if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, lastStart, stop.position)
         if (stop.kind == WalkStop.Invalid) {
-          endReason = s"${seg.path}: first invalid record at position ${stop.position}: ${stop.reason}"
+          val what = if (lead > 0) "DLedger entry" else "record"
+          endReason = s"${seg.path}: first invalid $what at position ${stop.position - lead}: ${stop.reason}"
           seg.baseOffset + stop.position - lead
         } else {
           endReason = s"${seg.path} is complete"
@@ -236,8 +237,8 @@ private[store] final class CommitLog(
       while (code > 0 && i < bound) {
         code =
           if (blankAt(buf, i) && lead > 0) RecordCheck.Blank else RecordCheck.check(buf, i, lim, verifyCrc, base + i)
-        if (code >= Layout.MinRecordSize) {
-          framing = entryProblem(buf, i, base, code)
+        if (lead > 0 && code != RecordCheck.Blank) { // the header first, like DLedger's recovery
+          framing = entryProblem(buf, i, base, if (code >= Layout.MinRecordSize) code else -1)
           if (framing != null) code = RecordCheck.BadEntryHeader
         }
         if (code >= Layout.MinRecordSize) {
