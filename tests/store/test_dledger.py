@@ -61,8 +61,8 @@ def test_a_bad_entry_header_before_the_end_is_damage(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with Store.open(root) as store:
         assert store.max_offset == RECORDS[-1]["commitLogOffset"] + RECORDS[-1]["storeSize"]
-        with pytest.raises(StoreCorruptionError, match=rf"{path.name}: at physical offset {victim}: .*DLedger "
-                                                       rf"entry at position \d+: pos 12345"):
+        damage = rf"{path.name}: at physical offset {victim}: .*DLedger entry at position \d+: pos 12345"
+        with pytest.raises(StoreCorruptionError, match=damage):
             _offsets(store)
         assert _offsets(store, mode=PERMISSIVE) == [o for o in OFFSETS if o != victim]
         assert [s.offset for s in store.stats.skipped.values()] == [victim]
