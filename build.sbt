@@ -9,6 +9,7 @@
 //    (5.x), with mqadmin's answers through rocketmq-tools; reuses conformanceRmq5's oracle code.
 //  - conformanceRocksdb: the main scenario written by RocketMQ 5.3.3's RocksDBMessageStore (storeType=defaultRocksDB:
 //    RocksDB consume queues and consumer offsets), the rocketmq-5 driver with a RocksDB store.
+//  - conformanceDledger: the DLedger fixture, the 5.x scenario stored by DLedgerCommitLog (5.4.0).
 //  - connector: the JVM DataSource V2 connector (Scala); Spark and its bundled codecs are Provided,
 //    so the jar is thin (spec/spark-dsv2-connector-facts.md section 1). Published for spark-submit
 //    --packages by .ci/sbt connector/publishLocal connector/publishM2 (README "For JVM users").
@@ -55,6 +56,7 @@ val rocketmq49MatrixVersion = "4.9.7"
 val rocketmq51MatrixVersion = "5.1.4" // magic v2 records, no enabledAppendPropCRC yet (5.2.0)
 val rocketmq5MatrixVersion = "5.3.1" // before 5.3.3: batch properties still appended to inner records
 val rocketmqRocksdbVersion = "5.3.3" // RocksDB consume queue with the offset column family (docs/format.md §4.6)
+val rocketmqDledgerVersion = "5.4.0" // DLedgerCommitLog (DLedger 0.3.2) for the DLedger fixture
 
 lazy val javaOnly = Seq(
   crossPaths := false,
@@ -119,7 +121,7 @@ def rocketmq5Store(version: String) = Seq(
 
 lazy val root = (project in file("."))
   .aggregate(connector, examples, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
-    conformanceRmq497, conformanceRmq514, conformanceRmq531, conformanceRocksdb)
+    conformanceRmq497, conformanceRmq514, conformanceRmq531, conformanceRocksdb, conformanceDledger)
   .settings(publish / skip := true)
 
 // S3A for the connector's S3 test (S3StoreSuite, against a moto server on loopback): hadoop-aws of the Hadoop
@@ -215,3 +217,10 @@ lazy val conformanceBroker5 = (project in file("tests/conformance/generator/brok
     libraryDependencies += "org.apache.rocketmq" % "rocketmq-tools" % rocketmq5Version,
     Compile / run / mainClass := Some("io.rmqstore.conformance.broker5.BrokerFixture")
   )
+
+// The DLedger fixture (rmq-5.4.0-dledger): the 5.x driver's scenario stored by DLedgerCommitLog.
+lazy val conformanceDledger = (project in file("tests/conformance/generator/dledger-5"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
+    rocketmq5Store(rocketmqDledgerVersion))
+  .settings(Compile / run / mainClass := Some("io.rmqstore.conformance.DledgerFixture"))

@@ -25,6 +25,8 @@ ORACLES: dict[str, dict[str, Any]] = {
 }
 MAIN = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" not in oracle)
 """Fixtures with their own records and queries."""
+DLEDGER = sorted(name for name in MAIN if ORACLES[name].get("dledger"))
+"""Stores written by RocketMQ's DLedgerCommitLog (docs/format.md §2.13)."""
 CRASH = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" in oracle)
 """Copies of a running store with a torn last record; their records are those of `recordsFrom`."""
 ROCKSDB = sorted(name for name, oracle in ORACLES.items() if oracle.get("storeType") == "defaultRocksDB")

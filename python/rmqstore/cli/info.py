@@ -59,7 +59,8 @@ def collect(store: Store) -> dict[str, Any]:
         }
         for s in store.segments
     ]
-    queues = []
+    notes: list[str] = []  # optional metadata that cannot be read: a problem, the rest is still shown
+    queues: list[dict[str, Any]] = []
     for topic in store.topics():
         for queue_id in store.queue_ids(topic):
             queue = store.consume_queue(topic, queue_id)
@@ -73,7 +74,6 @@ def collect(store: Store) -> dict[str, Any]:
             )
     heads = {(q["topic"], q["queueId"]): q["maxOffset"] for q in queues}
     groups = []
-    notes: list[str] = []  # optional metadata that cannot be read: a problem, the rest is still shown
     try:
         offsets_by_group = store.consumer_offsets()
     except StoreError as exc:
@@ -109,6 +109,7 @@ def collect(store: Store) -> dict[str, Any]:
         notes.append(str(exc))
     return {
         "store": store.location,
+        "shape": store.shape.to_json(),
         "segmentSize": store.segment_size,
         "minOffset": store.min_offset,
         "maxOffset": max_offset,
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         "Store",
         [
             ("path", doc["store"]),
+            ("shape", doc["shape"]["description"]),
             ("segment size", doc["segmentSize"]),
             (
                 "log",
@@ -172,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         ["topic", "queue", "min offset", "max offset", "messages"],
         [
             (q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["maxOffset"] - q["minOffset"])
-            for q in doc["queues"]
+            for q in doc["queues"] or ()
         ],
     )
     print_table(
@@ -229,7 +231,8 @@ def run(args: argparse.Namespace) -> int:
     print_table(
         "Consumer groups",
         ["topic", "group", "queues", "lag"],
-        [(g["topic"], g["group"], g["queues"], g["lag"]) for g in doc["consumerGroups"]],
+        [(g["topic"], g["group"], g["queues"], g["lag"])
+         for g in doc["consumerGroups"]],
     )
     if doc["problems"]:
         print_fields("Problems", [(str(i + 1), p) for i, p in enumerate(doc["problems"])])

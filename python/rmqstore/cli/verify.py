@@ -191,16 +191,18 @@ def check_commit_log(store: Store, findings: Findings, args: argparse.Namespace)
 
 
 def _check_contiguity(store: Store, records: LogRecords, findings: Findings) -> None:
-    """Each record starts where the previous one ended, or at a segment start after a BLANK."""
-    offsets, sizes = records.offset, records.size
+    """Each record starts where the previous one ended, or at a segment start after a BLANK; in a
+    DLedger log (§2.13) after the previous one's end and its own entry header (`lead`)."""
+    offsets, sizes, lead = records.offset, records.size, store.log.lead
     if not len(offsets):
         return
-    if offsets[0] != store.min_offset:
-        findings.error("commit log", f"first record at {offsets[0]}, not at the log start {store.min_offset}")
-    expected = offsets[:-1] + sizes[:-1]
+    if offsets[0] != store.min_offset + lead:
+        findings.error("commit log",
+                       f"first record at {offsets[0]}, not at the log start {store.min_offset + lead}")
+    expected = offsets[:-1] + sizes[:-1] + lead
     segment = store.segment_size
     bad = np.flatnonzero(
-        (offsets[1:] != expected) & ((offsets[1:] % segment != 0) | (offsets[1:] < expected))
+        (offsets[1:] != expected) & ((offsets[1:] % segment != lead) | (offsets[1:] < expected))
     )
     for i in bad.tolist():
         if not findings.follows_from_damage(int(expected[i]), "gap in the record sequence"):
@@ -221,7 +223,7 @@ def _check_tail(store: Store, findings: Findings) -> None:
     buf = store.log.read(end.segment, position, min(end.segment.size - position, 1 << 22))
     if not np.any(buf[:4096]):
         return
-    structurally_whole = check_record(buf, 0, check_crc=False).kind == "record"
+    structurally_whole = check_record(buf, store.log.lead, check_crc=False).kind == "record"
     if structurally_whole and not findings.crashed:
         findings.error("commit log", f"record at the log end {end.offset} fails its CRC check: {end.reason}")
     elif findings.crashed:

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from rmqstore.format import kernels
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_bodies
+from rmqstore.format.dledger import entry_problem
 from rmqstore.format.hosts import decode_host
 from rmqstore.format.layout import IPV4_HOST_LEN, MIN_RECORD_SIZE
 from rmqstore.format.record import check_record, decode_record
@@ -73,13 +74,15 @@ class RecordWalk:
     reason: str
 
 
-def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc: bool = False) -> RecordWalk:
+def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc: bool = False,
+                 lead: int = 0) -> RecordWalk:
     """Record starts from `start` following TOTALSIZE (the recovery loop of §2.12).
 
     Records starting before `end` are returned (the last one may extend past `end`, not past the
     buffer). The walk stops at `end`, at a BLANK, or at the first invalid record: anything
     `check_record(..., expected_physical_offset=base_offset + position)` rejects, plus a TOTALSIZE
-    below the 91-byte minimum; with `check_crc` a BODYCRC mismatch too.
+    below the 91-byte minimum; with `check_crc` a BODYCRC mismatch too. `lead`: the DLedger entry
+    header before each record (§2.13, `kernels.walk`), in `buf` before `start`.
     """
     if start < 0:
         raise ValueError(f"walk start {start} is negative")
@@ -89,14 +92,14 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
     found: list[np.ndarray] = []
     pos = start
     while pos < end:
-        count, pos, kind = kernels.walk(buf, base_offset, pos, min(end, pos + WALK_WINDOW), out)
+        count, pos, kind = kernels.walk(buf, base_offset, pos, min(end, pos + WALK_WINDOW), out, lead)
         chain = out[:count].copy()
         bad = np.flatnonzero(kernels.crc_mismatches(buf, chain, kernels.NATIVE_CRC32)) if check_crc else ()
         if len(bad):
             chain, pos, kind = chain[: bad[0]], int(chain[bad[0]]), kernels.INVALID
         found.append(chain)
         if kind != kernels.END:
-            return _stopped(buf, base_offset, _concat(found), int(pos), kind, check_crc)
+            return _stopped(buf, base_offset, _concat(found), int(pos), kind, check_crc, lead)
     return RecordWalk(_concat(found), int(pos), "end", f"reached the end position {end}")
 
 
@@ -139,13 +142,18 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _stopped(
-    buf: np.ndarray, base_offset: int, starts: np.ndarray, pos: int, kind: int, check_crc: bool
+    buf: np.ndarray, base_offset: int, starts: np.ndarray, pos: int, kind: int, check_crc: bool, lead: int = 0
 ) -> RecordWalk:
     """The walk result for a stop at a BLANK or an invalid record, with the reference checker's reason."""
+    if kind == kernels.BLANK and lead:
+        return RecordWalk(starts, pos, "blank", f"DLedger blank at position {pos - lead}")
     verdict = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=base_offset + pos)
     if kind == kernels.BLANK:
         return RecordWalk(starts, pos, "blank", f"BLANK record of {verdict.size} bytes at position {pos}")
-    reason = verdict.reason if verdict.kind == "invalid" and verdict.reason else None
+    size = verdict.size if verdict.kind == "record" else None
+    reason = entry_problem(buf, pos - lead, base_offset, size) if lead else None  # the header first
+    if reason is None and verdict.kind == "invalid":
+        reason = verdict.reason
     if reason is None:
         size = int.from_bytes(buf[pos : pos + 4].tobytes(), "big", signed=True)
         reason = f"record at position {pos} fails the structural checks (TOTALSIZE {size})"

@@ -79,6 +79,9 @@ INVALID = 2
 END = 3
 """walk only: reached the end position."""
 
+_ENTRY_MAGIC = 1
+"""DLedger entry magic (`DLedgerMmapFileStore.MAGIC_1`, §2.13); -1 is its blank."""
+_ENTRY_BLANK = -1
 _KEY_SEPARATOR = 0x20
 _INT_MAX = (1 << 31) - 1
 _MAX_PROPERTIES = (0x7FFF + 1) // 3 + 1
@@ -472,31 +475,50 @@ def valid_utf8(buf, at, length):
 
 
 @_jit
-def walk(buf, base_offset, start, end, out):
+def entry_ok(buf, at, base_offset, size):
+    """The DLedger entry header at `at` frames a record of `size` bytes right after it (§2.13): magic 1,
+    entry size and body size agree with it, pos is the header's own position base_offset + at."""
+    return (
+        at >= 0
+        and at + 48 <= len(buf)
+        and _i32(buf, at) == _ENTRY_MAGIC
+        and _i32(buf, at + 4) == size + 48
+        and _i64(buf, at + 24) == base_offset + at
+        and _i32(buf, at + 44) == size
+    )
+
+
+@_jit
+def walk(buf, base_offset, start, end, out, lead=0):
     """Follow TOTALSIZE from `start` while the position is below `end` (the recovery loop, §2.12).
 
     Writes record starts to `out` (room for (end - start) // 91 + 1); returns (count, stop_pos, kind)
     with kind END, BLANK or INVALID (the record at stop_pos fails `scan_record`, is below 91 bytes,
     has another PHYSICALOFFSET than base_offset + position, or is a schedule-topic record with a
-    bad DELAY).
+    bad DELAY). `lead` > 0 (48, a DLedger log, §2.13): each record is the body of an entry whose
+    header takes the `lead` bytes before it (in `buf`) and must pass `entry_ok`; a DLedger blank there
+    is a BLANK at the record position; records follow each other TOTALSIZE + lead apart.
     """
     props = property_scratch()
     count = 0
     pos = start
     while pos < end:
+        if lead and pos >= lead and _i32(buf, pos - lead) == _ENTRY_BLANK:
+            return count, pos, BLANK
         kind, size, _, _, _, topic_at, topic_len, props_at, props_len = scan_record(buf, pos)
-        if kind == BLANK:
+        if kind == BLANK and not lead:
             return count, pos, BLANK
         if (
             kind != RECORD
             or size < MIN_RECORD_SIZE
             or _i64(buf, pos + 28) != base_offset + pos
             or not _delay_ok(buf, topic_at, topic_len, props_at, props_len, props)
+            or (lead and not entry_ok(buf, pos - lead, base_offset, size))
         ):
             return count, pos, INVALID
         out[count] = pos
         count += 1
-        pos += size
+        pos += size + lead
     return count, pos, END
 
 

@@ -15,6 +15,7 @@ from rmqstore.store.errors import (
 )
 from rmqstore.store.index import IndexFileInfo
 from rmqstore.store.segments import Segment
+from rmqstore.store.shape import Shape, UnsupportedShapeError
 from rmqstore.store.stats import StoreStats
 from rmqstore.store.store import Store
 
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidTopicError",
     "LogEnd",
     "Segment",
+    "Shape",
     "Store",
     "StoreCorruptionError",
     "StoreError",
@@ -35,6 +37,7 @@ __all__ = [
     "StoreStats",
     "UnknownNameError",
     "UnreadableFileError",
+    "UnsupportedShapeError",
     "tags_candidate_mask",
     "tags_codes",
 ]

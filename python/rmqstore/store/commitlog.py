@@ -28,6 +28,11 @@ and the place and the bytes skipped are counted in `StoreStats`.
 
 Reads go through windows: a local map hands out zero-copy views, a remote file is read in ranged
 requests of at most `remote_window` bytes; a record cut by a window edge is re-read whole.
+
+Entry framing (`lead`): in a DLedger log (§2.13) each record is the body of an entry whose 48-byte
+header comes right before it. Positions stay record positions (what consume queues, the index and
+msgIds hold); windows start `lead` bytes early so the walk checks each header (`kernels.walk`), a
+DLedger blank ends a segment like a BLANK, and the valid end is where the first bad entry starts.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from rmqstore.format.columnar import walk_records
+from rmqstore.format.dledger import ENTRY_BLANK, entry_problem
 from rmqstore.format.layout import BLANK_MAGIC, OFF_BORNHOST, OFF_MAGIC, OFF_SYSFLAG, store_timestamp_offset
 from rmqstore.format.record import check_record
 from rmqstore.format.resync import next_record_start
@@ -113,8 +119,10 @@ class CommitLog:
                  check_crc_at_end: bool = True, end_cache: LogEndCache | None = None,
                  last_indexed: Callable[[], int | None] | None = None,
                  crash_min_timestamp: Callable[[], int | None] | None = None,
-                 recovery_cache: LogEndCache | None = None) -> None:
+                 recovery_cache: LogEndCache | None = None, lead: int = 0) -> None:
         self.segments = list(segments)
+        self.lead = lead
+        """Bytes of entry framing before each record: 0, or 48 in a DLedger log (module docstring)."""
         self.segment_size = common_segment_size(self.segments)
         self._files = files
         self._stats = stats
@@ -141,10 +149,10 @@ class CommitLog:
     def end(self) -> LogEnd:
         """The valid end of the log, found like recovery from the walk's start (module docstring)."""
         min_timestamp = self._crash_min_timestamp() if self._crash_min_timestamp else None
-        if min_timestamp is not None and self.segments:
+        if min_timestamp is not None and self.segments and not self.lead:  # DLedger's own recovery: §2.13
             return self._recovered_end(min_timestamp)
         for seg in reversed(self.segments):
-            first = self.check_at(seg, 0, check_crc=self._check_crc_at_end)
+            first = self.check_at(seg, self.lead, check_crc=self._check_crc_at_end)
             if first.kind == "invalid":
                 continue
             if first.kind == "blank":
@@ -154,11 +162,13 @@ class CommitLog:
             for chunk in self.walk(seg, start, seg.size, check_crc=self._check_crc_at_end, stop=stop,
                                    first_window=RESUME_WINDOW if start else None):
                 last = chunk.start + int(chunk.starts[-1])  # a resumed walk reads what is new
-            if self._end_cache and (last is not None or start == 0):
+            if self._end_cache and (last is not None or start == self.lead):
                 self._end_cache.remember(self, seg, stop.position, last)
             if stop.kind == "invalid":
-                return LogEnd(seg.base_offset + stop.position, seg,
-                              f"{seg.path}: first invalid record at position {stop.position}: {stop.reason}")
+                what = "DLedger entry" if self.lead else "record"
+                return LogEnd(seg.base_offset + stop.position - self.lead, seg,
+                              f"{seg.path}: first invalid {what} at position {stop.position - self.lead}: "
+                              f"{stop.reason}")
             return LogEnd(seg.end_offset, seg, f"{seg.path} is complete ({stop.kind})")
         return LogEnd(self.min_offset, None, "no segment starts with a valid record: the log is empty")
 
@@ -220,8 +230,8 @@ class CommitLog:
 
     def _walk_start(self, seg: Segment) -> int:
         """Where the walk for the end starts in `seg`, the segment holding it (module docstring): the
-        remembered end or E when further, else 0."""
-        start = self._end_cache.resume_at(self, seg) if self._end_cache else 0
+        remembered end or E when further, else its first record (0, or `lead`)."""
+        start = max(self._end_cache.resume_at(self, seg) if self._end_cache else 0, self.lead)
         indexed = self._last_indexed() if self._last_indexed else None
         if indexed is None or not seg.contains(indexed) or indexed - seg.base_offset <= start:
             return start
@@ -255,16 +265,39 @@ class CommitLog:
         return LOCAL_WINDOW if self.zero_copy(seg) else REMOTE_WINDOW
 
     def check_at(self, seg: Segment, pos: int, *, check_crc: bool) -> RecordCheckResult:
-        """The broker's record check at one position, reading just that record (two reads at most)."""
-        buf = self.read(seg, pos, PROBE_BYTES)
-        if len(buf) >= 8 and _UINT.unpack_from(buf, OFF_MAGIC)[0] == BLANK_MAGIC:
-            return RecordCheckResult("blank", seg.size - pos, None, buf)
-        if len(buf) >= 4:
-            total = _INT.unpack_from(buf, 0)[0]
-            if len(buf) < total <= seg.size - pos:
-                buf = self.read(seg, pos, total)
-        checked = check_record(buf, 0, check_crc=check_crc, expected_physical_offset=seg.base_offset + pos)
-        return RecordCheckResult(checked.kind, checked.size, checked.reason, buf)
+        """The broker's record check at one position, reading just that record (two reads at most);
+        in a DLedger log its entry header too."""
+        lead = self.lead
+        if pos < lead:
+            return RecordCheckResult("invalid", 0, f"no DLedger entry header before position {pos}",
+                                     np.empty(0, np.uint8))
+        buf = self.read(seg, pos - lead, PROBE_BYTES)
+        if self._blank_at(buf, lead):
+            return RecordCheckResult("blank", seg.size - pos, None, buf[lead:])
+        if len(buf) >= lead + 4:
+            total = _INT.unpack_from(buf, lead)[0]
+            if len(buf) < total + lead <= seg.size - pos + lead:
+                buf = self.read(seg, pos - lead, total + lead)
+        kind, size, reason = self._check_in(buf, lead, seg.base_offset + pos, check_crc)
+        return RecordCheckResult(kind, size, reason, buf[lead:])
+
+    def _blank_at(self, buf: np.ndarray, at: int) -> bool:
+        """The record position `at` of `buf` holds the segment's end filler: a BLANK record, or in a
+        DLedger log a DLedger blank in the entry header before it."""
+        if self.lead:
+            header = at - self.lead
+            return len(buf) - header >= 4 and header >= 0 and _INT.unpack_from(buf, header)[0] == ENTRY_BLANK
+        return len(buf) - at >= 8 and _UINT.unpack_from(buf, at + OFF_MAGIC)[0] == BLANK_MAGIC
+
+    def _check_in(self, buf: np.ndarray, at: int, offset: int,
+                  check_crc: bool) -> tuple[StopKind | Literal["record"], int, str | None]:
+        """`check_record` of the record at `buf[at]` (physical `offset`), and its entry header."""
+        checked = check_record(buf, at, check_crc=check_crc, expected_physical_offset=offset)
+        if checked.kind == "record" and self.lead:
+            problem = entry_problem(buf, at - self.lead, offset - at, checked.size)
+            if problem is not None:
+                return "invalid", checked.size, problem
+        return checked.kind, checked.size, checked.reason
 
     def record_header(self, seg: Segment, pos: int) -> str:
         """TOTALSIZE to BORNTIMESTAMP of the record at `pos`, hex: tells a record from any other one
@@ -313,31 +346,34 @@ class CommitLog:
         cap = self._window_cap(seg)
         window = cap if first_window is None else min(first_window, cap)
         need = 0
+        lead = self.lead
         while pos < hi:
             length = min(seg.size - pos, max(min(hi - pos + TAIL_SLACK, window), need))
             window = min(window * 4, cap)
-            buf = self.read(seg, pos, length)
-            walked = walk_records(buf, seg.base_offset + pos, 0, min(hi - pos, len(buf)), check_crc=check_crc)
+            first = pos - lead  # buf[0]: the entry header before the record at pos (module docstring)
+            buf = self.read(seg, first, length + lead)
+            walked = walk_records(buf, seg.base_offset + first, lead, min(hi - first, len(buf)),
+                                  check_crc=check_crc, lead=lead)
             self._stats.records_walked += len(walked.starts)
             if len(walked.starts):
-                yield Chunk(seg, pos, buf, np.asarray(walked.starts, dtype=np.int64))
+                yield Chunk(seg, first, buf, np.asarray(walked.starts, dtype=np.int64))
             at = int(walked.stop_pos)
             need = 0
             if walked.stop_kind == "end":
-                pos += at
+                pos = first + at
                 if pos >= hi:
                     self._reached(seg, buf, at, pos, check_crc, stop)
                     return
                 continue
-            if walked.stop_kind == "invalid" and pos + len(buf) < seg.size:
-                cut = _cut_by_window(buf, at, seg.size - pos)
+            if walked.stop_kind == "invalid" and first + len(buf) < seg.size:
+                cut = _cut_by_window(buf, at, seg.size - first)
                 if cut == "blank":
-                    stop.kind, stop.position, stop.reason = "blank", pos + at, None
+                    stop.kind, stop.position, stop.reason = "blank", first + at, None
                     return
                 if cut:
-                    pos, need = pos + at, cut
+                    pos, need = first + at, cut
                     continue
-            stop.kind, stop.position, stop.reason = walked.stop_kind, pos + at, walked.reason
+            stop.kind, stop.position, stop.reason = walked.stop_kind, first + at, walked.reason
             return
         stop.kind, stop.position, stop.reason = "end", pos, None
 
@@ -354,8 +390,8 @@ class CommitLog:
             lo, hi = max(lo_limit, seg.base_offset), min(hi_limit, seg.end_offset)
             if lo >= hi:
                 continue
-            pos = lo - seg.base_offset
-            if pos:
+            pos = max(lo - seg.base_offset, self.lead)  # a segment's first record follows its entry header
+            if pos > self.lead:
                 found = self.resync(seg, pos, hi - seg.base_offset)
                 if found is None:
                     continue
@@ -377,18 +413,16 @@ class CommitLog:
         "end", or "invalid" when that record (inside the valid log) fails the check. Checked from
         `buf` when it holds the whole record (the window reads TAIL_SLACK past the range end)."""
         stop.kind, stop.position, stop.reason = "end", pos, None
-        if pos >= seg.size or pos >= self._valid_end_in(seg):
+        if pos >= seg.size or pos >= self._valid_end_in(seg) or self._blank_at(buf, at):
             return
         left = len(buf) - at
-        if left >= 8 and _UINT.unpack_from(buf, at + OFF_MAGIC)[0] == BLANK_MAGIC:
-            return
         if left >= 4 and _INT.unpack_from(buf, at)[0] <= left:
-            verdict = check_record(buf, at, check_crc=check_crc,
-                                   expected_physical_offset=seg.base_offset + pos)
+            kind, _, reason = self._check_in(buf, at, seg.base_offset + pos, check_crc)
         else:
             verdict = self.check_at(seg, pos, check_crc=check_crc)
-        if verdict.kind == "invalid":
-            stop.kind, stop.reason = "invalid", verdict.reason
+            kind, reason = verdict.kind, verdict.reason
+        if kind == "invalid":
+            stop.kind, stop.reason = "invalid", reason
 
     def _skip_damage(self, seg: Segment, stop: WalkStop, mode: ReadMode) -> int:
         """Where reading resumes after the invalid record at `stop`: the next record start (or the

@@ -104,18 +104,20 @@ def _gaps(store: Store, seg: Segment, starts: np.ndarray, sizes: np.ndarray) -> 
     Records are contiguous from position 0 up to the valid end (the segment holding it) or a BLANK
     (a sealed segment), so the records without a unit are exactly the holes between the units, before
     the first and after the last one. Units that overlap or point past the records are not what the
-    broker writes: then the whole segment counts as uncovered.
+    broker writes: then the whole segment counts as uncovered. In a DLedger log (§2.13) a record's
+    entry header (`lead` bytes) before it belongs to it.
     """
+    lead = store.log.lead
     holding_end = seg.contains(store.max_offset)
     records_end = store.max_offset - seg.base_offset if holding_end else seg.size
     keep = np.ones(len(starts), dtype=bool)  # a record in several queues counts once
     keep[1:] = (starts[1:] != starts[:-1]) | (sizes[1:] != sizes[:-1])
     starts, sizes = starts[keep], sizes[keep]
     ends = starts + sizes
-    if len(starts) and (np.any(starts[1:] < ends[:-1]) or ends[-1] > records_end):
+    if len(starts) and (np.any(starts[1:] - lead < ends[:-1]) or starts[0] < lead or ends[-1] > records_end):
         return ((seg.base_offset, seg.base_offset + records_end),)
     holes_from = np.concatenate(([0], ends))
-    holes_to = np.concatenate((starts, [records_end]))
+    holes_to = np.concatenate((starts - lead, [records_end]))
     if not holding_end and _blank_at(store, seg, int(holes_from[-1])):
         holes_to[-1] = holes_from[-1]  # the BLANK ends the records of a sealed segment
     open_holes = holes_from < holes_to
@@ -159,7 +161,9 @@ def _subtract(ranges: Sequence[Gap], holes: Sequence[Gap]) -> tuple[Gap, ...]:
 
 
 def _blank_at(store: Store, seg: Segment, pos: int) -> bool:
-    """A BLANK (§2.6) filling the segment from `pos`."""
+    """A BLANK (§2.6) filling the segment from `pos`, or a DLedger blank (§2.13)."""
+    if store.log.lead:
+        return store.log.check_at(seg, pos + store.log.lead, check_crc=False).kind == "blank"
     if pos + BLANK_HEADER_SIZE > seg.size:
         return False
     head = store.log.read(seg, pos, BLANK_HEADER_SIZE)

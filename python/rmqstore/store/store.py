@@ -19,6 +19,7 @@ from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
+from rmqstore.format.dledger import ENTRY_HEADER
 from rmqstore.format.points import PointReader, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
@@ -50,6 +51,14 @@ from rmqstore.store.points import MAX_PENDING_BYTES, PendingRecords, read_points
 from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
 from rmqstore.store.rocksdb_cq import RocksConsumeQueue, RocksConsumeQueues
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
+from rmqstore.store.shape import (
+    DLEDGER,
+    Feature,
+    Shape,
+    UnsupportedShapeError,
+    detect_shape,
+    dledger_dirs,
+)
 from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
 from rmqstore.store.stats import StoreStats
 from rmqstore.store.timeline import (
@@ -111,7 +120,7 @@ class Store:
                                               storage_options=storage_options)
         if not self.fs.is_dir(self.path):
             raise StoreLayoutError(f"{location}: no such store directory")
-        self.commitlog_dirs = self._commitlog_dirs(commitlog_dirs)
+        self.commitlog_dirs, lead = self._commitlog_dirs(commitlog_dirs)
         self._files = OpenFiles(self.fs)
         segments, self._layout_problems = list_segments(self.fs, self.commitlog_dirs)
         if index_geometry is not None and (len(index_geometry) != 2 or min(index_geometry) <= 0):
@@ -122,7 +131,8 @@ class Store:
                              end_cache=LogEndCache.for_store(self, check_crc_at_end),
                              last_indexed=self._index.last_indexed_offset,
                              crash_min_timestamp=self._crash_min_timestamp,
-                             recovery_cache=LogEndCache.for_store(self, check_crc_at_end, recovery=True))
+                             recovery_cache=LogEndCache.for_store(self, check_crc_at_end, recovery=True),
+                             lead=lead)
         self._index_tail_scan_limit = index_tail_scan_limit
         self._queues: dict[tuple[str, int], ConsumeQueue | RocksConsumeQueue] = {}
         self._scan_problems: list[str] = []
@@ -199,13 +209,28 @@ class Store:
             self._queues.clear()
             rocks.db.close()
 
-    def _commitlog_dirs(self, commitlog_dirs: str | Sequence[str] | None) -> list[str]:
+    def _commitlog_dirs(self, commitlog_dirs: str | Sequence[str] | None) -> tuple[list[str], int]:
+        """The commit-log directories and the entry framing of their log: `commitlog/` (or the given
+        ones) and 0, or a DLedger log's data directory and its 48-byte entry header (§2.13)."""
         if commitlog_dirs is None:
             dirs = [self.fs.join(self.path, COMMITLOG_DIR)]
+            dledger = dledger_dirs(self.fs, self.path)
+            if dledger and self.fs.is_dir(dirs[0]) and list_entries(self.fs, dirs[0]):
+                both = Feature(DLEDGER, f"{', '.join(dledger)} and {dirs[0]}")
+                raise UnsupportedShapeError(self.location, both,
+                                            f"reading it with the {COMMITLOG_DIR}/ it replaced")
+            if len(dledger) > 1:
+                raise StoreLayoutError(f"{self.location}: DLedger logs of several members "
+                                       f"({', '.join(dledger)}); pass the one to read as commitlog_dirs")
+            dirs = dledger or dirs
         else:
             dirs = [self._path_in_store_fs(d) for d in _split_dirs(commitlog_dirs)]
             if not dirs:
                 raise ValueError("commitlog_dirs names no directory")
+            dledger = dledger_dirs(self.fs, self.path, dirs)
+            if dledger and len(dledger) != len(dirs):
+                raise StoreLayoutError(f"{self.location}: commitlog_dirs mixes a DLedger log "
+                                       f"({', '.join(dledger)}) with commit-log directories")
         for entry in filter(None, map(self.fs.info, dirs)):
             if entry.special is not None:
                 raise UnreadableFileError(entry.path, entry.special)
@@ -215,7 +240,16 @@ class Store:
                 f"{self.location}: commit-log directory {', '.join(missing)} does not exist (a store root "
                 f"holds {COMMITLOG_DIR}/; for storePathCommitLog elsewhere pass commitlog_dirs)"
             )
-        return dirs
+        return dirs, ENTRY_HEADER if dledger else 0
+
+    @cached_property
+    def shape(self) -> Shape:
+        """The RocketMQ features this store's files show (§1.6; `rmqstore.store.shape`)."""
+        try:
+            configs = self.topic_configs()
+        except StoreError:
+            configs = {}
+        return detect_shape(self.fs, self.path, configs, self.commitlog_dirs)
 
     def _path_in_store_fs(self, entry: str) -> str:
         if is_uri(entry):
@@ -290,7 +324,7 @@ class Store:
         seg_index = np.searchsorted([seg.base_offset for seg in self.segments], starts, side="right") - 1
         seg_ends = np.asarray([seg.end_offset for seg in self.segments] + [0], dtype=np.int64)  # [-1]: none
         gather = ((seg_index >= 0) & (starts < ends) & (ends <= seg_ends[seg_index])
-                  & (ends - starts <= GATHER_RANGE_BYTES))
+                  & (ends - starts <= GATHER_RANGE_BYTES) & (self.log.lead == 0))  # DLedger (§2.13): by scan
         by_scan = [(a, b) for a, b, ok in zip(starts.tolist(), ends.tolist(), gather.tolist(), strict=True)
                    if not ok and a < b]
         for i in np.unique(seg_index[gather]).tolist():

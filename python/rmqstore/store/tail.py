@@ -47,6 +47,7 @@ from rmqstore.io.base import RandomAccessFile
 from rmqstore.store.errors import StoreCorruptionError
 from rmqstore.store.names import segment_file_name
 from rmqstore.store.segments import OpenFiles, Segment
+from rmqstore.store.shape import DLEDGER, refuse
 from rmqstore.store.store import Store
 
 _HEADER = struct.Struct(">iI")
@@ -177,7 +178,9 @@ class CommitLogTail:
     @classmethod
     def of(cls, store: Store, cache: LogWalkCache, *, permissive: bool = False) -> CommitLogTail:
         """The tail of a freshly opened `store` (its segment listing), its own file handles, the
-        store's consume queues and `abort` file as the confirmer (rules c and d)."""
+        store's consume queues and `abort` file as the confirmer (rules c and d). A DLedger log
+        (§2.13) is refused by name: this walk knows no entry framing."""
+        refuse(store.location, store.shape, DLEDGER, "streaming")
         return cls(list(store.segments), OpenFiles(store.fs).get, SealConfirmer(store), cache,
                    permissive=permissive)
 

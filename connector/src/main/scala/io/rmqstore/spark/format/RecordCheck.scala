@@ -33,6 +33,9 @@ object RecordCheck {
   final val TooSmall = -16
   final val BeforeBufferStart = -17
 
+  /** Not a record check: the record is whole but the DLedger entry header before it is not (§2.13). */
+  final val BadEntryHeader = -18
+
   /** `expectedPhysicalOffset` value meaning "do not compare PHYSICALOFFSET". */
   final val AnyOffset = Long.MinValue
 
@@ -83,6 +86,7 @@ object RecordCheck {
     case PhysicalOffsetMismatch => "PHYSICALOFFSET field does not match the record's physical offset"
     case TooSmall => s"TOTALSIZE below the $MinRecordSize-byte minimum"
     case BeforeBufferStart => "TOTALSIZE reaches before the buffer start"
+    case BadEntryHeader => "bad DLedger entry header"
     case c if c > 0 => "valid record"
     case c => s"unknown check code $c"
   }

@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import io.rmqstore.spark.format.{BodyDecompressionException, Layout, RecordCheck, RecordView, Resync}
+import io.rmqstore.spark.format.{BodyDecompressionException, DLedgerEntry, Layout, RecordCheck, RecordView, Resync}
 import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** Why a walk over a segment ended: at the end of its range, a BLANK, or an invalid record. */
@@ -44,6 +44,11 @@ private[store] object WalkStop {
   * python/rmqstore/store/commitlog.py `CommitLog.end`. Segments wholly before the end are finished and
   * memory-mapped; the segment holding the end is read by positioned reads in windows (the broker may be
   * writing it); a record cut by a window edge is re-read whole.
+  *
+  * Entry framing (`lead`): in a DLedger log (§2.13) each record is the body of an entry whose 48-byte header
+  * comes right before it. Positions stay record positions (what consume queues, the index and msgIds hold);
+  * windows start `lead` bytes early so the walk checks each header (`DLedgerEntry.problem`), a DLedger blank
+  * ends a segment like a BLANK, and the valid end is where the first bad entry starts.
   */
 private[store] final class CommitLog(
     fs: StoreFileSystem,
@@ -52,7 +57,8 @@ private[store] final class CommitLog(
     knownEnd: Option[Long],
     maxMessageSize: Int,
     indexedEnd: () => Option[Long],
-    crashMinTimestamp: () => Option[Long] = () => None
+    crashMinTimestamp: () => Option[Long] = () => None,
+    val lead: Int = 0
 ) extends AutoCloseable {
   import CommitLog._
 
@@ -73,14 +79,15 @@ private[store] final class CommitLog(
   private def findEnd(): Long = {
     val stats = ScanStats()
     crashMinTimestamp() match {
-      case Some(minTimestamp) if segments.nonEmpty => recoveredEnd(minTimestamp, stats)
+      case Some(minTimestamp) if segments.nonEmpty && lead == 0 => // DLedger's own recovery: §2.13
+        recoveredEnd(minTimestamp, stats)
       case _ => cleanEnd(stats)
     }
   }
 
   private def cleanEnd(stats: ScanStats): Long = {
     val holding =
-      segments.reverseIterator.map(seg => seg -> recordAt(seg, 0, checkCrcAtEnd, stats, finished = false)._2)
+      segments.reverseIterator.map(seg => seg -> recordAt(seg, lead, checkCrcAtEnd, stats, finished = false)._2)
         .find { case (_, first) => first == RecordCheck.Blank || first > 0 }
     holding match {
       case None =>
@@ -92,7 +99,7 @@ private[store] final class CommitLog(
       case Some((seg, _)) =>
         val stop = new WalkStop
         val from = math.max(
-          walkStart(seg, stats),
+          math.max(walkStart(seg, stats), lead.toLong),
           EndCache.resumeAt(seg, checkCrcAtEnd, recovery = false)(pos =>
             recordAt(seg, pos, checkCrcAtEnd, stats, false)._2
           )
@@ -105,8 +112,9 @@ private[store] final class CommitLog(
         }
         if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = false, lastStart, stop.position)
         if (stop.kind == WalkStop.Invalid) {
-          endReason = s"${seg.path}: first invalid record at position ${stop.position}: ${stop.reason}"
-          seg.baseOffset + stop.position
+          val what = if (lead > 0) "DLedger entry" else "record"
+          endReason = s"${seg.path}: first invalid $what at position ${stop.position - lead}: ${stop.reason}"
+          seg.baseOffset + stop.position - lead
         } else {
           endReason = s"${seg.path} is complete"
           seg.endOffset
@@ -193,17 +201,38 @@ private[store] final class CommitLog(
     if (file(seg, finished).zeroCopy) Int.MaxValue else RemoteWindow
 
   /** The bytes of the record at `pos` (index 0 = its first byte; two reads at most) and its
-    * `RecordCheck.check` code (PHYSICALOFFSET compared with the position).
+    * `RecordCheck.check` code (PHYSICALOFFSET compared with the position); in a DLedger log its entry header
+    * is checked too (`entryProblem` says why it fails).
     */
   def recordAt(seg: Segment, pos: Long, verifyCrc: Boolean, stats: ScanStats, finished: Boolean): (ByteBuffer, Int) = {
-    var buf = read(seg, pos, ProbeBytes, stats, finished)
-    if (buf.limit() >= 8 && buf.getInt(Layout.OffMagic) == Layout.BlankMagic) return (buf, RecordCheck.Blank)
-    if (buf.limit() >= 4) {
-      val total = buf.getInt(0)
-      if (buf.limit() < total && total <= seg.size - pos) buf = read(seg, pos, total, stats, finished)
+    if (pos < lead) return (ByteBuffer.allocate(0), RecordCheck.TooShort)
+    var buf = read(seg, pos - lead, ProbeBytes, stats, finished)
+    if (blankAt(buf, lead)) return (slice(buf, lead), RecordCheck.Blank)
+    if (buf.limit() >= lead + 4) {
+      val total = buf.getInt(lead)
+      if (buf.limit() < total + lead && total <= seg.size - pos)
+        buf = read(seg, pos - lead, total + lead, stats, finished)
     }
-    (buf, RecordCheck.check(buf, 0, buf.limit(), verifyCrc, seg.baseOffset + pos))
+    val code = RecordCheck.check(buf, lead, buf.limit(), verifyCrc, seg.baseOffset + pos)
+    val framed = code <= 0 || entryProblem(buf, lead, seg.baseOffset + pos - lead, code) == null
+    (slice(buf, lead), if (framed) code else RecordCheck.BadEntryHeader)
   }
+
+  private def slice(buf: ByteBuffer, from: Int): ByteBuffer =
+    if (from == 0) buf else buf.duplicate().position(math.min(from, buf.limit())).slice()
+
+  /** The record position `at` of `buf` holds the segment's end filler: a BLANK record, or in a DLedger log a
+    * DLedger blank in the entry header before it.
+    */
+  private def blankAt(buf: ByteBuffer, at: Int): Boolean =
+    if (lead > 0) at >= lead && buf.limit() - (at - lead) >= 4 && buf.getInt(at - lead) == DLedgerEntry.BlankMagic
+    else buf.limit() - at >= 8 && buf.getInt(at + Layout.OffMagic) == Layout.BlankMagic
+
+  /** Why the entry header before the `size`-byte record at `at` of `buf` (whose buf(0) is at physical `base`)
+    * is not DLedger's; null when it is, or without framing.
+    */
+  private def entryProblem(buf: ByteBuffer, at: Int, base: Long, size: Int): String =
+    if (lead == 0) null else DLedgerEntry.problem(buf, at - lead, base, size)
 
   /** STORETIMESTAMP of the record at `pos` (a record start found by a walk or resync). */
   def storeTimeAt(seg: Segment, pos: Long, stats: ScanStats): Long = {
@@ -261,42 +290,51 @@ private[store] final class CommitLog(
     while (pos < hi) {
       val length = math.min(seg.size - pos, math.max(math.min(hi - pos + TailSlack, window.toLong), need)).toInt
       window = math.min(window.toLong * 4, cap.toLong).toInt
-      val buf = read(seg, pos, length, stats, finished)
+      val first = pos - lead // buf(0): the entry header before the record at pos (class comment)
+      val buf = read(seg, first, length + lead, stats, finished)
       val lim = buf.limit()
-      val bound = math.min(hi - pos, lim.toLong).toInt
-      val base = seg.baseOffset + pos
-      var i = 0
+      val bound = math.min(hi - first, lim.toLong).toInt
+      val base = seg.baseOffset + first
+      var i = lead
       var code = 1
+      var framing: String = null
       while (code > 0 && i < bound) {
-        code = RecordCheck.check(buf, i, lim, verifyCrc, base + i)
+        code =
+          if (blankAt(buf, i) && lead > 0) RecordCheck.Blank else RecordCheck.check(buf, i, lim, verifyCrc, base + i)
+        if (lead > 0 && code != RecordCheck.Blank) { // the header first, like DLedger's recovery
+          framing = entryProblem(buf, i, base, if (code >= Layout.MinRecordSize) code else -1)
+          if (framing != null) code = RecordCheck.BadEntryHeader
+        }
         if (code >= Layout.MinRecordSize) {
           stats.records += 1
           if (!f(view.reset(buf, i, base + i))) {
             stop.kind = WalkStop.End
-            stop.position = pos + i + code
+            stop.position = first + i + code + lead
             return
           }
-          i += code
+          i += code + lead
         } else if (code > 0) code = RecordCheck.TooSmall
       }
       if (code > 0) {
-        pos += i
+        pos = first + i
         need = 0
       } else {
-        val cut = if (code == RecordCheck.Blank) Cut.Blank else cutByWindow(buf, i, seg.size - pos)
+        val cut = if (code == RecordCheck.Blank) Cut.Blank
+        else if (framing != null) Cut.No
+        else cutByWindow(buf, i, seg.size - first)
         if (cut == Cut.Blank) {
           stop.kind = WalkStop.Blank
-          stop.position = pos + i
+          stop.position = first + i
           return
         }
-        if (cut > 0 && pos + lim < seg.size) {
-          pos += i
+        if (cut > 0 && first + lim < seg.size) {
+          pos = first + i
           need = cut
         } else {
           stop.kind = WalkStop.Invalid
-          stop.position = pos + i
+          stop.position = first + i
           stop.code = code
-          stop.reason = RecordCheck.describe(buf, i, lim, verifyCrc, base + i)
+          stop.reason = if (framing != null) framing else RecordCheck.describe(buf, i, lim, verifyCrc, base + i)
           return
         }
       }
@@ -320,8 +358,18 @@ private[store] final class CommitLog(
       if (code < 0) {
         stop.kind = WalkStop.Invalid
         stop.code = code
-        stop.reason = RecordCheck.describe(buf, 0, buf.limit(), verifyCrc, seg.baseOffset + pos)
+        stop.reason = invalidReason(seg, pos, buf, verifyCrc)
       }
+    }
+  }
+
+  /** Why the record `recordAt(seg, pos)` returned in `buf` is invalid: its own check, else its entry header. */
+  private def invalidReason(seg: Segment, pos: Long, buf: ByteBuffer, verifyCrc: Boolean): String = {
+    val code = RecordCheck.check(buf, 0, buf.limit(), verifyCrc, seg.baseOffset + pos)
+    if (code < 0 || lead == 0) RecordCheck.describe(buf, 0, buf.limit(), verifyCrc, seg.baseOffset + pos)
+    else {
+      val framed = read(seg, pos - lead, lead + code, ScanStats(), isSealed(seg))
+      DLedgerEntry.problem(framed, 0, seg.baseOffset + pos - lead, code)
     }
   }
 
@@ -347,8 +395,8 @@ private[store] final class CommitLog(
       val l = math.max(lo, seg.baseOffset)
       val h = math.min(hi, seg.endOffset) - seg.baseOffset
       if (l - seg.baseOffset < h) {
-        var pos = l - seg.baseOffset
-        if (pos > 0) pos = resync(seg, pos, h, stats)
+        var pos = math.max(l - seg.baseOffset, lead.toLong) // a segment's first record follows its entry header
+        if (pos > lead) pos = resync(seg, pos, h, stats)
         while (going && pos >= 0 && pos < h) {
           val stop = new WalkStop
           walk(seg, pos, h, verifyCrc, stop, stats, isSealed(seg)) { v =>
@@ -373,8 +421,8 @@ private[store] final class CommitLog(
       f: RecordView => Boolean
   ): Unit = {
     val wanted = ranges.map { case (a, b) => (math.max(a, minOffset), math.min(b, end)) }.filter(r => r._1 < r._2)
-    def gathered(seg: Segment, r: (Long, Long)) =
-      seg.baseOffset <= r._1 && r._2 <= seg.endOffset && r._2 - r._1 <= GatherRangeBytes
+    def gathered(seg: Segment, r: (Long, Long)) = // DLedger (§2.13): by `chunks`
+      lead == 0 && seg.baseOffset <= r._1 && r._2 <= seg.endOffset && r._2 - r._1 <= GatherRangeBytes
     val view = new RecordView()
     view.maxBodySize = maxMessageSize
     var going = true

@@ -129,8 +129,11 @@ private[store] object Coverage {
     }
   }
 
-  /** The byte ranges of `seg` no unit covers, from its units (sorted `position << 31 | size`). */
+  /** The byte ranges of `seg` no unit covers, from its units (sorted `position << 31 | size`). In a DLedger log
+    * (§2.13) a record's entry header (`lead` bytes) before it belongs to it.
+    */
   private def holes(log: CommitLog, seg: Segment, units: Array[Long]): IndexedSeq[(Long, Long)] = {
+    val lead = log.lead
     val holdingEnd = seg.contains(log.end)
     val recordsEnd = if (holdingEnd) log.end - seg.baseOffset else seg.size
     val out = mutable.ArrayBuffer.empty[(Long, Long)]
@@ -139,10 +142,10 @@ private[store] object Coverage {
     while (i < units.length) {
       val (start, size) = (units(i) >>> 31, units(i) & 0x7fffffffL)
       if (i > 0 && units(i) == units(i - 1)) () // a record in several queues counts once
-      else if (start < covered || start + size > recordsEnd)
+      else if (start - lead < covered || start + size > recordsEnd)
         return IndexedSeq((seg.baseOffset, seg.baseOffset + recordsEnd))
       else {
-        if (start > covered) out += ((seg.baseOffset + covered, seg.baseOffset + start))
+        if (start - lead > covered) out += ((seg.baseOffset + covered, seg.baseOffset + start - lead))
         covered = start + size
       }
       i += 1
@@ -152,9 +155,11 @@ private[store] object Coverage {
     out.toIndexedSeq
   }
 
-  /** A BLANK (§2.6) filling the segment from `pos`. */
+  /** A BLANK (§2.6) filling the segment from `pos`, or a DLedger blank (§2.13). */
   private def blankAt(log: CommitLog, seg: Segment, pos: Long): Boolean =
-    pos + Layout.EndFileMinBlankLength <= seg.size && {
+    if (log.lead > 0) log.recordAt(seg, pos + log.lead, verifyCrc = false, ScanStats(), finished = true)._2 ==
+      io.rmqstore.spark.format.RecordCheck.Blank
+    else pos + Layout.EndFileMinBlankLength <= seg.size && {
       val head = log.read(seg, pos, Layout.EndFileMinBlankLength, ScanStats(), finished = true)
       head.limit() >= Layout.EndFileMinBlankLength && head.getInt(4) == Layout.BlankMagic &&
       head.getInt(0).toLong == seg.size - pos

@@ -7,7 +7,16 @@ import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 
-import io.rmqstore.spark.format.{BrokerConfig, ConsumeQueueUnit, JavaHash, Layout, RecordCheck, RecordView}
+import io.rmqstore.spark.format.{
+  BrokerConfig,
+  Compression,
+  ConsumeQueueUnit,
+  DLedgerEntry,
+  JavaHash,
+  Layout,
+  RecordCheck,
+  RecordView
+}
 import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** Where a store lives: a local path or a Hadoop URI (serializable, cheap to ship to executors). */
@@ -31,7 +40,21 @@ final class Store private (
   import Store._
 
   if (!fs.isDir(root)) throw new StoreLayoutException(s"${location.path}: no such store directory")
-  private val commitlogDir = fs.join(root, CommitlogDir)
+  // `commitlog/`, or the data directory of a DLedger log (§2.13) whose records follow a 48-byte entry header
+  private val (commitlogDir, lead) = Shape.dledgerDirs(fs, root) match {
+    case Seq() => (fs.join(root, CommitlogDir), 0)
+    case Seq(data) =>
+      val replaced = fs.join(root, CommitlogDir)
+      if (fs.isDir(replaced) && fs.list(replaced).nonEmpty)
+        throw new UnsupportedShapeException(
+          location.path,
+          Feature(Shape.Dledger, s"$data and $replaced"),
+          s"reading it with the $CommitlogDir/ it replaced"
+        )
+      (data, DLedgerEntry.Header)
+    case several =>
+      throw new StoreLayoutException(s"${location.path}: DLedger logs of several members (${several.mkString(", ")})")
+  }
   if (!fs.isDir(commitlogDir))
     throw new StoreLayoutException(
       s"${location.path}: commit-log directory $commitlogDir does not exist (a store root holds $CommitlogDir/)"
@@ -46,7 +69,8 @@ final class Store private (
       knownEnd,
       maxMessageSize,
       () => index.newestEndPhyOffset,
-      () => crashMinTimestamp
+      () => crashMinTimestamp,
+      lead
     )
   private val queues = mutable.HashMap.empty[(String, Int), QueueReader]
   private val otherProblems = mutable.ArrayBuffer.empty[String]
@@ -125,7 +149,7 @@ final class Store private (
     val starts = segments.iterator.filter(seg => seg.endOffset > from && seg.baseOffset < end).map { seg =>
       val pos = math.max(from - seg.baseOffset, 0L)
       val hi = math.min(end, seg.endOffset) - seg.baseOffset
-      val found = if (pos == 0) 0L else log.resync(seg, pos, hi, stats)
+      val found = if (pos <= lead) lead.toLong else log.resync(seg, pos, hi, stats)
       val isRecord =
         found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0
       if (isRecord) seg.baseOffset + found else -1L
@@ -357,6 +381,14 @@ final class Store private (
   // ---- consume queues -------------------------------------------------------------------------
 
   private def consumequeueDir: String = fs.join(root, ConsumequeueDir)
+
+  /** The RocketMQ features this store's files show (§1.6, `Shape`). */
+  lazy val shape: Shape = Shape.detect(
+    fs,
+    root,
+    try configDocument(TopicsFile)
+    catch { case _: StoreException => None }
+  )
 
   /** Topics with a consume-queue directory or an entry in topics.json, sorted; names that cannot be a
     * directory inside the store are left out and reported in `problems`.

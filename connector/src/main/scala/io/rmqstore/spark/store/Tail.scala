@@ -58,6 +58,9 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
   import Tail._
   import Layout._
 
+  // A DLedger log (§2.13) is refused by name: this walk knows no entry framing.
+  Shape.refuse(store.location.path, store.shape, Shape.Dledger, "streaming")
+
   val segments: IndexedSeq[Segment] = store.segments
   private val windows = mutable.HashMap.empty[Int, Window]
 

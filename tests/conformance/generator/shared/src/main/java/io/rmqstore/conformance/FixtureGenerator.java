@@ -208,7 +208,7 @@ public final class FixtureGenerator {
         return out;
     }
 
-    private static List<String[]> extraProbes() {
+    static List<String[]> extraProbes() {
         return List.of(new String[] {"TopicTest", "absent-key"}, new String[] {"TopicTest", "a  b"},
             new String[] {"TopicTest", " lead"}, new String[] {"AaTopic", "Aa"}, new String[] {"BBTopic", "BB"},
             new String[] {"TopicTest", "batch-all"}, new String[] {"SCHEDULE_TOPIC_XXXX", "delay-3"},
@@ -216,7 +216,7 @@ public final class FixtureGenerator {
     }
 
     /** Every record's offsetMsgId plus ids that are not offsetMsgIds (a UNIQ_KEY, garbage). */
-    private static List<String> msgIdProbes(Oracle.Walk walk) {
+    static List<String> msgIdProbes(Oracle.Walk walk) {
         List<String> ids = new ArrayList<>();
         walk.records().forEach(d -> ids.add(d.stored().getMsgId()));
         ids.add(Scenario.SHARED_UNIQ_KEY);

@@ -1,0 +1,108 @@
+package io.rmqstore.spark.store
+
+import java.nio.ByteBuffer
+import java.nio.file.{Files, Path, StandardCopyOption}
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+/** A DLedger commit log (docs/format.md §2.13) damaged the ways a commit log is (§2.12), like
+  * tests/store/test_dledger.py: a torn or cut last entry ends the log at that entry, a bad entry header before
+  * the end is damage (FAILFAST names it, PERMISSIVE steps over that record only); and the refusals.
+  */
+class DLedgerSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private val fixture = "rmq-5.4.0-dledger"
+  private val header = 48
+  private val records = Oracle.records(fixture)
+  private val offsets = records.map(_.get("commitLogOffset").asLong)
+  private val temporary = mutable.ArrayBuffer.empty[Path]
+
+  override def afterAll(): Unit =
+    temporary.foreach(dir => Files.walk(dir).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(Files.delete(_)))
+
+  private def copy(): Path = {
+    val dir = Files.createTempDirectory("rmqstore-dledger")
+    temporary += dir
+    val from = Oracle.FixturesDir.resolve(fixture).resolve("store")
+    Files.walk(from).iterator.asScala.foreach { p =>
+      val to = dir.resolve(from.relativize(p).toString)
+      if (Files.isDirectory(p)) Files.createDirectories(to) else Files.copy(p, to, StandardCopyOption.REPLACE_EXISTING)
+    }
+    dir
+  }
+
+  /** The data file holding physical `offset`, and the offset's position in it. */
+  private def dataFile(root: Path, offset: Long): (Path, Int) = {
+    val base = Files.list(root.resolve("dledger-n0/data")).iterator.asScala.map(_.getFileName.toString.toLong)
+      .filter(_ <= offset).max
+    (root.resolve(f"dledger-n0/data/$base%020d"), (offset - base).toInt)
+  }
+
+  private def scanned(store: Store, permissive: Boolean): Seq[Long] = {
+    val seen = mutable.ArrayBuffer.empty[Long]
+    store.scan(Long.MinValue, Long.MaxValue, verifyCrc = true, permissive)(v => seen += v.physicalOffset)
+    seen.toSeq
+  }
+
+  private def open(root: Path): Store = Store.open(StoreLocation(root.toString), null, None)
+
+  for (damage <- Seq("torn", "cut"))
+    test(s"a $damage last entry ends the log at that entry") {
+      val root = copy()
+      val (last, size) = (offsets.last, records.last.get("storeSize").asInt)
+      val (file, pos) = dataFile(root, last)
+      val data = Files.readAllBytes(file)
+      if (damage == "torn") java.util.Arrays.fill(data, pos + size / 2, pos + size, 0.toByte)
+      Files.write(file, if (damage == "torn") data else data.take(pos + 20))
+      val store = open(root)
+      try {
+        assert(store.logEnd == last - header)
+        assert(scanned(store, permissive = false) == offsets.init)
+      } finally store.close()
+    }
+
+  test("a bad entry header before the end is damage") {
+    val root = copy()
+    val victim = offsets.find(o => o % 8192 == header && o > 8192).get // first record of a sealed file
+    val (file, pos) = dataFile(root, victim)
+    val data = Files.readAllBytes(file)
+    ByteBuffer.wrap(data).putLong(pos - header + 24, 12345L) // the entry's pos field
+    Files.write(file, data)
+    val store = open(root)
+    try {
+      val failure = intercept[StoreCorruptionException](scanned(store, permissive = false))
+      assert(failure.offset == victim && failure.getMessage.contains("DLedger entry at position"), failure.getMessage)
+      assert(failure.getMessage.contains("pos 12345"), failure.getMessage)
+      assert(scanned(store, permissive = true) == offsets.filter(_ != victim))
+    } finally store.close()
+  }
+
+  test("a DLedger log with the commitlog/ it replaced is refused by name") {
+    val root = copy()
+    val old = Files.createDirectories(root.resolve("commitlog"))
+    Files.write(old.resolve("00000000000000000000"), new Array[Byte](8192))
+    val failure = intercept[UnsupportedShapeException](open(root))
+    assert(failure.getMessage.contains("reading it with the commitlog/ it replaced refused"), failure.getMessage)
+    assert(failure.getMessage.contains("dividedCommitlogOffset"), failure.getMessage)
+  }
+
+  test("RocksDB consume queues and offsets are refused by name for queues and offsets, the log still reads") {
+    val root = copy()
+    Seq("consumequeue", "config/consumerOffsets").foreach { d =>
+      val dir = Files.createDirectories(root.resolve(d))
+      Seq("CURRENT", "IDENTITY", "MANIFEST-000005").foreach(n => Files.write(dir.resolve(n), "rocksdb".getBytes))
+    }
+    val store = open(root)
+    try {
+      assert(store.shape.name == "dledger, rocksdb-consumequeue, rocksdb-offsets")
+      assert(scanned(store, permissive = false) == offsets)
+      val queues = intercept[UnsupportedShapeException](store.topics)
+      assert(queues.getMessage.contains("RocksDB consume queue (consumequeue/ is a RocksDB database"))
+      val groups = intercept[UnsupportedShapeException](store.consumerOffsets)
+      assert(groups.getMessage.contains("RocksDB consumer offsets (config/consumerOffsets/): reading consumer offsets"))
+    } finally store.close()
+  }
+}
