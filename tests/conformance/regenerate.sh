@@ -12,7 +12,8 @@ out="$(mktemp -d "${TMPDIR:-/tmp}/rmq-fixtures.XXXXXX")"
 trap 'rm -rf "$out"' EXIT
 
 "$root/.ci/sbt" "conformanceRmq49/run $out" "conformanceRmq497/run $out" "conformanceRmq5/run $out" \
-  "conformanceRmq514/run $out" "conformanceRmq531/run $out" "conformanceBroker5/run $out" < /dev/null
+  "conformanceRmq514/run $out" "conformanceRmq531/run $out" "conformanceBroker5/run $out" \
+  "conformanceShapes540/run $out" < /dev/null
 
 if [[ "${1:-}" == "--update" ]]; then
   rm -rf "$fixtures"

@@ -208,10 +208,11 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return high
         if spec.kind == "queues":
             given = (spec.queues or {}).get(queue[0], {}).get(queue[1], -2)
-            return low if given == -2 else high if given == -1 else given
+            return low if given == -2 else high if given == -1 else store.consume_queue(*queue).floor(given)
         if spec.kind == "group":
             committed = store.consumer_offsets().get((queue[0], spec.group), {})
-            return committed.get(queue[1], low)
+            # inside a BatchCQ batch: getMessage returns the whole batch (§4.5)
+            return store.consume_queue(*queue).floor(committed.get(queue[1], low))
         return low
 
     def _topics(self, store: Store) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3).
+"""One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3), or a BatchConsumeQueue
+`batchconsumequeue/<topic>/<queueId>/` (§4.5) behind the same interface.
 
 Queue offset q lives at byte q*20 of the queue's own address space, in the segment named by the
 offset of its first byte. The valid units run to the first unit with phyOffset < 0 or size <= 0
@@ -15,11 +16,16 @@ from functools import cached_property
 import numpy as np
 
 from rmqstore.format.consumequeue import (
+    BCQ_UNIT_SIZE,
     CQ_DTYPE,
     CQ_UNIT_SIZE,
     EXT_ADDRESS_MAX,
+    ext_address_offset,
     is_filler,
+    parse_batch_units,
+    parse_ext_unit,
     parse_units,
+    valid_batch_unit_count,
     valid_unit_count,
 )
 from rmqstore.format.javahash import tags_code
@@ -167,6 +173,14 @@ class ConsumeQueue:
             keep &= tags_candidate_mask(self.topic, units, tags)
         return units[keep]
 
+    def floor(self, offset: int) -> int:
+        """The first queue offset of the unit holding `offset`: `offset` itself (one message per unit)."""
+        return offset
+
+    def file_units(self, seg: Segment) -> np.ndarray:
+        """`units` of one of the queue's files."""
+        return self.units(seg.base_offset // CQ_UNIT_SIZE, seg.end_offset // CQ_UNIT_SIZE)
+
     def spans(self, start: int, end: int) -> list[tuple[int, int]]:
         """The parts of queue offsets [start, end) whose units lie in the queue's files, in order.
 
@@ -218,3 +232,122 @@ class ConsumeQueue:
         data = self._files.get(seg.path).read(first_unit * CQ_UNIT_SIZE, max(count, 0) * CQ_UNIT_SIZE)
         whole = len(data) - len(data) % CQ_UNIT_SIZE
         return parse_units(data[:whole]) if whole else np.empty(0, dtype=CQ_DTYPE)
+
+
+class BatchConsumeQueue:
+    """Units of one BatchConsumeQueue (§4.5), bounded by the commit log's [min_offset, max_offset).
+
+    A unit covers the queue offsets [msgBaseOffset, msgBaseOffset + batchSize): an inner-batch record
+    (§2.11) holds that many messages, any other record one. Its `queue_offset` (as in `UNIT_DTYPE`) is
+    msgBaseOffset, the record's own QUEUEOFFSET and the offset getMessage returns it at. Files are
+    named by byte offset in the unit space, not by queue offset, so the queue's valid units (recovery's:
+    up to the first invalid one) are read once and searched by msgBaseOffset.
+    """
+
+    def __init__(self, topic: str, queue_id: int, segments: list[Segment], files: OpenFiles,
+                 log_min_offset: int, log_max_offset: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.segments = segments
+        self._files = files
+        self._log_min = log_min_offset
+        self._log_max = log_max_offset
+
+    def __repr__(self) -> str:
+        return f"BatchConsumeQueue({self.topic!r}, {self.queue_id}, [{self.min_offset}, {self.max_offset}))"
+
+    @cached_property
+    def _by_file(self) -> list[np.ndarray]:
+        """Each file's valid units as `UNIT_DTYPE` plus `batch`, up to the first invalid unit of the queue
+        (later files are not part of it), and only those pointing inside the log's [min, max)."""
+        out = []
+        for seg in self.segments:
+            data = self._files.get(seg.path).read(0, seg.size)
+            raw = parse_batch_units(data)
+            count = valid_batch_unit_count(raw)
+            raw = raw[:count]
+            keep = (raw["phy"] >= self._log_min) & (raw["phy"] < self._log_max)
+            units = np.empty(int(np.count_nonzero(keep)), dtype=_BATCH_UNIT_DTYPE)
+            for field in ("phy", "size", "tags_code", "batch"):
+                units[field] = raw[field][keep]
+            units["queue_offset"] = raw["base"][keep]
+            out.append(units)
+            if count < seg.size // BCQ_UNIT_SIZE:  # recovery ends the queue in the first file not full
+                break
+        return out
+
+    @cached_property
+    def _units(self) -> np.ndarray:
+        return np.concatenate(self._by_file) if self._by_file else np.empty(0, dtype=_BATCH_UNIT_DTYPE)
+
+    @cached_property
+    def max_offset(self) -> int:
+        """One past the last message of the last unit that points before the log's valid end."""
+        units = self._units
+        return int(units["queue_offset"][-1] + units["batch"][-1]) if len(units) else 0
+
+    @cached_property
+    def min_offset(self) -> int:
+        """msgBaseOffset of the first unit pointing at or after the log's min offset."""
+        return int(self._units["queue_offset"][0]) if len(self._units) else 0
+
+    def end_bound(self, upto: int | None = None) -> int:
+        """`max_offset` (the queue's units are read whole)."""
+        return self.max_offset
+
+    def floor(self, offset: int) -> int:
+        """msgBaseOffset of the unit holding queue offset `offset` (getMessage from an offset inside a
+        batch returns that whole batch, §4.5); `offset` itself when no unit holds it."""
+        units = self._units
+        at = int(np.searchsorted(units["queue_offset"], offset, side="right")) - 1
+        if at >= 0 and offset < units["queue_offset"][at] + units["batch"][at]:
+            return int(units["queue_offset"][at])
+        return offset
+
+    def units(self, start: int | None = None, end: int | None = None, *,
+              tags: Iterable[str] | None = None) -> np.ndarray:
+        """Units holding queue offsets in [start, end): the one holding `start` included."""
+        lo = self.min_offset if start is None else self.floor(start)
+        return self.slice_units(lo, self.max_offset if end is None else end, tags=tags)
+
+    def slice_units(self, start: int, end: int, *, tags: Iterable[str] | None = None) -> np.ndarray:
+        """Units whose msgBaseOffset is in [start, end), as `UNIT_DTYPE`: slices that partition a range
+        of queue offsets partition its units (each in the slice holding its first message)."""
+        units = self._units
+        lo, hi = np.searchsorted(units["queue_offset"], [start, end])
+        picked = units[lo:hi]
+        if tags is not None:
+            picked = picked[tags_candidate_mask(self.topic, picked, tags)]
+        return picked[list(UNIT_DTYPE.names)].astype(UNIT_DTYPE)
+
+    def file_units(self, seg: Segment) -> np.ndarray:
+        """`units` of one of the queue's files."""
+        at = self.segments.index(seg)
+        units = self._by_file[at] if at < len(self._by_file) else self._units[:0]
+        return units[list(UNIT_DTYPE.names)].astype(UNIT_DTYPE)
+
+    def spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        """[start, end) ∩ the queue's offsets, as one part (units are not placed by queue offset)."""
+        a, b = max(start, self.min_offset), min(end, self.max_offset)
+        return [(a, b)] if a < b else []
+
+
+_BATCH_UNIT_DTYPE = np.dtype([*UNIT_DTYPE.descr, ("batch", "<i8")])
+
+
+class ConsumeQueueExt:
+    """One queue's ConsumeQueueExt files `consumequeue_ext/<topic>/<queueId>/` (§4.4), read-only: the
+    unit an ext address (a tagsCode <= Integer.MIN_VALUE - 1) names."""
+
+    def __init__(self, segments: list[Segment], files: OpenFiles) -> None:
+        self.segments = segments
+        self._files = files
+
+    def unit(self, address: int) -> tuple[int, int] | None:
+        """(tagsCode, storeTime) of the unit at `address`, None when no file holds a whole unit there."""
+        offset = ext_address_offset(address)
+        for seg in self.segments:
+            if seg.base_offset <= offset < seg.end_offset:
+                data = self._files.get(seg.path).read(0, seg.size)
+                return parse_ext_unit(bytes(data), offset - seg.base_offset)
+        return None

@@ -41,9 +41,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.layout import BLANK_MAGIC, SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
-from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.consumequeue import BatchConsumeQueue, ConsumeQueue
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segment_cache import cache_dir as kind_cache_dir
@@ -100,7 +99,7 @@ def segment_verdicts(store: Store) -> list[SegmentVerdict]:
 
 
 def _compute(store: Store, segments: Sequence[Segment],
-             queues: Sequence[ConsumeQueue]) -> list[SegmentVerdict]:
+             queues: Sequence[ConsumeQueue | BatchConsumeQueue]) -> list[SegmentVerdict]:
     """Verdicts for `segments` from the units of every queue (module docstring)."""
     if not segments:
         return []
@@ -122,7 +121,7 @@ def _compute(store: Store, segments: Sequence[Segment],
     return verdicts
 
 
-def _units_from(queue: ConsumeQueue, first_phy: int) -> np.ndarray:
+def _units_from(queue: ConsumeQueue | BatchConsumeQueue, first_phy: int) -> np.ndarray:
     """The queue's units pointing at or after `first_phy`: its last files, read backwards.
 
     Units follow log order along a queue, so the files before the first one holding a unit below
@@ -131,7 +130,7 @@ def _units_from(queue: ConsumeQueue, first_phy: int) -> np.ndarray:
     """
     parts = []
     for seg in reversed(queue.segments):
-        units = queue.units(seg.base_offset // CQ_UNIT_SIZE, seg.end_offset // CQ_UNIT_SIZE)
+        units = queue.file_units(seg)
         parts.append(units)
         if len(units) and units["phy"][0] < first_phy:
             break

@@ -18,14 +18,14 @@ import pyarrow.fs as pafs
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
-from rmqstore.format.consumequeue import CQ_UNIT_SIZE
+from rmqstore.format.consumequeue import BCQ_UNIT_SIZE, CQ_UNIT_SIZE
 from rmqstore.format.points import PointReader, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import CONFIG_DIR, CONSUMER_OFFSET_FILE, load_consumer_offsets, load_topic_configs
-from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.consumequeue import BatchConsumeQueue, ConsumeQueue, ConsumeQueueExt
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
     FAILFAST,
@@ -56,6 +56,10 @@ from rmqstore.store.timeline import (
 
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
+BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
+"""The queues of topics with attribute `queue.type=BatchCQ` (§4.5)."""
+CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"
+"""ConsumeQueueExt files (`enableConsumeQueueExt`, §4.4)."""
 CHECKPOINT_FILE = "checkpoint"
 ABORT_FILE = "abort"
 MULTI_PATH_SPLITTER = ","
@@ -115,7 +119,7 @@ class Store:
                              end_cache=LogEndCache.for_store(self, check_crc_at_end),
                              last_indexed=self._index.last_indexed_offset)
         self._index_tail_scan_limit = index_tail_scan_limit
-        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._queues: dict[tuple[str, int], ConsumeQueue | BatchConsumeQueue] = {}
         self._scan_problems: list[str] = []
         self._side_index: SideIndex | None = None
         self.point_reader: PointReader = point_reader()
@@ -483,14 +487,25 @@ class Store:
     def _consumequeue_dir(self) -> str:
         return self.fs.join(self.path, CONSUMEQUEUE_DIR)
 
+    @cached_property
+    def _batch_topics(self) -> frozenset[str]:
+        """Topics with a directory under `batchconsumequeue/` (§4.5): their queues are read there."""
+        directory = self.fs.join(self.path, BATCH_CONSUMEQUEUE_DIR)
+        return frozenset(e.name for e in list_entries(self.fs, directory) if e.is_dir)
+
+    def _queues_dir(self, topic: str) -> str:
+        """The directory holding `topic`'s queues: `batchconsumequeue/` for a BatchCQ topic (§4.5)."""
+        root = BATCH_CONSUMEQUEUE_DIR if topic in self._batch_topics else CONSUMEQUEUE_DIR
+        return self.fs.join(self.path, root, check_topic_dir_name(topic))
+
     def topics(self) -> list[str]:
-        """Topics with a consume-queue directory or an entry in topics.json, sorted.
+        """Topics with a (batch) consume-queue directory or an entry in topics.json, sorted.
 
         Names that cannot be a directory inside the store (`..`, separators), entries of
         `consumequeue/` that are not directories (symlink loops, FIFOs) and an unreadable topics.json
         are left out and reported in `problems`.
         """
-        names = set()
+        names = set(self._batch_topics)
         for entry in list_entries(self.fs, self._consumequeue_dir):
             if entry.is_dir:
                 names.add(entry.name)
@@ -514,12 +529,12 @@ class Store:
             self._scan_problems.append(problem)
 
     def queue_ids(self, topic: str) -> list[int]:
-        """Queue ids that have a directory under `consumequeue/<topic>/`, sorted.
+        """Queue ids that have a directory under `consumequeue/<topic>/` (`batchconsumequeue/`, §4.5), sorted.
 
         Entries that are not directories, or whose number is not a Java int, are reported in
         `problems`; so is a topic directory that cannot be listed (a symlink loop).
         """
-        directory = self.fs.join(self._consumequeue_dir, check_topic_dir_name(topic))
+        directory = self._queues_dir(topic)
         try:
             entries = list_entries(self.fs, directory)
         except UnreadableFileError as exc:
@@ -537,22 +552,32 @@ class Store:
                 ids.append(int(entry.name))
         return sorted(ids)
 
-    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        """The consume queue of (topic, queueId); empty (min = max = 0) when it has no files."""
-        check_topic_dir_name(topic)
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | BatchConsumeQueue:
+        """The consume queue of (topic, queueId), a BatchConsumeQueue for a BatchCQ topic (§4.5); empty
+        (min = max = 0) when it has no files."""
         if queue_id < 0:
             raise ValueError(f"queue id must be >= 0, got {queue_id}")
         queue = self._queues.get((topic, queue_id))
         if queue is None:
-            directory = self.fs.join(self._consumequeue_dir, topic, str(queue_id))
+            directory = self.fs.join(self._queues_dir(topic), str(queue_id))
             segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
-            misnamed = [seg for seg in segments if seg.base_offset % CQ_UNIT_SIZE]
-            problems += [f"{seg.path}: name is not a multiple of {CQ_UNIT_SIZE}; ignored" for seg in misnamed]
+            batch = topic in self._batch_topics
+            unit = BCQ_UNIT_SIZE if batch else CQ_UNIT_SIZE
+            misnamed = [seg for seg in segments if seg.base_offset % unit]
+            problems += [f"{seg.path}: name is not a multiple of {unit}; ignored" for seg in misnamed]
             segments = [seg for seg in segments if seg not in misnamed]
             self._layout_problems.extend(problems)
-            queue = ConsumeQueue(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
+            kind = BatchConsumeQueue if batch else ConsumeQueue
+            queue = kind(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
             self._queues[(topic, queue_id)] = queue
         return queue
+
+    def consume_queue_ext(self, topic: str, queue_id: int) -> ConsumeQueueExt:
+        """The ConsumeQueueExt files of (topic, queueId) (§4.4); none when the broker never wrote any."""
+        directory = self.fs.join(self.path, CONSUMEQUEUE_EXT_DIR, check_topic_dir_name(topic), str(queue_id))
+        segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
+        self._layout_problems.extend(problems)
+        return ConsumeQueueExt(segments, self._files)
 
     @cached_property
     def _coverage(self) -> list[SegmentVerdict]:
