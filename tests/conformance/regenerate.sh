@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the conformance fixtures with real RocketMQ (4.9.7, 4.9.8, 5.1.4, 5.3.1 and 5.5.0 DefaultMessageStore, and
-# a 5.5.0 name server + broker + producer on 127.0.0.1) into a temporary directory and checks them against
+# a 5.5.0 name server + broker + producer on 127.0.0.1, and 5.4.0 stores in the BatchCQ / LMQ / cqext shapes) into a
+# temporary directory and checks them against
 # tests/conformance/fixtures (compare_fixtures.py rules: byte-equal for the fixed-clock fixtures, semantic for
 # the wall-clock broker fixture).
 #   tests/conformance/regenerate.sh            check (CI)

@@ -54,10 +54,8 @@ object OptionPredicates {
       val (first, last) = store.queueRange(topic, queueId)
       def resolve(o: Long) =
         if (o == RmqOptions.EarliestQueueOffset) first else if (o == RmqOptions.LatestQueueOffset) last else o
-      val start = math.max(
-        resolve(starting.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.EarliestQueueOffset)),
-        first
-      )
+      val asked = resolve(starting.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.EarliestQueueOffset))
+      val start = math.max(store.queueFloor(topic, queueId, asked), first) // a BatchCQ batch whole (§4.5)
       val end =
         math.min(resolve(ending.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.LatestQueueOffset)), last)
       QueueWindow(topic, queueId, start, end)

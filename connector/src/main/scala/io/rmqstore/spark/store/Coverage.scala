@@ -65,7 +65,7 @@ private[store] object Coverage {
     */
   def verdicts(
       log: CommitLog,
-      queues: Seq[(String, ConsumeQueue)],
+      queues: Seq[(String, QueueFiles)],
       diskCache: String => Option[SegmentCache]
   ): IndexedSeq[SegmentVerdict] = {
     val live = log.segments.filter(_.baseOffset < log.end)
@@ -108,7 +108,7 @@ private[store] object Coverage {
   private def compute(
       log: CommitLog,
       segments: IndexedSeq[Segment],
-      queues: Seq[ConsumeQueue]
+      queues: Seq[QueueFiles]
   ): IndexedSeq[SegmentVerdict] = {
     if (segments.isEmpty) return IndexedSeq.empty
     // per segment: (position << 31) | size of each unit pointing into it (positions and sizes are Java ints)
@@ -133,20 +133,18 @@ private[store] object Coverage {
     * order along a queue, so the files before the first one holding a unit below `firstPhy` point below
     * it too (a queue out of order would lose units here, which only makes a segment uncovered).
     */
-  private def unitsFrom(queue: ConsumeQueue, firstPhy: Long): Seq[QueueUnit] = {
+  private def unitsFrom(queue: QueueFiles, firstPhy: Long): Seq[QueueUnit] = {
     val parts = mutable.ArrayBuffer.empty[IndexedSeq[QueueUnit]]
     val it = queue.segments.reverseIterator
     var done = false
     while (!done && it.hasNext) {
       val seg = it.next()
-      val units = queue.units(seg.baseOffset / ConsumeQueueUnitSize, seg.endOffset / ConsumeQueueUnitSize).toIndexedSeq
+      val units = queue.fileUnits(seg).toIndexedSeq
       parts += units
       done = units.nonEmpty && units.head.phyOffset < firstPhy
     }
     parts.reverseIterator.flatten.toSeq
   }
-
-  private final val ConsumeQueueUnitSize = io.rmqstore.spark.format.ConsumeQueueUnit.Size
 
   /** The byte ranges of `seg` no unit covers, from its units (sorted `position << 31 | size`). */
   private def holes(log: CommitLog, seg: Segment, units: Array[Long]): IndexedSeq[(Long, Long)] = {

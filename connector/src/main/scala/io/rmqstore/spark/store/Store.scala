@@ -40,7 +40,7 @@ final class Store private (
   private val index = new IndexFiles(fs, fs.join(root, IndexFiles.IndexDir), indexGeometry)
   private val log =
     new CommitLog(fs, segmentList, checkCrcAtEnd, knownEnd, maxMessageSize, () => index.newestEndPhyOffset)
-  private val queues = mutable.HashMap.empty[(String, Int), ConsumeQueue]
+  private val queues = mutable.HashMap.empty[(String, Int), QueueFiles]
   private val otherProblems = mutable.ArrayBuffer.empty[String]
 
   /** Every commit-log segment file, pre-allocated ones included, by base offset. */
@@ -347,11 +347,19 @@ final class Store private (
 
   private def consumequeueDir: String = fs.join(root, ConsumequeueDir)
 
+  /** Topics with a directory under `batchconsumequeue/` (§4.5): their queues are read there. */
+  private lazy val batchTopics: Set[String] =
+    fs.list(fs.join(root, BatchConsumequeueDir)).filter(_.isDir).map(_.name).toSet
+
+  /** The directory holding `topic`'s queues: `batchconsumequeue/` for a BatchCQ topic (§4.5). */
+  private def queuesDir(topic: String): String =
+    fs.join(root, if (batchTopics(topic)) BatchConsumequeueDir else ConsumequeueDir, Segments.checkTopicDirName(topic))
+
   /** Topics with a consume-queue directory or an entry in topics.json, sorted; names that cannot be a
     * directory inside the store are left out and reported in `problems`.
     */
   def topics: Seq[String] = {
-    val names = fs.list(consumequeueDir).filter(_.isDir).map(_.name).toSet ++
+    val names = batchTopics ++ fs.list(consumequeueDir).filter(_.isDir).map(_.name).toSet ++
       configDocument(TopicsFile).map(BrokerConfig.topicNames).getOrElse(Nil)
     names.toSeq.sorted.filter { name =>
       Segments.topicDirProblem(name) match {
@@ -364,24 +372,29 @@ final class Store private (
     }
   }
 
-  /** Queue ids that have a directory under `consumequeue/<topic>/`, sorted. */
+  /** Queue ids that have a directory under `consumequeue/<topic>/` (`batchconsumequeue/`, §4.5), sorted. */
   def queueIds(topic: String): Seq[Int] =
-    fs.list(fs.join(consumequeueDir, Segments.checkTopicDirName(topic)))
+    fs.list(queuesDir(topic))
       .filter(e => e.isDir && e.name.nonEmpty && e.name.forall(c => c >= '0' && c <= '9'))
       .flatMap(e => e.name.toIntOption)
       .sorted
 
-  private def queue(topic: String, queueId: Int): ConsumeQueue = {
-    Segments.checkTopicDirName(topic)
+  private def queue(topic: String, queueId: Int): QueueFiles = {
     if (queueId < 0) throw new IllegalArgumentException(s"queue id must be >= 0, got $queueId")
     queues.getOrElseUpdate(
       (topic, queueId), {
-        val (segs, found) = Segments.list(fs, fs.join(consumequeueDir, topic, queueId.toString))
+        val (segs, found) = Segments.list(fs, fs.join(queuesDir(topic), queueId.toString))
         otherProblems ++= found
-        new ConsumeQueue(fs, segs, minOffset, logEnd)
+        if (batchTopics(topic)) new BatchConsumeQueue(fs, segs, minOffset, logEnd)
+        else new ConsumeQueue(fs, segs, minOffset, logEnd)
       }
     )
   }
+
+  /** The first queue offset of the unit of (topic, queueId) holding `offset`: a committed offset inside a
+    * BatchCQ batch starts with that batch, as getMessage returns it (§4.5).
+    */
+  def queueFloor(topic: String, queueId: Int, offset: Long): Long = queue(topic, queueId).floor(offset)
 
   /** (min, max) queue offsets of (topic, queueId): fillers and units outside the log skipped (§4.3). */
   def queueRange(topic: String, queueId: Int): (Long, Long) = {
@@ -405,16 +418,8 @@ final class Store private (
   /** Queue offsets [start, end) of (topic, queueId) that lie in the queue's files, as runs in order: planning
     * splits these, never the offsets between files (python/rmqstore/store/consumequeue.py `spans`).
     */
-  def queueSpans(topic: String, queueId: Int, start: Long, end: Long): Seq[(Long, Long)] = {
-    val out = mutable.ArrayBuffer.empty[(Long, Long)]
-    for (seg <- queue(topic, queueId).segments) {
-      val a = math.max(start, seg.baseOffset / ConsumeQueueUnit.Size)
-      val b = math.min(end, seg.endOffset / ConsumeQueueUnit.Size)
-      if (a < b && out.nonEmpty && out.last._2 == a) out(out.length - 1) = (out.last._1, b)
-      else if (a < b) out += ((a, b))
-    }
-    out.toSeq
-  }
+  def queueSpans(topic: String, queueId: Int, start: Long, end: Long): Seq[(Long, Long)] =
+    queue(topic, queueId).spans(start, end)
 
   /** Physical offsets of the units with queue offset in [start, end) ∩ `queueRange`, in queue order; with
     * `tags`, only units whose tagsCode may belong to one of them (hashes collide: confirm TAGS on the
@@ -435,7 +440,7 @@ final class Store private (
     selectedUnits(topic, queueId, start, end, tags).map(u => (u.phyOffset, u.size))
 
   private def selectedUnits(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]) = {
-    val units = queue(topic, queueId).units(start, end)
+    val units = queue(topic, queueId).sliceUnits(start, end)
     val codes = tags.map(_.map(JavaHash.tagsCode).toSet)
     codes match {
       case Some(c) if topic != Layout.ScheduleTopic =>
@@ -551,6 +556,7 @@ final class Store private (
 object Store {
   final val CommitlogDir = "commitlog"
   final val ConsumequeueDir = "consumequeue"
+  final val BatchConsumequeueDir = "batchconsumequeue"
   final val ConfigDir = "config"
   final val ConsumerOffsetFile = "consumerOffset.json"
   final val TopicsFile = "topics.json"

@@ -111,10 +111,11 @@ final class RmqMicroBatchStream(
             given.getOrElse(queue._1, Map.empty[Int, Long]).getOrElse(queue._2, RmqOptions.EarliestQueueOffset) match {
               case RmqOptions.EarliestQueueOffset => low
               case RmqOptions.LatestQueueOffset => high
-              case offset => offset
+              case offset => store.queueFloor(queue._1, queue._2, offset)
             }
-          case OffsetSpec.Group(group) =>
-            store.consumerOffsets.getOrElse((queue._1, group), Map.empty[Int, Long]).getOrElse(queue._2, low)
+          case OffsetSpec.Group(group) => // inside a BatchCQ batch: getMessage returns the whole batch (§4.5)
+            val committed = store.consumerOffsets.getOrElse((queue._1, group), Map.empty[Int, Long])
+            store.queueFloor(queue._1, queue._2, committed.getOrElse(queue._2, low))
           case _ => low
         }
     }

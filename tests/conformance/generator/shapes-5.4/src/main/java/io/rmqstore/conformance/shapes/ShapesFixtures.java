@@ -118,7 +118,7 @@ public final class ShapesFixtures {
         finish(name, root, offsets);
     }
 
-    /** Records of TopicLmq dispatched also to one or two %LMQ% queues (queue id 0 there). */
+    /** Records of TopicLmq dispatched also to one or two %LMQ% queues (queue id 0 there), and a plain topic. */
     private void lmq(String name) throws Exception {
         Path root = begin(name);
         MessageStoreConfig c = config(root);
@@ -130,13 +130,16 @@ public final class ShapesFixtures {
             String queues = i % 3 == 1 ? "%LMQ%q1,%LMQ%q2" : i % 3 == 2 ? "%LMQ%q2" : "%LMQ%q1";
             MessageAccessor.putProperty(m, MessageConst.PROPERTY_INNER_MULTI_DISPATCH, queues);
             put(m);
+            if (i % 4 == 0) {
+                put(message("TopicPlain", 0, "TagP", "plain-" + i, "plain " + i));
+            }
         }
         Map<String, Map<Integer, Long>> offsets = Map.of("%LMQ%q1@" + GROUP, Map.of(0, 3L),
             "%LMQ%q2@" + GROUP, Map.of(0, 7L), LMQ_TOPIC + "@" + GROUP, Map.of(0, 2L, 1, 6L));
         finish(name, root, offsets);
     }
 
-    /** Every consume-queue unit's tagsCode is a ConsumeQueueExt address; ext files roll over. */
+    /** Every consume-queue unit's tagsCode is a ConsumeQueueExt address; ext files roll over; two topics. */
     private void cqExt(String name) throws Exception {
         Path root = begin(name);
         MessageStoreConfig c = config(root);
@@ -144,6 +147,9 @@ public final class ShapesFixtures {
         open(root, c, Map.of());
         for (int i = 0; i < 24; i++) {
             put(message(EXT_TOPIC, i % 2, i % 4 == 3 ? null : "TagX" + i % 3, "ext-" + i, "ext " + i));
+            if (i % 6 == 0) {
+                put(message("TopicPlain", 0, "TagP", "plain-" + i, "plain " + i));
+            }
         }
         finish(name, root, Map.of(EXT_TOPIC + "@" + GROUP, Map.of(0, 3L, 1, 11L)));
     }
