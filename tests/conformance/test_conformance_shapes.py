@@ -78,3 +78,17 @@ def test_group_start_reads_the_backlog_getmessage_returns(
         found[(row.topic, row.queueId)].append(row.commitLogOffset)
     expected = {queue: offsets for queue, offsets in _backlog_rows(name).items() if offsets}
     assert {queue: sorted(offsets) for queue, offsets in found.items()} == expected
+
+
+@pytest.mark.parametrize("name", [n for n in SHAPES if n.endswith("-lmq")])
+def test_query_topic_reads_an_lmq_queue(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`query --topic %LMQ%q` prints the queue's messages (as many as RocketMQ's max - min offset), each
+    with its own stored topic; they are the records whose INNER_MULTI_DISPATCH names the queue."""
+    for q in (q for q in ORACLES[name]["queues"] if q["topic"].startswith("%LMQ%")):
+        status = cli_main(["query", str(store_dir(name)), "--topic", q["topic"], "--no-progress",
+                           "--columns", "topic,commitLogOffset"])
+        rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        wanted = [r for r in ORACLES[name]["records"]
+                  if q["topic"] in r["properties"].get("INNER_MULTI_DISPATCH", "").split(",")]
+        assert status == 0 and len(rows) == q["maxOffset"] - q["minOffset"], q
+        assert rows == [{"topic": r["topic"], "commitLogOffset": r["commitLogOffset"]} for r in wanted], q
