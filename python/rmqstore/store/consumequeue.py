@@ -59,8 +59,8 @@ def tags_candidate_mask(topic: str, units: np.ndarray, tags: Iterable[str]) -> n
     return np.isin(codes, tags_codes(tags)) | (codes <= EXT_ADDRESS_MAX)
 
 
-class ConsumeQueue:
-    """Units of one (topic, queueId), bounded by the commit log's [min_offset, max_offset)."""
+class _QueueFiles:
+    """The files of one (topic, queueId) and the commit log's [min_offset, max_offset) bounding its units."""
 
     def __init__(self, topic: str, queue_id: int, segments: list[Segment], files: OpenFiles,
                  log_min_offset: int, log_max_offset: int) -> None:
@@ -70,6 +70,14 @@ class ConsumeQueue:
         self._files = files
         self._log_min = log_min_offset
         self._log_max = log_max_offset
+
+
+class ConsumeQueue(_QueueFiles):
+    """Units of one (topic, queueId), bounded by the commit log's [min_offset, max_offset)."""
+
+    def __init__(self, topic: str, queue_id: int, segments: list[Segment], files: OpenFiles,
+                 log_min_offset: int, log_max_offset: int) -> None:
+        super().__init__(topic, queue_id, segments, files, log_min_offset, log_max_offset)
         self._kept: dict[str, np.ndarray] = {}
         """A remote file's valid units read while searching for its end (`_valid_units`), by path:
         later reads inside them are served from here, not downloaded again."""
@@ -234,7 +242,7 @@ class ConsumeQueue:
         return parse_units(data[:whole]) if whole else np.empty(0, dtype=CQ_DTYPE)
 
 
-class BatchConsumeQueue:
+class BatchConsumeQueue(_QueueFiles):
     """Units of one BatchConsumeQueue (§4.5), bounded by the commit log's [min_offset, max_offset).
 
     A unit covers the queue offsets [msgBaseOffset, msgBaseOffset + batchSize): an inner-batch record
@@ -243,15 +251,6 @@ class BatchConsumeQueue:
     named by byte offset in the unit space, not by queue offset, so the queue's valid units (recovery's:
     up to the first invalid one) are read once and searched by msgBaseOffset.
     """
-
-    def __init__(self, topic: str, queue_id: int, segments: list[Segment], files: OpenFiles,
-                 log_min_offset: int, log_max_offset: int) -> None:
-        self.topic = topic
-        self.queue_id = queue_id
-        self.segments = segments
-        self._files = files
-        self._log_min = log_min_offset
-        self._log_max = log_max_offset
 
     def __repr__(self) -> str:
         return f"BatchConsumeQueue({self.topic!r}, {self.queue_id}, [{self.min_offset}, {self.max_offset}))"

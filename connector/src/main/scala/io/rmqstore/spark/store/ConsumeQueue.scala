@@ -14,8 +14,12 @@ final case class QueueUnit(queueOffset: Long, phyOffset: Long, size: Int, tagsCo
 /** What the readers ask of a queue: a ConsumeQueue or a BatchConsumeQueue (§4.5), like
   * python/rmqstore/store/consumequeue.py's two classes.
   */
-private[store] trait QueueFiles {
-  def segments: IndexedSeq[Segment]
+private[store] abstract class QueueFiles(
+    protected val fs: StoreFileSystem,
+    val segments: IndexedSeq[Segment],
+    protected val logMin: Long,
+    protected val logMax: Long
+) {
   def minOffset: Long
   def maxOffset: Long
 
@@ -54,12 +58,8 @@ private[store] object ConsumeQueue {
   final val RemoteFirstWindowUnits = 1024L
 }
 
-private[store] final class ConsumeQueue(
-    fs: StoreFileSystem,
-    val segments: IndexedSeq[Segment],
-    logMin: Long,
-    logMax: Long
-) extends QueueFiles {
+private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSeq[Segment], logMin: Long, logMax: Long)
+    extends QueueFiles(fs, segments, logMin, logMax) {
   import ConsumeQueue._
 
   /** A remote file's valid units read while searching for its end (`validUnits`), by path: later reads inside
@@ -208,10 +208,10 @@ private[store] final class ConsumeQueue(
   */
 private[store] final class BatchConsumeQueue(
     fs: StoreFileSystem,
-    val segments: IndexedSeq[Segment],
+    segments: IndexedSeq[Segment],
     logMin: Long,
     logMax: Long
-) extends QueueFiles {
+) extends QueueFiles(fs, segments, logMin, logMax) {
   import BatchConsumeQueueUnit.{Size => Unit46}
 
   /** Each file's kept units (pointing inside the log's [min, max)) with their batch sizes. */
