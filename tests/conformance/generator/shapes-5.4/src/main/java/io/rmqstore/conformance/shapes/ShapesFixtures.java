@@ -254,6 +254,10 @@ public final class ShapesFixtures {
         oracle.put("queries", Oracle.queries(driver, walk, List.of()));
         List<String> ids = new ArrayList<>();
         walk.records().forEach(d -> ids.add(d.stored().getMsgId()));
+        // ids that name no record: a record's UNIQ_KEY, an offset past the log, not an id at all
+        ids.add(walk.records().get(0).stored().getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX));
+        ids.add("7F00000100002A9F00000000FFFFFF00");
+        ids.add("not-a-msg-id");
         oracle.put("msgIdQueries", Oracle.msgIdQueries(driver, ids));
         oracle.put("backlogs", backlogs(offsets));
         store.shutdown();
