@@ -92,3 +92,26 @@ def test_query_topic_reads_an_lmq_queue(name: str, capsys: pytest.CaptureFixture
                   if q["topic"] in r["properties"].get("INNER_MULTI_DISPATCH", "").split(",")]
         assert status == 0 and len(rows) == q["maxOffset"] - q["minOffset"], q
         assert rows == [{"topic": r["topic"], "commitLogOffset": r["commitLogOffset"]} for r in wanted], q
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", [n for n in SHAPES if n.endswith("-lmq")])
+def test_lmq_queues_by_name_are_refused_and_other_queues_read(
+    spark: SparkSession, engine_format: str, name: str
+) -> None:
+    """A read selecting `%LMQ%` queues by name fails naming them (their records keep their own topic, so
+    it would silently select none, docs/format.md §4.6); the group's other queues read with `topics`."""
+    store = str(store_dir(name))
+    by_topic = spark.read.format(engine_format).option("topics", "%LMQ%q1").load(store)
+    with pytest.raises(Exception, match=r"rmqstore option 'topics': \['%LMQ%q1'\] are LMQ queues"):
+        by_topic.collect()
+    by_group = spark.read.format(engine_format).option("startingOffsets", "group:shape-group").load(store)
+    with pytest.raises(Exception, match=r"'startingOffsets': \['%LMQ%q1', '%LMQ%q2'\] are LMQ queues"):
+        by_group.collect()
+    rows = (spark.read.format(engine_format).option("startingOffsets", "group:shape-group")
+            .option("topics", "TopicLmq").load(store).select("queueId", "commitLogOffset").collect())
+    found: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for row in rows:
+        found[("TopicLmq", row.queueId)].append(row.commitLogOffset)
+    expected = {q: offsets for q, offsets in _backlog_rows(name).items() if q[0] == "TopicLmq" and offsets}
+    assert {q: sorted(offsets) for q, offsets in found.items()} == expected
