@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.rocketmq.broker.offset.ConsumerOffsetManager;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.Message;
@@ -261,15 +260,7 @@ public final class ShapesFixtures {
         oracle.put("msgIdQueries", Oracle.msgIdQueries(driver, ids));
         oracle.put("backlogs", backlogs(offsets));
         store.shutdown();
-        Path file = root.resolve("config").resolve("consumerOffset.json");
-        ConsumerOffsetManager manager = new ConsumerOffsetManager() {
-            @Override
-            public String configFilePath() {
-                return file.toString();
-            }
-        };
-        offsets.forEach((k, v) -> manager.getOffsetTable().put(k, new ConcurrentHashMap<>(v)));
-        manager.persist();
+        driver.persistConsumerOffsets(root, offsets); // the broker's ConsumerOffsetManager
         oracle.put("consumerOffsets", FixtureGenerator.sorted(offsets));
         oracle.put("recoveredMaxPhyOffset", recoveredMaxPhyOffset(root, store.getMessageStoreConfig()));
         oracle.put("abortPresent", Files.exists(root.resolve("abort")));
