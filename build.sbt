@@ -55,8 +55,9 @@ lazy val sparkProvided: Seq[Setting[_]] =
 val rocketmq49MatrixVersion = "4.9.7"
 val rocketmq51MatrixVersion = "5.1.4" // magic v2 records, no enabledAppendPropCRC yet (5.2.0)
 val rocketmq5MatrixVersion = "5.3.1" // before 5.3.3: batch properties still appended to inner records
-val rocketmqRocksdbVersion = "5.3.3" // RocksDB consume queue with the offset column family (docs/format.md §4.6)
+val rocketmqRocksdbVersion = "5.3.3" // RocksDB consume queue with the offset column family (docs/format.md §4.7)
 val rocketmqDledgerVersion = "5.4.0" // DLedgerCommitLog (DLedger 0.3.2) for the DLedger fixture
+val rocketmqShapesVersion = "5.4.0" // the shape fixtures (BatchCQ, LMQ, cqext): a 5.x release not in the matrix
 
 lazy val javaOnly = Seq(
   crossPaths := false,
@@ -121,7 +122,8 @@ def rocketmq5Store(version: String) = Seq(
 
 lazy val root = (project in file("."))
   .aggregate(connector, examples, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
-    conformanceRmq497, conformanceRmq514, conformanceRmq531, conformanceRocksdb, conformanceDledger)
+    conformanceRmq497, conformanceRmq514, conformanceRmq531, conformanceRocksdb, conformanceDledger,
+    conformanceShapes540)
   .settings(publish / skip := true)
 
 // S3A for the connector's S3 test (S3StoreSuite, against a moto server on loopback): hadoop-aws of the Hadoop
@@ -209,6 +211,13 @@ lazy val conformanceRocksdb = (project in file("tests/conformance/generator/rock
   .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
     rocketmq5Store(rocketmqRocksdbVersion))
   .settings(Compile / run / mainClass := Some("io.rmqstore.conformance.rocksdb.RocksDriver"))
+// The non-default store shapes (BatchCQ topics, LMQ multi-dispatch, ConsumeQueueExt), written by 5.4.0's store;
+// reuses the 5.x driver (generator/rocketmq-5) for RocketMQ's query answers.
+lazy val conformanceShapes540 = (project in file("tests/conformance/generator/shapes-5.4"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
+    rocketmq5Store(rocketmqShapesVersion))
+  .settings(Compile / run / mainClass := Some("io.rmqstore.conformance.shapes.ShapesFixtures"))
 
 lazy val conformanceBroker5 = (project in file("tests/conformance/generator/broker-5"))
   .dependsOn(conformanceRmq5)

@@ -30,7 +30,10 @@ DLEDGER = sorted(name for name in MAIN if ORACLES[name].get("dledger"))
 CRASH = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" in oracle)
 """Copies of a running store with a torn last record; their records are those of `recordsFrom`."""
 ROCKSDB = sorted(name for name, oracle in ORACLES.items() if oracle.get("storeType") == "defaultRocksDB")
-"""Fixtures of RocksDBMessageStore: consume queues and consumer offsets in RocksDB (docs/format.md §4.6)."""
+"""Fixtures of RocksDBMessageStore: consume queues and consumer offsets in RocksDB (docs/format.md §4.7)."""
+QUEUE_SHAPES = sorted(name for name in MAIN if "backlogs" in ORACLES[name])
+"""Fixtures of the non-default queue shapes (BatchCQ, LMQ, cqext; docs/format.md §4.4-§4.6), with
+RocketMQ's getMessage backlogs (tests/conformance/test_conformance_shapes.py)."""
 FILE_QUEUES = [name for name in MAIN if name not in ROCKSDB]
 """MAIN without the RocksDB fixtures, for Spark reads that do not go through the consume queues (index,
 time and msgId paths: the same code on the same kind of commit log, not repeated for CI time)."""

@@ -1,4 +1,4 @@
-"""Stores written by RocketMQ's RocksDBMessageStore (`storeType=defaultRocksDB`, docs/format.md §4.6-§4.7)
+"""Stores written by RocketMQ's RocksDBMessageStore (`storeType=defaultRocksDB`, docs/format.md §4.7-§4.8)
 against RocketMQ's own answers: every consume-queue unit it iterates, what getMessage returns from each
 committed offset (the backlog `group:` and lag count), consumer offsets from the broker's RocksDB, and the
 store's bytes unchanged by reading. The other conformance tests run on these fixtures too (records, topic

@@ -1,4 +1,4 @@
-"""RocksDB metadata mode (§4.6-§4.7): consumer offsets from config/consumerOffsets/ and the broker's
+"""RocksDB metadata mode (§4.7-§4.8): consumer offsets from config/consumerOffsets/ and the broker's
 merge rule with consumerOffset.json, damaged unit values named, remote stores refused by name."""
 
 from __future__ import annotations

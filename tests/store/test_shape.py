@@ -52,7 +52,7 @@ def test_a_dledger_log_with_the_commitlog_it_replaced_is_refused(tmp_path: Path)
 
 def test_rocksdb_stores_are_detected_and_their_queues_and_offsets_read(
         capsys: pytest.CaptureFixture[str]) -> None:
-    """RocksDB consume queues and consumer offsets (§4.6, §4.7) are shapes rmqstore reads: detected and
+    """RocksDB consume queues and consumer offsets (§4.7, §4.8) are shapes rmqstore reads: detected and
     printed, and the queues, offsets and lag come from the databases (never "no queues" or lag 0)."""
     with Store.open(ROCKSDB) as store:
         assert [f.key for f in store.shape.features] == ["rocksdb-consumequeue", "rocksdb-offsets"]

@@ -26,6 +26,7 @@ from rmqstore.cli.options import (
     progress,
 )
 from rmqstore.cli.output import write_jsonl
+from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.format.table import COLUMN_NAMES
 from rmqstore.plan.lookup import find, key_predicates, msg_id_predicates, uniq_key_predicates
 from rmqstore.plan.predicates import InSet, Predicate, time_predicates
@@ -42,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--uniq-key", help="a client message id (UNIQ_KEY)")
     what.add_argument("--msg-id", type=parse_msg_id,
                       help="a broker offsetMsgId (a UNIQ_KEY is accepted too, like mqadmin)")
-    parser.add_argument("--topic", help="only this topic (required without --key/--uniq-key/--msg-id)")
+    parser.add_argument("--topic", help="only this topic (required without --key/--uniq-key/--msg-id); "
+                        "alone, an %%LMQ%% queue name reads that queue's messages")
     parser.add_argument("--begin", type=parse_time_ms, help="storeTimestamp >= this (epoch ms or ISO-8601)")
     parser.add_argument("--end", type=parse_time_ms, help="storeTimestamp <= this (epoch ms or ISO-8601)")
     add_columns_argument(parser)
@@ -71,8 +73,22 @@ def _find(store: Store, predicates: tuple[Predicate, ...], args: argparse.Namesp
     return found.offsets
 
 
+def _lmq_offsets(store: Store, args: argparse.Namespace) -> tuple[int, ...] | None:
+    """The records of the LMQ queue `--topic` names, when it names one and nothing else is asked (§4.6):
+    they keep their own topic, so the queue's units say which they are."""
+    topic = args.topic
+    if (topic is None or not topic.startswith(LMQ_PREFIX) or topic not in store.topics()
+            or (args.key, args.uniq_key, args.msg_id) != (None, None, None)):
+        return None
+    units = [store.consume_queue(topic, q).units()["phy"] for q in store.queue_ids(topic)]
+    return tuple(sorted({int(phy) for part in units for phy in part}))
+
+
 def find_offsets(store: Store, args: argparse.Namespace) -> list[int]:
     """Physical offsets of the matching records, ascending."""
+    lmq = _lmq_offsets(store, args)
+    if lmq is not None:
+        return _find(store, (InSet("commitLogOffset", lmq), *time_predicates(args.begin, args.end)), args)
     offsets = _find(store, _predicates(args), args)
     if not offsets and args.msg_id is not None:  # like mqadmin queryMsgById: the id as a UNIQ_KEY (§3.3)
         offsets = _find(store, _predicates(args, msg_id_as_uniq_key=True), args)

@@ -4,7 +4,9 @@
    and what lies after the valid end (zeros, or a torn tail that only a crash explains; valid
    records there, which a restarted broker would overwrite, are named with their count and bytes).
 2. Consume queues <-> commit log (§4.1): every unit points at a record of that topic, queue and
-   queue offset with that size and tagsCode; every NOT/COMMIT record has its unit.
+   queue offset with that size and tagsCode (through its ConsumeQueueExt unit when the tagsCode is an
+   ext address, §4.4); every NOT/COMMIT record has its unit, in a BatchConsumeQueue for a BatchCQ topic
+   (§4.5), and one in each queue its multi-dispatch properties name (LMQ, §4.6).
 3. Index <-> commit log (§5.4): every entry is reachable from its slot and points at a record one
    of whose indexed keys has the entry's hash; every indexed key of every record has its entry.
 
@@ -32,18 +34,26 @@ import pyarrow.compute as pc
 from rmqstore.cli.options import add_output_arguments, add_store_arguments, open_store, progress
 from rmqstore.cli.output import print_fields, print_json
 from rmqstore.format.consumequeue import (
+    is_ext_address,
     is_filler,
     record_tags_code,
 )
-from rmqstore.format.indexfile import INDEX_HEADER_SIZE, IndexFileView, index_key
+from rmqstore.format.indexfile import INDEX_HEADER_SIZE, TAG_INDEX_PREFIX, IndexFileView, index_key
 from rmqstore.format.javahash import index_key_hash, tags_code
 from rmqstore.format.layout import (
     QUEUED_TRANSACTION_TYPES,
     SYSFLAG_TRANSACTION_MASK,
     TRANSACTION_ROLLBACK,
 )
-from rmqstore.format.record import SCHEDULE_TOPIC, check_record
+from rmqstore.format.record import (
+    LMQ_PREFIX,
+    PROPERTY_INNER_MULTI_DISPATCH,
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET,
+    SCHEDULE_TOPIC,
+    check_record,
+)
 from rmqstore.store import Store
+from rmqstore.store.consumequeue import BatchConsumeQueue
 from rmqstore.store.stats import Skipped
 
 _SHOWN_PER_CHECK = 20
@@ -58,7 +68,10 @@ _LOG_COLUMNS = [
     "uniqKey",
     "keys",
     "storeTimestamp",
+    "properties",
 ]
+_MULTI_DISPATCH_SKIPPED = ("%RETRY%", "rmq_sys_", SCHEDULE_TOPIC)
+"""Topic prefixes `MultiDispatchUtils.isNeedHandleMultiDispatch` never multi-dispatches (§4.6)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -150,6 +163,8 @@ class LogRecords:
     uniq_key: list[str | None]
     keys: list[list[str] | None]
     store_ms: list[int]
+    dispatch: dict[int, tuple[str, str]]
+    """Row -> (INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET) of the multi-dispatched records (§4.6)."""
 
 
 def check_commit_log(store: Store, findings: Findings, args: argparse.Namespace) -> LogRecords:
@@ -164,6 +179,11 @@ def check_commit_log(store: Store, findings: Findings, args: argparse.Namespace)
                 column = batch.column(name)
                 if name == "storeTimestamp":
                     column = pc.divide(pc.cast(column, pa.int64()), 1000)
+                if name == "properties":
+                    column = pc.map_lookup(column, PROPERTY_INNER_MULTI_DISPATCH, "first")
+                    rows = len(parts[name])
+                    parts[name].extend(rows + i for i in np.flatnonzero(column.is_valid()).tolist())
+                    continue
                 parts[name].extend(column.to_pylist())
             bar.update(parts["commitLogOffset"][-1] - start - bar.n)
     findings.set_damage(list(store.stats.skipped.values()))
@@ -182,12 +202,26 @@ def check_commit_log(store: Store, findings: Findings, args: argparse.Namespace)
         uniq_key=parts["uniqKey"],
         keys=parts["keys"],
         store_ms=parts["storeTimestamp"],
+        dispatch=_multi_dispatch(store, np.asarray(parts["commitLogOffset"], dtype=np.int64),
+                                 parts["properties"]),
     )
     _check_contiguity(store, records, findings)
     _check_tail(store, findings)
     findings.counts["records"] = len(records.offset)
     findings.counts["log bytes"] = end - start
     return records
+
+
+def _multi_dispatch(store: Store, offsets: np.ndarray, rows: list[int]) -> dict[int, tuple[str, str]]:
+    """(INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET) of the given rows, read again by offset."""
+    if not rows:
+        return {}
+    batch = store.read_offsets(offsets[rows].tolist(), ["properties"])
+    out = {}
+    for row, props in zip(rows, batch.column("properties").to_pylist(), strict=True):
+        values = dict(props or ())
+        out[row] = (values[PROPERTY_INNER_MULTI_DISPATCH], values.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET, ""))
+    return out
 
 
 def _check_contiguity(store: Store, records: LogRecords, findings: Findings) -> None:
@@ -257,12 +291,23 @@ def _expected_units(
             code = codes.get(tags)
             if code is None:
                 code = codes[tags] = tags_code(tags)
-        expected.setdefault((topic, records.queue_id[i]), {})[records.queue_offset[i]] = (
-            phy,
-            int(records.size[i]),
-            code,
-        )
+        unit = (phy, int(records.size[i]), code)
+        expected.setdefault((topic, records.queue_id[i]), {})[records.queue_offset[i]] = unit
+        if i in records.dispatch and not topic.startswith(_MULTI_DISPATCH_SKIPPED):
+            for queue, offset in _dispatched(*records.dispatch[i], records.queue_id[i]):
+                expected.setdefault(queue, {})[offset] = unit
     return expected
+
+
+def _dispatched(queues: str, offsets: str, queue_id: int) -> list[tuple[tuple[str, int], int]]:
+    """((queue name, queue id), queue offset) of each queue a multi-dispatched record went to: an
+    `%LMQ%` queue's id is 0, another's the record's own; names with a path separator are skipped, and
+    lists of different lengths dispatch nothing (`ConsumeQueue.multiDispatchLmqQueue`, §4.6)."""
+    names, numbers = queues.split(","), offsets.split(",")
+    if not queues.strip() or not offsets.strip() or len(names) != len(numbers):
+        return []
+    return [((name, 0 if name.startswith(LMQ_PREFIX) else queue_id), int(number))
+            for name, number in zip(names, numbers, strict=True) if "/" not in name and "\\" not in name]
 
 
 def check_consume_queues(store: Store, records: LogRecords, findings: Findings) -> None:
@@ -272,14 +317,19 @@ def check_consume_queues(store: Store, records: LogRecords, findings: Findings) 
     for topic, queue_id in sorted(queues):
         name = f"{topic}/{queue_id}"
         wanted = expected.get((topic, queue_id), {})
-        first, units = store.consume_queue(topic, queue_id).stored_units()
-        fillers = is_filler(units)
+        ext = store.consume_queue_ext(topic, queue_id)
         seen = set()
-        for i, (phy, size, code) in enumerate(units.tolist()):
-            if fillers[i] or phy < store.min_offset:
+        for queue_offset, phy, size, code in _stored_units(store, topic, queue_id):
+            if phy < store.min_offset:
                 continue
-            queue_offset = first + i
             units_checked += 1
+            if is_ext_address(code):
+                found = ext.unit(code)
+                if found is None:
+                    findings.error("consume queues", f"{name} offset {queue_offset}: tagsCode {code} is an "
+                                   "ext address that no consumequeue_ext unit holds")
+                    continue
+                code = found[0]
             if phy >= store.max_offset:
                 findings.past_end(
                     "consume queues", f"{name} offset {queue_offset}: unit points at {phy}, past the log end"
@@ -310,9 +360,25 @@ def check_consume_queues(store: Store, records: LogRecords, findings: Findings) 
     findings.counts["units"] = units_checked
 
 
-def _indexed_pairs(records: LogRecords, begin: int, end: int) -> list[tuple[int, int]]:
-    """(keyHash, phy) for every key the broker indexes of the records in [begin, end] (§5.4)."""
-    pairs = []
+def _stored_units(store: Store, topic: str, queue_id: int) -> list[tuple[int, int, int, int]]:
+    """(queue offset, phy, size, tagsCode) of every unit recovery keeps, fillers left out (§4.3; a
+    BatchConsumeQueue's by msgBaseOffset, §4.5; a RocksDB queue's from its min to its max entry, §4.7)."""
+    queue = store.consume_queue(topic, queue_id)
+    if isinstance(queue, BatchConsumeQueue):
+        batch = queue.stored_units()
+        return list(zip(batch["base"].tolist(), batch["phy"].tolist(), batch["size"].tolist(),
+                        batch["tags_code"].tolist(), strict=True))
+    first, units = queue.stored_units()
+    keep = np.flatnonzero(~is_filler(units))
+    return list(zip((first + keep).tolist(), units["phy"][keep].tolist(), units["size"][keep].tolist(),
+                    units["tags_code"][keep].tolist(), strict=True))
+
+
+def _indexed_pairs(records: LogRecords, begin: int,
+                   end: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(keyHash, phy) for every key the broker indexes of the records in [begin, end], and separately
+    for the `topic#T#<TAGS>` entry of every tagged one, which only newer 5.x releases write (§5.4)."""
+    pairs, tag_pairs = [], []
     for i, phy in enumerate(records.offset.tolist()):
         if phy < begin or phy > end or records.sys_flag[i] & SYSFLAG_TRANSACTION_MASK == TRANSACTION_ROLLBACK:
             continue
@@ -320,7 +386,9 @@ def _indexed_pairs(records: LogRecords, begin: int, end: int) -> list[tuple[int,
         if records.uniq_key[i] is not None:
             pairs.append((index_key_hash(index_key(topic, records.uniq_key[i])), phy))
         pairs.extend((index_key_hash(index_key(topic, key)), phy) for key in records.keys[i] or ())
-    return pairs
+        if records.tags[i]:
+            tag_pairs.append((index_key_hash(index_key(topic, TAG_INDEX_PREFIX + records.tags[i])), phy))
+    return pairs, tag_pairs
 
 
 def _reachable_entries(view: IndexFileView, data: bytes, findings: Findings, name: str) -> np.ndarray:
@@ -377,7 +445,10 @@ def check_index(store: Store, records: LogRecords, findings: Findings, args: arg
     findings.counts["index files"] = len(store.index_files)
     findings.counts["index entries"] = entries_total
     begin = store.min_offset if begin is None else max(begin, store.min_offset)
-    expected = _indexed_pairs(records, begin, end)
+    expected, tag_pairs = _indexed_pairs(records, begin, end)
+    if Counter(tag_pairs) & (Counter(actual) - Counter(expected)):
+        expected += tag_pairs  # the store's broker writes tag entries: every tagged record has one
+        findings.counts["indexed tags"] = len(tag_pairs)
     findings.counts["indexed keys"] = len(expected)
     not_indexed = int(np.count_nonzero(records.offset > end))
     if not_indexed:

@@ -1,4 +1,5 @@
-"""ConsumeQueue units: 20 bytes (phyOffset long, TOTALSIZE int, tagsCode long) (spec §4.1-§4.4)."""
+"""ConsumeQueue units: 20 bytes (phyOffset long, TOTALSIZE int, tagsCode long) (spec §4.1-§4.4), and the
+46-byte units of a BatchConsumeQueue (§4.5)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import PROPERTY_DELAY, PROPERTY_TAGS, SCHEDULE_TOPIC, parse_java_int
 
 CQ_DTYPE = np.dtype([("phy", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
+BCQ_UNIT_SIZE = 46
+BCQ_DTYPE = np.dtype([("phy", ">i8"), ("size", ">i4"), ("tags_code", ">i8"), ("store_time", ">i8"),
+                      ("base", ">i8"), ("batch", ">i2"), ("compacted", ">i4"), ("reserved", ">i4")])
+"""A BatchConsumeQueue unit (§4.5): the record's position, size and tagsCode, its store time, the queue
+offset of its first message (msgBaseOffset) and how many messages it holds (batchSize)."""
 FILLER_SIZE = 0x7FFFFFFF
 """Size field of a pre-blank filler unit `(0, Integer.MAX_VALUE, 0)` (§4.3)."""
 EXT_ADDRESS_MAX = -(1 << 31) - 1
@@ -48,6 +54,35 @@ def parse_units(data: Any) -> np.ndarray:
     if len(data) % CQ_UNIT_SIZE:
         raise ValueError(f"consume-queue data of {len(data)} bytes is not a whole number of 20-byte units")
     return np.frombuffer(data, dtype=CQ_DTYPE)
+
+
+def parse_batch_units(data: Any) -> np.ndarray:
+    """The whole `BCQ_DTYPE` units of `data` (a trailing partial unit is left out), zero copy."""
+    whole = len(data) - len(data) % BCQ_UNIT_SIZE
+    return np.frombuffer(data, dtype=BCQ_DTYPE, count=whole // BCQ_UNIT_SIZE)
+
+
+def valid_batch_unit_count(units: np.ndarray) -> int:
+    """Leading BatchConsumeQueue units recovery keeps: phyOffset >= 0, size > 0, msgBaseOffset >= 0 and
+    batchSize > 0 (`BatchConsumeQueue.recover`, §4.5)."""
+    bad = np.flatnonzero((units["phy"] < 0) | (units["size"] <= 0) | (units["base"] < 0)
+                         | (units["batch"] <= 0))
+    return int(bad[0]) if bad.size else len(units)
+
+
+EXT_UNIT_HEADER = struct.Struct(">hqqh")
+"""A ConsumeQueueExt unit's head (§4.4): size, tagsCode, storeTime, bitMapSize; the bitmap follows."""
+
+
+def parse_ext_unit(data: Any, position: int) -> tuple[int, int] | None:
+    """(tagsCode, storeTime) of the ConsumeQueueExt unit at `position` of an ext file's bytes (§4.4),
+    None where there is no whole unit (its size field below the head's size, or the file ends)."""
+    if position < 0 or position + EXT_UNIT_HEADER.size > len(data):
+        return None
+    size, code, store_time, bitmap = EXT_UNIT_HEADER.unpack_from(data, position)
+    if size < EXT_UNIT_HEADER.size or size != EXT_UNIT_HEADER.size + bitmap or position + size > len(data):
+        return None
+    return code, store_time
 
 
 def encode_unit(phy: int, size: int, tags_code: int) -> bytes:

@@ -25,6 +25,8 @@ from rmqstore.format.javahash import index_key_hash
 INDEX_ENTRY_DTYPE = np.dtype([("key_hash", ">i4"), ("phy", ">i8"), ("time_diff", ">i4"), ("prev", ">i4")])
 """One entry (§5.1): keyHash, phyOffset, timeDiff in seconds, previous entry number in the chain."""
 KEY_SEPARATOR = "#"
+TAG_INDEX_PREFIX = "T#"
+"""Newer 5.x brokers also index each tagged record's whole TAGS string as the key `T#<TAGS>` (§5.4)."""
 
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")

@@ -44,6 +44,12 @@ PROPERTY_KEYS = "KEYS"
 PROPERTY_TAGS = "TAGS"
 PROPERTY_UNIQ_KEY = "UNIQ_KEY"
 PROPERTY_DELAY = "DELAY"
+PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+"""Multi-dispatch (§4.6): the queues, `,`-separated, the record is also dispatched to."""
+PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+"""Multi-dispatch (§4.6): the record's queue offset in each of those queues, in the same order."""
+LMQ_PREFIX = "%LMQ%"
+"""Light message queues (`enableLmq`, §4.6): dispatched to queue id 0 whatever the record's queue."""
 KEY_SEPARATOR = " "
 
 MAX_V1_TOPIC_LENGTH = 127

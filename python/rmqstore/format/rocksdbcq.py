@@ -1,4 +1,4 @@
-"""Keys and values of RocketMQ's RocksDB consume queue (§4.6, `storeType=defaultRocksDB`).
+"""Keys and values of RocketMQ's RocksDB consume queue (§4.7, `storeType=defaultRocksDB`).
 
 Pure byte layouts, no RocksDB: the store layer (`rmqstore.store.rocksdb`) iterates the database.
 Integers are big-endian; topic names UTF-8.
@@ -13,7 +13,7 @@ import numpy as np
 CTRL_1 = 0x01
 """Separator byte between key fields (`AbstractRocksDBStorage.CTRL_1`)."""
 OFFSET_COLUMN_FAMILY = "offset"
-"""Column family of the per-queue min/max table (§4.6); the units are in `default`."""
+"""Column family of the per-queue min/max table (§4.7); the units are in `default`."""
 CHECKPOINT_TOPIC = "CHECKPOINT_TOPIC"
 """`RMQ_SYS_ROCKSDB_OFFSET_TOPIC`: its offset-table entry holds the dispatched max physical offset
 (8 bytes)."""

@@ -30,7 +30,8 @@ def resolve_windows(store: Store, starting: QueueOffsets | None, ending: QueueOf
         for queue_id in store.queue_ids(topic):
             cq = store.consume_queue(topic, queue_id)
             first, last = cq.min_offset, cq.max_offset
-            start = max(_resolve((starting or {}).get(topic, {}).get(queue_id, EARLIEST), first, last), first)
+            given = _resolve((starting or {}).get(topic, {}).get(queue_id, EARLIEST), first, last)
+            start = max(cq.floor(given), first)  # inside a BatchCQ batch: the whole batch (§4.5)
             end = min(_resolve((ending or {}).get(topic, {}).get(queue_id, LATEST), first, last), last)
             if start < end:
                 windows.append(QueueWindow(topic, queue_id, start, end))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from rmqstore.format.layout import MIN_RECORD_SIZE
+from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.spark.options import OffsetSpec, OptionError
 from rmqstore.store import Store, UnknownNameError
 from rmqstore.store.tail import NO_LIMITS, Limits
@@ -40,6 +41,18 @@ def check_group_known(stores: Iterable[Store], spec: OffsetSpec, option: str) ->
         except UnknownNameError as exc:
             unknown.append(str(exc))
     raise OptionError(option, "; ".join(unknown))
+
+
+def check_not_lmq(names: Iterable[str], option: str) -> None:
+    """OptionError when `option` makes a read select the queues of `%LMQ%` names (§4.6): their records
+    keep their own topic, so a queue read by that name would silently select none of them."""
+    lmq = sorted(n for n in names if n.startswith(LMQ_PREFIX))
+    if lmq:
+        raise OptionError(option, f"{lmq} are LMQ queues (docs/format.md §4.6), whose records keep their own "
+                          "topic: a read by queue name is not supported yet; select a queue's rows with "
+                          "array_contains(split(properties['INNER_MULTI_DISPATCH'], ','), '<queue>'), or "
+                          "print them with `rmqstore query --topic <queue>`; name the other topics in "
+                          "'topics' to read a group's other queues")
 
 
 LOG_KEY = "commitLogOffset"

@@ -40,10 +40,11 @@ from rmqstore.spark.errors import cause_first
 from rmqstore.spark.filters import to_predicate
 from rmqstore.spark.guard import application_key, claim, new_plan_token
 from rmqstore.spark.notes import note_once
-from rmqstore.spark.offsets import check_group_known
+from rmqstore.spark.offsets import check_group_known, check_not_lmq
 from rmqstore.spark.options import (
     ENDING_OFFSETS,
     STARTING_OFFSETS,
+    TOPICS,
     OffsetSpec,
     OptionError,
     RmqOptions,
@@ -188,6 +189,9 @@ def _option_predicates(options: RmqOptions, store: Store) -> tuple[Predicate, ..
         preds.append(Compare("commitLogOffset", "<", options.ending_offsets.physical))
     starting = _queue_offsets(options.starting_offsets, store)
     ending = _queue_offsets(options.ending_offsets, store)
+    check_not_lmq(options.topics or (), TOPICS)
+    named = set(starting or {}) | set(ending or {})
+    check_not_lmq(named if options.topics is None else named & set(options.topics), STARTING_OFFSETS)
     if starting is not None or ending is not None:
         preds.append(resolve_windows(store, starting, ending, options.topics))
     return tuple(preds)

@@ -42,6 +42,7 @@ from rmqstore.spark.offsets import (
     StoreOffset,
     admit_queue_units,
     check_group_known,
+    check_not_lmq,
     offsets_from_json,
     offsets_to_json,
 )
@@ -49,6 +50,7 @@ from rmqstore.spark.options import (
     ENDING_OFFSETS,
     ENDING_TIMESTAMP,
     STARTING_OFFSETS,
+    TOPICS,
     OffsetSpec,
     OptionError,
     RmqOptions,
@@ -208,19 +210,25 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return high
         if spec.kind == "queues":
             given = (spec.queues or {}).get(queue[0], {}).get(queue[1], -2)
-            return low if given == -2 else high if given == -1 else given
+            return low if given == -2 else high if given == -1 else store.consume_queue(*queue).floor(given)
         if spec.kind == "group":
             committed = store.consumer_offsets().get((queue[0], spec.group), {})
-            return committed.get(queue[1], low)
+            # inside a BatchCQ batch: getMessage returns the whole batch (§4.5)
+            return store.consume_queue(*queue).floor(committed.get(queue[1], low))
         return low
 
     def _topics(self, store: Store) -> tuple[str, ...]:
         if self.opts.topics:
+            check_not_lmq(self.opts.topics, TOPICS)
             return self.opts.topics
         spec = self.opts.starting_offsets
         if spec.kind == "queues":
-            return tuple(sorted(spec.queues or {}))
-        return tuple(sorted({topic for topic, group in store.consumer_offsets() if group == spec.group}))
+            topics = tuple(sorted(spec.queues or {}))
+        else:
+            committed = store.consumer_offsets()
+            topics = tuple(sorted({topic for topic, group in committed if group == spec.group}))
+        check_not_lmq(topics, STARTING_OFFSETS)
+        return topics
 
     def _queue_bounds(self, store: Store, broker: str, *,
                       within_target: bool = True) -> dict[QueueKey, tuple[int, int]]:

@@ -1,5 +1,5 @@
 """Broker config under `config/` (§1.4): JSON files read with the broker's `.bak` fallback, and the
-consumer offsets of RocksDB metadata mode (`config/consumerOffsets/`, §4.7).
+consumer offsets of RocksDB metadata mode (`config/consumerOffsets/`, §4.8).
 
 `ConfigManager.load()` falls back to `<name>.bak` when the main file is missing, empty or
 unparseable; so do we. fastjson writes bare integer map keys, hence `parse_fastjson`.
@@ -19,7 +19,7 @@ from rmqstore.store.segments import read_small_file
 CONFIG_DIR = "config"
 CONSUMER_OFFSET_FILE = "consumerOffset.json"
 CONSUMER_OFFSETS_ROCKSDB = "consumerOffsets"
-"""`RocksDBConsumerOffsetManager`'s database: topic@group -> {"offsetTable": {queueId: offset}} (§4.7)."""
+"""`RocksDBConsumerOffsetManager`'s database: topic@group -> {"offsetTable": {queueId: offset}} (§4.8)."""
 KV_DATA_VERSION_FAMILY = "kvDataVersion"
 KV_DATA_VERSION_KEY = b"kvDataVersionKey"
 TOPICS_FILE = "topics.json"
@@ -65,7 +65,7 @@ def consumer_offsets_source(fs: StoreFileSystem, config_dir: str) -> str:
 
 def load_consumer_offsets(fs: StoreFileSystem, config_dir: str) -> dict[tuple[str, str], dict[int, int]]:
     """(topic, group) -> {queueId: next queue offset} from consumerOffset.json (or its .bak), or in
-    RocksDB metadata mode from `consumerOffsets/` (§4.7)."""
+    RocksDB metadata mode from `consumerOffsets/` (§4.8)."""
     json_doc = load_config_document(fs, config_dir, CONSUMER_OFFSET_FILE, lambda doc: doc)
     rocks = fs.join(config_dir, CONSUMER_OFFSETS_ROCKSDB)
     if not is_rocksdb(fs, rocks):

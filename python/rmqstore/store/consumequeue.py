@@ -1,4 +1,5 @@
-"""One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3).
+"""One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3), or a BatchConsumeQueue
+`batchconsumequeue/<topic>/<queueId>/` (§4.5) behind the same interface.
 
 Queue offset q lives at byte q*20 of the queue's own address space, in the segment named by the
 offset of its first byte. The valid units run to the first unit with phyOffset < 0 or size <= 0
@@ -15,11 +16,16 @@ from functools import cached_property
 import numpy as np
 
 from rmqstore.format.consumequeue import (
+    BCQ_UNIT_SIZE,
     CQ_DTYPE,
     CQ_UNIT_SIZE,
     EXT_ADDRESS_MAX,
+    ext_address_offset,
     is_filler,
+    parse_batch_units,
+    parse_ext_unit,
     parse_units,
+    valid_batch_unit_count,
     valid_unit_count,
 )
 from rmqstore.format.javahash import tags_code
@@ -53,8 +59,8 @@ def tags_candidate_mask(topic: str, units: np.ndarray, tags: Iterable[str]) -> n
     return np.isin(codes, tags_codes(tags)) | (codes <= EXT_ADDRESS_MAX)
 
 
-class ConsumeQueue:
-    """Units of one (topic, queueId), bounded by the commit log's [min_offset, max_offset)."""
+class _QueueFiles:
+    """The files of one (topic, queueId) and the commit log's [min_offset, max_offset) bounding its units."""
 
     def __init__(self, topic: str, queue_id: int, segments: list[Segment], files: OpenFiles,
                  log_min_offset: int, log_max_offset: int) -> None:
@@ -64,6 +70,30 @@ class ConsumeQueue:
         self._files = files
         self._log_min = log_min_offset
         self._log_max = log_max_offset
+
+    def file_units(self, seg: Segment) -> np.ndarray:
+        raise NotImplementedError
+
+    def units_from_phy(self, first_phy: int) -> np.ndarray:
+        """The queue's units pointing at or after `first_phy` (and maybe some before): its last files,
+        read backwards to the first file holding a unit below `first_phy` (units follow log order
+        along a queue; one out of order only leaves a segment uncovered: scanned, never missed)."""
+        parts = []
+        for seg in reversed(self.segments):
+            units = self.file_units(seg)
+            parts.append(units)
+            if len(units) and units["phy"][0] < first_phy:
+                break
+        parts.reverse()
+        return np.concatenate(parts) if parts else np.empty(0, dtype=UNIT_DTYPE)
+
+
+class ConsumeQueue(_QueueFiles):
+    """Units of one (topic, queueId), bounded by the commit log's [min_offset, max_offset)."""
+
+    def __init__(self, topic: str, queue_id: int, segments: list[Segment], files: OpenFiles,
+                 log_min_offset: int, log_max_offset: int) -> None:
+        super().__init__(topic, queue_id, segments, files, log_min_offset, log_max_offset)
         self._kept: dict[str, np.ndarray] = {}
         """A remote file's valid units read while searching for its end (`_valid_units`), by path:
         later reads inside them are served from here, not downloaded again."""
@@ -131,19 +161,6 @@ class ConsumeQueue:
             return 0, 0
         return self.segments[0].base_offset // CQ_UNIT_SIZE, self.segments[-1].end_offset // CQ_UNIT_SIZE
 
-    def units_from_phy(self, first_phy: int) -> np.ndarray:
-        """The queue's units pointing at or after `first_phy` (and maybe some before): its last files,
-        read backwards to the first file holding a unit below `first_phy` (units follow log order
-        along a queue)."""
-        parts = []
-        for seg in reversed(self.segments):
-            units = self.units(seg.base_offset // CQ_UNIT_SIZE, seg.end_offset // CQ_UNIT_SIZE)
-            parts.append(units)
-            if len(units) and units["phy"][0] < first_phy:
-                break
-        parts.reverse()
-        return np.concatenate(parts) if parts else self.units(0, 0)
-
     def stored_units(self) -> tuple[int, np.ndarray]:
         """(queue offset of the first, every unit of the files up to the first invalid one, fillers
         and units outside the log included, as stored) for `verify`."""
@@ -193,6 +210,14 @@ class ConsumeQueue:
         if tags is not None:
             keep &= tags_candidate_mask(self.topic, units, tags)
         return units[keep]
+
+    def floor(self, offset: int) -> int:
+        """The first queue offset of the unit holding `offset`: `offset` itself (one message per unit)."""
+        return offset
+
+    def file_units(self, seg: Segment) -> np.ndarray:
+        """`units` of one of the queue's files."""
+        return self.units(seg.base_offset // CQ_UNIT_SIZE, seg.end_offset // CQ_UNIT_SIZE)
 
     def spans(self, start: int, end: int) -> list[tuple[int, int]]:
         """The parts of queue offsets [start, end) whose units lie in the queue's files, in order.
@@ -255,3 +280,129 @@ class ConsumeQueue:
         data = self._files.get(seg.path).read(first_unit * CQ_UNIT_SIZE, max(count, 0) * CQ_UNIT_SIZE)
         whole = len(data) - len(data) % CQ_UNIT_SIZE
         return parse_units(data[:whole]) if whole else np.empty(0, dtype=CQ_DTYPE)
+
+
+class BatchConsumeQueue(_QueueFiles):
+    """Units of one BatchConsumeQueue (§4.5), bounded by the commit log's [min_offset, max_offset).
+
+    A unit covers the queue offsets [msgBaseOffset, msgBaseOffset + batchSize): an inner-batch record
+    (§2.11) holds that many messages, any other record one. Its `queue_offset` (as in `UNIT_DTYPE`) is
+    msgBaseOffset, the record's own QUEUEOFFSET and the offset getMessage returns it at. Files are
+    named by byte offset in the unit space, not by queue offset, so the queue's valid units (recovery's:
+    up to the first invalid one) are read once and searched by msgBaseOffset.
+    """
+
+    def __repr__(self) -> str:
+        return f"BatchConsumeQueue({self.topic!r}, {self.queue_id}, [{self.min_offset}, {self.max_offset}))"
+
+    @cached_property
+    def _by_file(self) -> list[np.ndarray]:
+        """Each file's valid units as `UNIT_DTYPE` plus `batch`, up to the first invalid unit of the queue
+        (later files are not part of it), and only those pointing inside the log's [min, max)."""
+        out = []
+        for seg in self.segments:
+            data = self._files.get(seg.path).read(0, seg.size)
+            raw = parse_batch_units(data)
+            count = valid_batch_unit_count(raw)
+            raw = raw[:count]
+            keep = (raw["phy"] >= self._log_min) & (raw["phy"] < self._log_max)
+            units = np.empty(int(np.count_nonzero(keep)), dtype=_BATCH_UNIT_DTYPE)
+            for field in ("phy", "size", "tags_code", "batch"):
+                units[field] = raw[field][keep]
+            units["queue_offset"] = raw["base"][keep]
+            out.append(units)
+            if count < seg.size // BCQ_UNIT_SIZE:  # recovery ends the queue in the first file not full
+                break
+        return out
+
+    @cached_property
+    def _units(self) -> np.ndarray:
+        return np.concatenate(self._by_file) if self._by_file else np.empty(0, dtype=_BATCH_UNIT_DTYPE)
+
+    @cached_property
+    def max_offset(self) -> int:
+        """One past the last message of the last unit that points before the log's valid end."""
+        units = self._units
+        return int(units["queue_offset"][-1] + units["batch"][-1]) if len(units) else 0
+
+    @cached_property
+    def min_offset(self) -> int:
+        """msgBaseOffset of the first unit pointing at or after the log's min offset."""
+        return int(self._units["queue_offset"][0]) if len(self._units) else 0
+
+    def end_bound(self, upto: int | None = None) -> int:
+        """`max_offset` (the queue's units are read whole)."""
+        return self.max_offset
+
+    def unit_span(self) -> tuple[int, int]:
+        """Queue offsets [first, end) the queue holds (its units are read whole)."""
+        return self.min_offset, self.max_offset
+
+    def last_phy(self) -> int | None:
+        """PHYSICALOFFSET of the last kept unit (units past the log's valid end are not kept here,
+        damage.md §2)."""
+        return int(self._units["phy"][-1]) if len(self._units) else None
+
+    def stored_units(self) -> np.ndarray:
+        """Every unit of the files up to the first invalid one, as stored (`parse_batch_units`), for
+        `verify`."""
+        data = b"".join(self._files.get(seg.path).read(0, seg.size).tobytes() for seg in self.segments)
+        batch = parse_batch_units(data[: len(data) // BCQ_UNIT_SIZE * BCQ_UNIT_SIZE])
+        return batch[: valid_batch_unit_count(batch)]
+
+    def floor(self, offset: int) -> int:
+        """msgBaseOffset of the unit holding queue offset `offset` (getMessage from an offset inside a
+        batch returns that whole batch, §4.5); `offset` itself when no unit holds it."""
+        units = self._units
+        at = int(np.searchsorted(units["queue_offset"], offset, side="right")) - 1
+        if at >= 0 and offset < units["queue_offset"][at] + units["batch"][at]:
+            return int(units["queue_offset"][at])
+        return offset
+
+    def units(self, start: int | None = None, end: int | None = None, *,
+              tags: Iterable[str] | None = None) -> np.ndarray:
+        """Units holding queue offsets in [start, end): the one holding `start` included."""
+        lo = self.min_offset if start is None else self.floor(start)
+        return self.slice_units(lo, self.max_offset if end is None else end, tags=tags)
+
+    def slice_units(self, start: int, end: int, *, tags: Iterable[str] | None = None) -> np.ndarray:
+        """Units whose msgBaseOffset is in [start, end), as `UNIT_DTYPE`: slices that partition a range
+        of queue offsets partition its units (each in the slice holding its first message)."""
+        units = self._units
+        lo, hi = np.searchsorted(units["queue_offset"], [start, end])
+        picked = units[lo:hi]
+        if tags is not None:
+            picked = picked[tags_candidate_mask(self.topic, picked, tags)]
+        return picked[list(UNIT_DTYPE.names)].astype(UNIT_DTYPE)
+
+    def file_units(self, seg: Segment) -> np.ndarray:
+        """`units` of one of the queue's files."""
+        at = self.segments.index(seg)
+        units = self._by_file[at] if at < len(self._by_file) else self._units[:0]
+        return units[list(UNIT_DTYPE.names)].astype(UNIT_DTYPE)
+
+    def spans(self, start: int, end: int) -> list[tuple[int, int]]:
+        """[start, end) ∩ the queue's offsets, as one part (units are not placed by queue offset)."""
+        a, b = max(start, self.min_offset), min(end, self.max_offset)
+        return [(a, b)] if a < b else []
+
+
+_BATCH_UNIT_DTYPE = np.dtype([*UNIT_DTYPE.descr, ("batch", "<i8")])
+
+
+class ConsumeQueueExt:
+    """One queue's ConsumeQueueExt files `consumequeue_ext/<topic>/<queueId>/` (§4.4), read-only: the
+    unit an ext address (a tagsCode <= Integer.MIN_VALUE - 1) names."""
+
+    def __init__(self, segments: list[Segment], files: OpenFiles) -> None:
+        self.segments = segments
+        self._files = files
+
+    def unit(self, address: int) -> tuple[int, int] | None:
+        """(tagsCode, storeTime) of the unit at `address`, None when no file holds a whole unit there."""
+        offset = ext_address_offset(address)
+        for seg in self.segments:
+            if seg.base_offset <= offset < seg.end_offset:
+                data = self._files.get(seg.path).read(0, seg.size)
+                return parse_ext_unit(bytes(data), offset - seg.base_offset)
+        return None

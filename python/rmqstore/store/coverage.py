@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rmqstore.format.layout import BLANK_MAGIC, SYSFLAG_TRANSACTION_MASK, TRANSACTION_ROLLBACK
-from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.consumequeue import BatchConsumeQueue, ConsumeQueue
 from rmqstore.store.contract_store import COVERAGE_CACHE_KIND, COVERAGE_CACHE_VERSION
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.segment_cache import SegmentCache
@@ -76,7 +76,7 @@ def segment_verdicts(store: Store) -> list[SegmentVerdict]:
 
 
 def _compute(store: Store, segments: Sequence[Segment],
-             queues: Sequence[ConsumeQueue]) -> list[SegmentVerdict]:
+             queues: Sequence[ConsumeQueue | BatchConsumeQueue]) -> list[SegmentVerdict]:
     """Verdicts for `segments` from the units of every queue (module docstring)."""
     if not segments:
         return []

@@ -1,4 +1,4 @@
-"""A RocksDB database of the store opened read-only (§4.6): RocksDB consume queues, RocksDB consumer offsets.
+"""A RocksDB database of the store opened read-only (§4.7): RocksDB consume queues, RocksDB consumer offsets.
 
 `rocksdict` (RocksDB's C++ library in a wheel) opens it with `AccessType.read_only()`: nothing is
 flushed, locked or compacted, and the write-ahead log is replayed in memory only. But an open still

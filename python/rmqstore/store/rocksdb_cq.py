@@ -1,4 +1,4 @@
-"""RocksDB consume queues (§4.6, `storeType=defaultRocksDB`): the same reads as `ConsumeQueue`.
+"""RocksDB consume queues (§4.7, `storeType=defaultRocksDB`): the same reads as `ConsumeQueue`.
 
 `consumequeue/` is then one RocksDB database: the `default` column family holds a 28-byte value per
 unit under (topic, queueId, queue offset), the `offset` family each queue's min and max entries. A

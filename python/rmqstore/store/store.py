@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
-from rmqstore.format.consumequeue import CQ_UNIT_SIZE
+from rmqstore.format.consumequeue import BCQ_UNIT_SIZE, CQ_UNIT_SIZE
 from rmqstore.format.dledger import ENTRY_HEADER
 from rmqstore.format.points import PointReader, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.table import arrow_schema
@@ -31,7 +31,7 @@ from rmqstore.store.config import (
     load_consumer_offsets,
     load_topic_configs,
 )
-from rmqstore.store.consumequeue import ConsumeQueue
+from rmqstore.store.consumequeue import BatchConsumeQueue, ConsumeQueue, ConsumeQueueExt
 from rmqstore.store.contract_store import INDEX_TAIL_SCAN_LIMIT
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
@@ -74,7 +74,13 @@ from rmqstore.store.timeline import (
 COMMITLOG_DIR = "commitlog"
 CONSUMEQUEUE_DIR = "consumequeue"
 ROCKSDB_CONSUMEQUEUE_DIR = "consumequeue_rocksdb"
-"""Where 5.4+ keeps the RocksDB consume queue with `useSeparateStorePathForRocksdbCQ` (§4.6)."""
+"""Where 5.4+ keeps the RocksDB consume queue with `useSeparateStorePathForRocksdbCQ` (§4.7)."""
+BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
+"""The queues of topics with attribute `queue.type=BatchCQ` (§4.5)."""
+CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"
+"""ConsumeQueueExt files (`enableConsumeQueueExt`, §4.4)."""
+Queue = ConsumeQueue | BatchConsumeQueue | RocksConsumeQueue
+"""The kinds of consume queue a store has: unit files (§4.3), BatchCQ files (§4.5), a RocksDB (§4.7)."""
 CHECKPOINT_FILE = "checkpoint"
 ABORT_FILE = "abort"
 MULTI_PATH_SPLITTER = ","
@@ -134,7 +140,7 @@ class Store:
                              recovery_cache=LogEndCache.for_store(self, check_crc_at_end, recovery=True),
                              lead=lead)
         self._index_tail_scan_limit = index_tail_scan_limit
-        self._queues: dict[tuple[str, int], ConsumeQueue | RocksConsumeQueue] = {}
+        self._queues: dict[tuple[str, int], Queue] = {}
         self._scan_problems: list[str] = []
         self._side_index: SideIndex | None = None
         self.point_reader: PointReader = point_reader()
@@ -534,14 +540,25 @@ class Store:
     def _consumequeue_dir(self) -> str:
         return self.fs.join(self.path, CONSUMEQUEUE_DIR)
 
+    @cached_property
+    def _batch_topics(self) -> frozenset[str]:
+        """Topics with a directory under `batchconsumequeue/` (§4.5): their queues are read there."""
+        directory = self.fs.join(self.path, BATCH_CONSUMEQUEUE_DIR)
+        return frozenset(e.name for e in list_entries(self.fs, directory) if e.is_dir)
+
+    def _queues_dir(self, topic: str) -> str:
+        """The directory holding `topic`'s queues: `batchconsumequeue/` for a BatchCQ topic (§4.5)."""
+        root = BATCH_CONSUMEQUEUE_DIR if topic in self._batch_topics else CONSUMEQUEUE_DIR
+        return self.fs.join(self.path, root, check_topic_dir_name(topic))
+
     def topics(self) -> list[str]:
-        """Topics with a consume-queue directory or an entry in topics.json, sorted.
+        """Topics with a (batch) consume-queue directory or an entry in topics.json, sorted.
 
         Names that cannot be a directory inside the store (`..`, separators), entries of
         `consumequeue/` that are not directories (symlink loops, FIFOs) and an unreadable topics.json
         are left out and reported in `problems`.
         """
-        names = set()
+        names = set(self._batch_topics)
         rocks = self._rocks_queues
         for entry in [] if rocks is not None else list_entries(self.fs, self._consumequeue_dir):
             if entry.is_dir:
@@ -567,12 +584,12 @@ class Store:
             self._scan_problems.append(problem)
 
     def queue_ids(self, topic: str) -> list[int]:
-        """Queue ids that have a directory under `consumequeue/<topic>/`, sorted.
+        """Queue ids that have a directory under `consumequeue/<topic>/` (`batchconsumequeue/`, §4.5), sorted.
 
         Entries that are not directories, or whose number is not a Java int, are reported in
         `problems`; so is a topic directory that cannot be listed (a symlink loop).
         """
-        directory = self.fs.join(self._consumequeue_dir, check_topic_dir_name(topic))
+        directory = self._queues_dir(topic)
         if self._rocks_queues is not None:
             return self._rocks_queues.queue_ids(topic)
         try:
@@ -594,7 +611,7 @@ class Store:
 
     @cached_property
     def _rocks_queues(self) -> RocksConsumeQueues | None:
-        """The queues of a RocksDB consume queue (§4.6, `storeType=defaultRocksDB`): `consumequeue/`, or
+        """The queues of a RocksDB consume queue (§4.7, `storeType=defaultRocksDB`): `consumequeue/`, or
         `consumequeue_rocksdb/` (`useSeparateStorePathForRocksdbCQ`) when `consumequeue/` has no queue
         files; None for queue files."""
         separate = self.fs.join(self.path, ROCKSDB_CONSUMEQUEUE_DIR)
@@ -608,8 +625,9 @@ class Store:
         feature = "the consume queue (storeType=defaultRocksDB)"
         return RocksConsumeQueues(local_rocksdb(self.fs, path, feature))
 
-    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | RocksConsumeQueue:
-        """The consume queue of (topic, queueId); empty (min = max = 0) when it has no units."""
+    def consume_queue(self, topic: str, queue_id: int) -> Queue:
+        """The consume queue of (topic, queueId): a BatchConsumeQueue for a BatchCQ topic (§4.5), the
+        RocksDB's queue in a RocksDB store (§4.7); empty (min = max = 0) when it has no units."""
         check_topic_dir_name(topic)
         if queue_id < 0:
             raise ValueError(f"queue id must be >= 0, got {queue_id}")
@@ -618,15 +636,25 @@ class Store:
             queue = self._rocks_queues.queue(topic, queue_id, self.min_offset, self.max_offset)
             self._queues[(topic, queue_id)] = queue
         elif queue is None:
-            directory = self.fs.join(self._consumequeue_dir, topic, str(queue_id))
+            directory = self.fs.join(self._queues_dir(topic), str(queue_id))
             segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
-            misnamed = [seg for seg in segments if seg.base_offset % CQ_UNIT_SIZE]
-            problems += [f"{seg.path}: name is not a multiple of {CQ_UNIT_SIZE}; ignored" for seg in misnamed]
+            batch = topic in self._batch_topics
+            unit = BCQ_UNIT_SIZE if batch else CQ_UNIT_SIZE
+            misnamed = [seg for seg in segments if seg.base_offset % unit]
+            problems += [f"{seg.path}: name is not a multiple of {unit}; ignored" for seg in misnamed]
             segments = [seg for seg in segments if seg not in misnamed]
             self._layout_problems.extend(problems)
-            queue = ConsumeQueue(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
+            kind = BatchConsumeQueue if batch else ConsumeQueue
+            queue = kind(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
             self._queues[(topic, queue_id)] = queue
         return queue
+
+    def consume_queue_ext(self, topic: str, queue_id: int) -> ConsumeQueueExt:
+        """The ConsumeQueueExt files of (topic, queueId) (§4.4); none when the broker never wrote any."""
+        directory = self.fs.join(self.path, CONSUMEQUEUE_EXT_DIR, check_topic_dir_name(topic), str(queue_id))
+        segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
+        self._layout_problems.extend(problems)
+        return ConsumeQueueExt(segments, self._files)
 
     @cached_property
     def _coverage(self) -> list[SegmentVerdict]:
@@ -723,7 +751,7 @@ class Store:
 
     def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
         """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)
-        or the RocksDB config/consumerOffsets/ (§4.7)."""
+        or the RocksDB config/consumerOffsets/ (§4.8)."""
         return load_consumer_offsets(self.fs, self._config_dir)
 
     def group_offsets(self, group: str) -> dict[str, dict[int, int]]:

@@ -29,3 +29,20 @@ object ConsumeQueueUnit {
   /** True when tagsCode is a ConsumeQueueExt address, i.e. <= -2147483649 (§4.2). */
   def isExtAddress(tagsCode: Long): Boolean = tagsCode <= ExtAddressMax
 }
+
+/** BatchConsumeQueue units, 46 bytes (§4.5): phyOffset long, size int, tagsCode long, storeTime long,
+  * msgBaseOffset long, batchSize short, compactedOffset int, reserved int.
+  */
+object BatchConsumeQueueUnit {
+  final val Size = 46
+
+  def phyOffset(buf: ByteBuffer, pos: Int): Long = buf.getLong(pos)
+  def size(buf: ByteBuffer, pos: Int): Int = buf.getInt(pos + 8)
+  def tagsCode(buf: ByteBuffer, pos: Int): Long = buf.getLong(pos + 12)
+  def baseOffset(buf: ByteBuffer, pos: Int): Long = buf.getLong(pos + 28)
+  def batchSize(buf: ByteBuffer, pos: Int): Int = buf.getShort(pos + 36).toInt
+
+  /** `BatchConsumeQueue.recover`'s rule: phyOffset >= 0, size > 0, msgBaseOffset >= 0, batchSize > 0. */
+  def isValid(buf: ByteBuffer, pos: Int): Boolean =
+    phyOffset(buf, pos) >= 0 && size(buf, pos) > 0 && baseOffset(buf, pos) >= 0 && batchSize(buf, pos) > 0
+}

@@ -3,7 +3,7 @@ package io.rmqstore.spark.format
 import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets
 
-/** Keys and values of RocketMQ's RocksDB consume queue (§4.6, `storeType=defaultRocksDB`), like
+/** Keys and values of RocketMQ's RocksDB consume queue (§4.7, `storeType=defaultRocksDB`), like
   * python/rmqstore/format/rocksdbcq.py. Big-endian integers, UTF-8 topic names.
   */
 object RocksCqLayout {

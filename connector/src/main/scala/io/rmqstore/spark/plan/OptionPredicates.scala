@@ -1,6 +1,6 @@
 package io.rmqstore.spark.plan
 
-import io.rmqstore.spark.{OffsetSpec, RmqOptions}
+import io.rmqstore.spark.{OffsetSpec, RmqOptionException, RmqOptions}
 import io.rmqstore.spark.store.Store
 
 /** Row restrictions given as options (part of the DataFrame, not pushed filters), per store, as
@@ -24,10 +24,32 @@ object OptionPredicates {
     }
     val starting = queueOffsets(options.startingOffsets, store)
     val ending = queueOffsets(options.endingOffsets, store)
+    checkNotLmq(options.topics.getOrElse(Nil), RmqOptions.Topics)
+    val named = starting.fold(Set.empty[String])(_.keySet) ++ ending.fold(Set.empty[String])(_.keySet)
+    checkNotLmq(options.topics.fold(named)(ts => named.filter(ts.contains)).toSeq, RmqOptions.StartingOffsets)
     if (starting.isDefined || ending.isDefined)
       preds += resolveWindows(store, starting.getOrElse(Map.empty), ending.getOrElse(Map.empty), options.topics)
     preds.result()
   }
+
+  /** Refuses an option that makes a read select `%LMQ%` queues by name (docs/format.md §4.6): their records keep
+    * their own topic, so the read would silently select none of them (python/rmqstore/spark/offsets.py
+    * `check_not_lmq`, same message).
+    */
+  def checkNotLmq(names: Iterable[String], option: String): Unit = {
+    val lmq = names.filter(_.startsWith(LmqPrefix)).toSeq.sorted
+    if (lmq.nonEmpty)
+      throw new RmqOptionException(
+        option,
+        s"${lmq.map(n => s"'$n'").mkString("[", ", ", "]")} are LMQ queues (docs/format.md §4.6), whose records " +
+          "keep their own topic: a read by queue name is not supported yet; select a queue's rows with " +
+          "array_contains(split(properties['INNER_MULTI_DISPATCH'], ','), '<queue>'), or print them with " +
+          "`rmqstore query --topic <queue>`; name the other topics in 'topics' to read a group's other queues"
+      )
+  }
+
+  /** Queue names of light message queues (`MixAll.LMQ_PREFIX`). */
+  final val LmqPrefix = "%LMQ%"
 
   private def queueOffsets(spec: OffsetSpec, store: Store): Option[Map[String, Map[Int, Long]]] = spec match {
     case OffsetSpec.Queues(queues) => Some(queues)
@@ -54,10 +76,8 @@ object OptionPredicates {
       val (first, last) = store.queueRange(topic, queueId)
       def resolve(o: Long) =
         if (o == RmqOptions.EarliestQueueOffset) first else if (o == RmqOptions.LatestQueueOffset) last else o
-      val start = math.max(
-        resolve(starting.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.EarliestQueueOffset)),
-        first
-      )
+      val asked = resolve(starting.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.EarliestQueueOffset))
+      val start = math.max(store.queueFloor(topic, queueId, asked), first) // a BatchCQ batch whole (§4.5)
       val end =
         math.min(resolve(ending.getOrElse(topic, Map.empty).getOrElse(queueId, RmqOptions.LatestQueueOffset)), last)
       QueueWindow(topic, queueId, start, end)

@@ -4,24 +4,32 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import io.rmqstore.spark.format.ConsumeQueueUnit
+import io.rmqstore.spark.format.{BatchConsumeQueueUnit, ConsumeQueueUnit}
 import io.rmqstore.spark.format.ConsumeQueueUnit.{Size => Unit20}
 import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
 /** One unit as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields (§4.1). */
 final case class QueueUnit(queueOffset: Long, phyOffset: Long, size: Int, tagsCode: Long)
 
-/** What the readers ask of a consume queue, whether files (`ConsumeQueue`, §4.3) or RocksDB (`RocksConsumeQueue`,
-  * §4.6): its [minOffset, maxOffset) inside the commit log's [min, max).
+/** What the readers ask of a consume queue, whether files (`ConsumeQueue`, §4.3; `BatchConsumeQueue`, §4.5) or
+  * RocksDB (`RocksConsumeQueue`, §4.7): its [minOffset, maxOffset) inside the commit log's [min, max).
   */
 private[store] trait QueueReader {
   def minOffset: Long
   def maxOffset: Long
 
-  /** Units with queue offset in [start, end) ∩ [minOffset, maxOffset), in queue order, inside the log. */
+  /** Units holding queue offsets in [start, end) ∩ [minOffset, maxOffset), in queue order, inside the log. */
   def units(start: Long, end: Long): Iterator[QueueUnit]
 
-  /** The parts of queue offsets [start, end) the queue stores units for, as runs in order. */
+  /** Units whose first queue offset is in [start, end): slices partitioning a range partition its units. */
+  def sliceUnits(start: Long, end: Long): Iterator[QueueUnit] = units(start, end)
+
+  /** The first queue offset of the unit holding `offset` (a BatchCQ batch's msgBaseOffset, §4.5). */
+  def floor(offset: Long): Long = offset
+
+  /** The parts of queue offsets [start, end) the queue stores units for, as runs in order (planning splits
+    * these).
+    */
   def spans(start: Long, end: Long): Seq[(Long, Long)]
 
   /** The units pointing at or after `firstPhy` (maybe some before): the queue's tail, for `Coverage`. */
@@ -31,6 +39,35 @@ private[store] trait QueueReader {
     * (a record the dispatcher saw, docs/damage.md §2).
     */
   def lastPhyOffset: Option[Long]
+}
+
+/** A queue kept in files named by the offset of their first byte: a ConsumeQueue or a BatchConsumeQueue (§4.5),
+  * like python/rmqstore/store/consumequeue.py's two classes.
+  */
+private[store] abstract class QueueFiles(
+    protected val fs: StoreFileSystem,
+    val segments: IndexedSeq[Segment],
+    protected val logMin: Long,
+    protected val logMax: Long
+) extends QueueReader {
+
+  /** The units of one of the queue's files. */
+  def fileUnits(seg: Segment): Iterator[QueueUnit]
+
+  /** The last files, read backwards to the first one holding a unit below `firstPhy` (units follow log order
+    * along a queue; one out of order only leaves a segment uncovered: scanned, never missed).
+    */
+  def unitsFrom(firstPhy: Long): Seq[QueueUnit] = {
+    val parts = mutable.ArrayBuffer.empty[IndexedSeq[QueueUnit]]
+    val it = segments.reverseIterator
+    var done = false
+    while (!done && it.hasNext) {
+      val found = fileUnits(it.next()).toIndexedSeq
+      parts += found
+      done = found.nonEmpty && found.head.phyOffset < firstPhy
+    }
+    parts.reverseIterator.flatten.toSeq
+  }
 }
 
 /** One consume queue `consumequeue/<topic>/<queueId>/` read-only (§4.1-§4.3), like
@@ -52,12 +89,8 @@ private[store] object ConsumeQueue {
   final val RemoteFirstWindowUnits = 1024L
 }
 
-private[store] final class ConsumeQueue(
-    fs: StoreFileSystem,
-    val segments: IndexedSeq[Segment],
-    logMin: Long,
-    logMax: Long
-) extends QueueReader {
+private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSeq[Segment], logMin: Long, logMax: Long)
+    extends QueueFiles(fs, segments, logMin, logMax) {
   import ConsumeQueue._
 
   /** A remote file's valid units read while searching for its end (`validUnits`), by path: later reads inside
@@ -170,6 +203,8 @@ private[store] final class ConsumeQueue(
     !ConsumeQueueUnit.isFiller(units, at) && ConsumeQueueUnit.size(units, at) > 0 &&
       ConsumeQueueUnit.phyOffset(units, at) >= logMin
 
+  def fileUnits(seg: Segment): Iterator[QueueUnit] = units(seg.baseOffset / Unit20, seg.endOffset / Unit20)
+
   /** Units with queue offset in [start, end) ∩ [minOffset, maxOffset), in queue order; fillers, invalid
     * units and units pointing outside the log's [min, max) are left out.
     */
@@ -206,20 +241,91 @@ private[store] final class ConsumeQueue(
     }
     out.toSeq
   }
+}
 
-  /** The last files, read backwards to the first one holding a unit below `firstPhy` (units follow log order
-    * along a queue; one out of order only leaves a segment uncovered: scanned, never missed).
-    */
-  def unitsFrom(firstPhy: Long): Seq[QueueUnit] = {
-    val parts = mutable.ArrayBuffer.empty[IndexedSeq[QueueUnit]]
-    val it = segments.reverseIterator
-    var done = false
-    while (!done && it.hasNext) {
+/** One BatchConsumeQueue `batchconsumequeue/<topic>/<queueId>/` read-only (§4.5), like
+  * python/rmqstore/store/consumequeue.py `BatchConsumeQueue`: a unit covers the queue offsets
+  * [msgBaseOffset, msgBaseOffset + batchSize) and its `queueOffset` is msgBaseOffset (the record's own
+  * QUEUEOFFSET). Files are named by byte offset in the unit space, so the valid units (recovery's: up to the
+  * first invalid one) are read once and searched by msgBaseOffset.
+  */
+private[store] final class BatchConsumeQueue(
+    fs: StoreFileSystem,
+    segments: IndexedSeq[Segment],
+    logMin: Long,
+    logMax: Long
+) extends QueueFiles(fs, segments, logMin, logMax) {
+  import BatchConsumeQueueUnit.{Size => Unit46}
+
+  /** Each file's kept units (pointing inside the log's [min, max)) with their batch sizes. */
+  private lazy val byFile: IndexedSeq[IndexedSeq[(QueueUnit, Int)]] = {
+    val out = mutable.ArrayBuffer.empty[IndexedSeq[(QueueUnit, Int)]]
+    val it = segments.iterator
+    var going = true
+    while (going && it.hasNext) {
       val seg = it.next()
-      val found = units(seg.baseOffset / Unit20, seg.endOffset / Unit20).toIndexedSeq
-      parts += found
-      done = found.nonEmpty && found.head.phyOffset < firstPhy
+      val file = fs.open(seg.path, finished = seg ne segments.last)
+      val buf =
+        try file.read(0L, seg.size.toInt)
+        finally file.close()
+      val n = buf.limit() / Unit46
+      var valid = 0
+      while (valid < n && BatchConsumeQueueUnit.isValid(buf, valid * Unit46)) valid += 1
+      out += (0 until valid).map(i => i * Unit46).collect {
+        case at
+            if BatchConsumeQueueUnit.phyOffset(
+              buf,
+              at
+            ) >= logMin && BatchConsumeQueueUnit.phyOffset(buf, at) < logMax =>
+          (
+            QueueUnit(
+              BatchConsumeQueueUnit.baseOffset(buf, at),
+              BatchConsumeQueueUnit.phyOffset(buf, at),
+              BatchConsumeQueueUnit.size(buf, at),
+              BatchConsumeQueueUnit.tagsCode(buf, at)
+            ),
+            BatchConsumeQueueUnit.batchSize(buf, at)
+          )
+      }
+      going = valid == seg.size / Unit46 // recovery ends the queue in the first file that is not full
     }
-    parts.reverseIterator.flatten.toSeq
+    out.toIndexedSeq
   }
+
+  private lazy val all: IndexedSeq[(QueueUnit, Int)] = byFile.flatten
+  private lazy val bases: Array[Long] = all.map(_._1.queueOffset).toArray
+
+  lazy val maxOffset: Long = all.lastOption.fold(0L) { case (u, n) => u.queueOffset + n }
+  lazy val minOffset: Long = all.headOption.fold(0L)(_._1.queueOffset)
+
+  /** msgBaseOffset of the unit holding `offset` (getMessage from inside a batch returns the whole batch). */
+  override def floor(offset: Long): Long = {
+    val at = upper(offset) - 1
+    if (at >= 0 && offset < all(at)._1.queueOffset + all(at)._2) all(at)._1.queueOffset else offset
+  }
+
+  /** Index of the first unit whose msgBaseOffset is > `offset`. */
+  private def upper(offset: Long): Int = {
+    val i = java.util.Arrays.binarySearch(bases, offset)
+    if (i >= 0) { var j = i; while (j < bases.length && bases(j) == offset) j += 1; j }
+    else -i - 1
+  }
+
+  def units(start: Long, end: Long): Iterator[QueueUnit] = sliceUnits(floor(start), end)
+
+  override def sliceUnits(start: Long, end: Long): Iterator[QueueUnit] =
+    all.iterator.map(_._1).dropWhile(_.queueOffset < start).takeWhile(_.queueOffset < end)
+
+  def fileUnits(seg: Segment): Iterator[QueueUnit] = {
+    val at = segments.indexOf(seg)
+    if (at >= 0 && at < byFile.length) byFile(at).iterator.map(_._1) else Iterator.empty
+  }
+
+  def spans(start: Long, end: Long): Seq[(Long, Long)] = {
+    val (a, b) = (math.max(start, minOffset), math.min(end, maxOffset))
+    if (a < b) Seq((a, b)) else Seq.empty
+  }
+
+  /** The last kept unit's PHYSICALOFFSET (units past the log's valid end are not kept here, docs/damage.md §2). */
+  def lastPhyOffset: Option[Long] = all.lastOption.map(_._1.phyOffset)
 }

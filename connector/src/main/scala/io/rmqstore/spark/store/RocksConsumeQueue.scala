@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 
 import io.rmqstore.spark.format.RocksCqLayout
 
-/** The queues of a RocksDB `consumequeue/` (§4.6, `storeType=defaultRocksDB`), like
+/** The queues of a RocksDB `consumequeue/` (§4.7, `storeType=defaultRocksDB`), like
   * python/rmqstore/store/rocksdb_cq.py: (topic, queueId) -> (min entry or 0, max entry) of the `offset` column
   * family, for the queues with a max entry (as RocketMQ loads them).
   */

@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.rmqstore.spark.format.BrokerConfig
 import io.rmqstore.spark.io.StoreFileSystem
 
-/** The broker's consumer offsets in RocksDB metadata mode (§4.7, `RocksDBConsumerOffsetManager`): the `default`
+/** The broker's consumer offsets in RocksDB metadata mode (§4.8, `RocksDBConsumerOffsetManager`): the `default`
   * column family maps topic@group to `{"offsetTable": {queueId: offset}}`, the `kvDataVersion` family holds the
   * table's dataVersion. Like python/rmqstore/store/config.py.
   */

@@ -9,7 +9,7 @@ import org.rocksdb.{ColumnFamilyDescriptor, ColumnFamilyHandle, DBOptions, Optio
 
 import io.rmqstore.spark.io.{LocalFileSystem, StoreFileSystem}
 
-/** A RocksDB directory of the store opened with `RocksDB.openReadOnly` (§4.6), like
+/** A RocksDB directory of the store opened with `RocksDB.openReadOnly` (§4.7), like
   * python/rmqstore/store/rocksdb.py: nothing written, locked, flushed or compacted, the write-ahead log replayed
   * in memory only. RocksDB's info LOG goes to a temporary directory, so the store's bytes stay the same. Uses
   * the rocksdbjni that Spark itself ships (spark-kvstore's dependency), so the connector jar adds none.

@@ -390,12 +390,20 @@ final class Store private (
     catch { case _: StoreException => None }
   )
 
+  /** Topics with a directory under `batchconsumequeue/` (§4.5): their queues are read there. */
+  private lazy val batchTopics: Set[String] =
+    fs.list(fs.join(root, BatchConsumequeueDir)).filter(_.isDir).map(_.name).toSet
+
+  /** The directory holding `topic`'s queues: `batchconsumequeue/` for a BatchCQ topic (§4.5). */
+  private def queuesDir(topic: String): String =
+    fs.join(root, if (batchTopics(topic)) BatchConsumequeueDir else ConsumequeueDir, Segments.checkTopicDirName(topic))
+
   /** Topics with a consume-queue directory or an entry in topics.json, sorted; names that cannot be a
     * directory inside the store are left out and reported in `problems`.
     */
   def topics: Seq[String] = {
     val queueTopics = rocksQueues.fold(fs.list(consumequeueDir).filter(_.isDir).map(_.name).toSet)(_.topics)
-    val names = queueTopics ++
+    val names = batchTopics ++ queueTopics ++
       configDocument(TopicsFile).map(BrokerConfig.topicNames).getOrElse(Nil)
     names.toSeq.sorted.filter { name =>
       Segments.topicDirProblem(name) match {
@@ -408,9 +416,11 @@ final class Store private (
     }
   }
 
-  /** Queue ids that have a directory under `consumequeue/<topic>/`, sorted. */
+  /** Queue ids that have a directory under `consumequeue/<topic>/` (`batchconsumequeue/`, §4.5), sorted, or
+    * the queues of a RocksDB consume queue (§4.7).
+    */
   def queueIds(topic: String): Seq[Int] = {
-    val dir = fs.join(consumequeueDir, Segments.checkTopicDirName(topic))
+    val dir = queuesDir(topic) // checks the name
     rocksQueues.fold(
       fs.list(dir)
         .filter(e => e.isDir && e.name.nonEmpty && e.name.forall(c => c >= '0' && c <= '9'))
@@ -419,7 +429,7 @@ final class Store private (
     )(_.queueIds(topic))
   }
 
-  /** The queues of a RocksDB `consumequeue/` (§4.6, `storeType=defaultRocksDB`); None for queue files. */
+  /** The queues of a RocksDB `consumequeue/` (§4.7, `storeType=defaultRocksDB`); None for queue files. */
   private lazy val rocksQueues: Option[RocksConsumeQueues] = {
     // `consumequeue/`, or `consumequeue_rocksdb/` (useSeparateStorePathForRocksdbCQ) without queue files
     val separate = fs.join(root, RocksDbConsumequeueDir)
@@ -443,12 +453,18 @@ final class Store private (
       rocksQueues match {
         case Some(rocks) => rocks.queue(topic, queueId, minOffset, logEnd)
         case None =>
-          val (segs, found) = Segments.list(fs, fs.join(consumequeueDir, topic, queueId.toString))
+          val (segs, found) = Segments.list(fs, fs.join(queuesDir(topic), queueId.toString))
           otherProblems ++= found
-          new ConsumeQueue(fs, segs, minOffset, logEnd)
+          if (batchTopics(topic)) new BatchConsumeQueue(fs, segs, minOffset, logEnd)
+          else new ConsumeQueue(fs, segs, minOffset, logEnd)
       }
     )
   }
+
+  /** The first queue offset of the unit of (topic, queueId) holding `offset`: a committed offset inside a
+    * BatchCQ batch starts with that batch, as getMessage returns it (§4.5).
+    */
+  def queueFloor(topic: String, queueId: Int, offset: Long): Long = queue(topic, queueId).floor(offset)
 
   /** (min, max) queue offsets of (topic, queueId): fillers and units outside the log skipped (§4.3). */
   def queueRange(topic: String, queueId: Int): (Long, Long) = {
@@ -497,7 +513,7 @@ final class Store private (
     selectedUnits(topic, queueId, start, end, tags)
 
   private def selectedUnits(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]) = {
-    val units = queue(topic, queueId).units(start, end)
+    val units = queue(topic, queueId).sliceUnits(start, end)
     val codes = tags.map(_.map(JavaHash.tagsCode).toSet)
     codes match {
       case Some(c) if topic != Layout.ScheduleTopic =>
@@ -555,14 +571,14 @@ final class Store private (
 
   // ---- metadata -------------------------------------------------------------------------------
 
-  /** Where the broker's consumer offsets are: the RocksDB `config/consumerOffsets/` (§4.7) when there is one. */
+  /** Where the broker's consumer offsets are: the RocksDB `config/consumerOffsets/` (§4.8) when there is one. */
   private def consumerOffsetsSource: String = {
     val rocks = fs.join(root, ConfigDir, ConsumerOffsetsRocksDb)
     if (RocksDb.isRocksDb(fs, rocks)) rocks else fs.join(root, ConfigDir, ConsumerOffsetFile)
   }
 
   /** (topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback), or in RocksDB
-    * metadata mode from `config/consumerOffsets/` unless the JSON's dataVersion counter is higher (§4.7,
+    * metadata mode from `config/consumerOffsets/` unless the JSON's dataVersion counter is higher (§4.8,
     * `RocksDBConsumerOffsetManager.merge`).
     */
   def consumerOffsets: Map[(String, String), Map[Int, Long]] = {
@@ -630,6 +646,7 @@ object Store {
   final val CommitlogDir = "commitlog"
   final val ConsumequeueDir = "consumequeue"
   final val RocksDbConsumequeueDir = "consumequeue_rocksdb"
+  final val BatchConsumequeueDir = "batchconsumequeue"
   final val ConfigDir = "config"
   final val ConsumerOffsetFile = "consumerOffset.json"
   final val ConsumerOffsetsRocksDb = "consumerOffsets"

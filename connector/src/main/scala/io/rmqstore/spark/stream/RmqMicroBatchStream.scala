@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 import io.rmqstore.spark.{OffsetSpec, RmqInputPartition, RmqOptionException, RmqOptions, RmqScan, RmqStores}
-import io.rmqstore.spark.plan.{OffsetsTask, RangeTask, ScanPlanner, Split}
+import io.rmqstore.spark.plan.{OffsetsTask, OptionPredicates, RangeTask, ScanPlanner, Split}
 import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,
@@ -111,22 +111,30 @@ final class RmqMicroBatchStream(
             given.getOrElse(queue._1, Map.empty[Int, Long]).getOrElse(queue._2, RmqOptions.EarliestQueueOffset) match {
               case RmqOptions.EarliestQueueOffset => low
               case RmqOptions.LatestQueueOffset => high
-              case offset => offset
+              case offset => store.queueFloor(queue._1, queue._2, offset)
             }
-          case OffsetSpec.Group(group) =>
-            store.consumerOffsets.getOrElse((queue._1, group), Map.empty[Int, Long]).getOrElse(queue._2, low)
+          case OffsetSpec.Group(group) => // inside a BatchCQ batch: getMessage returns the whole batch (§4.5)
+            val committed = store.consumerOffsets.getOrElse((queue._1, group), Map.empty[Int, Long])
+            store.queueFloor(queue._1, queue._2, committed.getOrElse(queue._2, low))
           case _ => low
         }
     }
   }
 
-  private def topics(store: Store): Seq[String] = options.topics.getOrElse {
-    options.startingOffsets match {
-      case OffsetSpec.Queues(given) => given.keys.toSeq.sorted(PyJson.StringOrder)
-      case OffsetSpec.Group(group) =>
-        store.consumerOffsets.keys.collect { case (t, g) if g == group => t }.toSeq.distinct.sorted(PyJson.StringOrder)
-      case _ => Seq.empty
-    }
+  private def topics(store: Store): Seq[String] = options.topics match {
+    case Some(ts) =>
+      OptionPredicates.checkNotLmq(ts, RmqOptions.Topics)
+      ts
+    case None =>
+      val ts = options.startingOffsets match {
+        case OffsetSpec.Queues(given) => given.keys.toSeq.sorted(PyJson.StringOrder)
+        case OffsetSpec.Group(group) =>
+          store.consumerOffsets.keys.collect { case (t, g) if g == group => t }.toSeq.distinct
+            .sorted(PyJson.StringOrder)
+        case _ => Seq.empty
+      }
+      OptionPredicates.checkNotLmq(ts, RmqOptions.StartingOffsets)
+      ts
   }
 
   /** (min, max) queue offset of each queue of the stream's topics; max within an availableNow target. */
