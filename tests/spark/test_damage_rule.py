@@ -120,3 +120,15 @@ def test_queue_slice_unit_at_no_record(spark, engine, engine_format, bad_unit, s
     assert {r["task"] for r in reads} == {"QueueSliceTask"}
     assert sum(r["invalid_records_skipped"] for r in reads) == 1
     assert sum(r["bytes_skipped"] for r in reads) == 0
+
+
+def test_index_entry_at_no_record(spark, engine_format, bad_unit, stats_dir) -> None:
+    """docs/damage.md §4: the index entry of key k5 points at the broken record: damage, like a unit."""
+    root, _, bad = bad_unit
+    with pytest.raises(Exception, match=f"{_segment(root)}: at physical offset {bad}: no valid record"):
+        spark.read.format(engine_format).load(str(root)).where("key = 'k5'").collect()
+    df = (spark.read.format(engine_format).options(mode="PERMISSIVE", statsDir=str(stats_dir)).load(str(root))
+          .where("key = 'k5'"))
+    assert df.collect() == []
+    reads = [r for r in read_stats(stats_dir) if r["event"] == "read"]
+    assert sum(r["invalid_records_skipped"] for r in reads) == 1

@@ -324,7 +324,8 @@ class CommitLogTail:
         being written (the walk holds at it); else damage: FAILFAST raises, PERMISSIVE returns where the
         walk goes on (the read skips and counts the bytes before it, damage.md §1)."""
         position = seg.base_offset + rel
-        after = self._valid_after(seg, data, rel, total)
+        # whole when read again (before or after looking for what follows): the broker was writing it
+        after = None if self._whole_now(seg, rel) else self._valid_after(seg, data, rel, total)
         if after is None or self._whole_now(seg, rel):
             advance.end = advance.held = position
             return None

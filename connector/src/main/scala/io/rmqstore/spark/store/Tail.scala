@@ -212,7 +212,9 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
       : Option[Long] = {
     val seg = segments(i)
     val position = seg.baseOffset + rel
-    validAfter(i, w, rel, total).filterNot(_ => wholeNow(seg, rel)) match {
+    // whole when read again (before or after looking for what follows): the broker was writing it
+    val after = if (wholeNow(seg, rel)) None else validAfter(i, w, rel, total).filterNot(_ => wholeNow(seg, rel))
+    after match {
       case None =>
         advance.end = position
         advance.held = Some(position)
