@@ -36,19 +36,13 @@ from rmqstore.plan.predicates import (
 )
 from rmqstore.plan.queues import resolve_windows
 from rmqstore.plan.tasks import RangesTask, RangeTask, ReadTask
+from rmqstore.spark.contract_options import ENDING_OFFSETS, STARTING_OFFSETS, TOPICS
 from rmqstore.spark.errors import cause_first
 from rmqstore.spark.filters import to_predicate
 from rmqstore.spark.guard import application_key, claim, new_plan_token
 from rmqstore.spark.notes import note_once
 from rmqstore.spark.offsets import check_group_known, check_not_lmq
-from rmqstore.spark.options import (
-    ENDING_OFFSETS,
-    STARTING_OFFSETS,
-    TOPICS,
-    OffsetSpec,
-    OptionError,
-    RmqOptions,
-)
+from rmqstore.spark.options import OffsetSpec, OptionError, RmqOptions
 from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch
 from rmqstore.spark.stores import open_store
 from rmqstore.store import Store

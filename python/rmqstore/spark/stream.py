@@ -37,6 +37,7 @@ from rmqstore.plan.planner import PlanSettings
 from rmqstore.plan.predicates import Compare, Predicate, QueueWindow, QueueWindows
 from rmqstore.plan.stream import plan_stream_batch
 from rmqstore.plan.tasks import RangeTask, ReadTask
+from rmqstore.spark.contract_options import ENDING_OFFSETS, ENDING_TIMESTAMP, STARTING_OFFSETS, TOPICS
 from rmqstore.spark.offsets import (
     QueueKey,
     StoreOffset,
@@ -47,10 +48,6 @@ from rmqstore.spark.offsets import (
     offsets_to_json,
 )
 from rmqstore.spark.options import (
-    ENDING_OFFSETS,
-    ENDING_TIMESTAMP,
-    STARTING_OFFSETS,
-    TOPICS,
     OffsetSpec,
     OptionError,
     RmqOptions,
