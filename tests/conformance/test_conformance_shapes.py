@@ -12,12 +12,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from oracle import ORACLES, open_store, store_dir
+from oracle import MAIN, ORACLES, QUEUE_SHAPES, open_store, store_dir
 from pyspark.sql import SparkSession
 
 from rmqstore.cli import main as cli_main
 
-SHAPES = sorted(name for name, oracle in ORACLES.items() if "backlogs" in oracle)
+SHAPES = QUEUE_SHAPES
 GROUPS = sorted({(name, b["group"]) for name in SHAPES for b in ORACLES[name]["backlogs"]
                  if not name.endswith("-lmq")})
 """Consumer groups of the BatchCQ and cqext fixtures (reading LMQ queues by name is not done yet)."""
@@ -44,10 +44,10 @@ def test_queue_bounds_and_backlogs_match_rocketmq(name: str) -> None:
             assert cq.units(b["committedOffset"])["phy"].tolist() == b["getMessage"], b
 
 
-@pytest.mark.parametrize("name", [*SHAPES, "rmq-5.5.0"])
+@pytest.mark.parametrize("name", MAIN)
 def test_verify_finds_healthy_stores_sound(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """BatchCQ units, LMQ units, ext addresses and the `topic#T#<TAGS>` index entries (5.4.0+) are
-    what RocketMQ writes, not damage."""
+    """Every healthy fixture (DLedger and RocksDB ones included): BatchCQ units, LMQ units, ext
+    addresses and the `topic#T#<TAGS>` index entries (5.4.0+) are what RocketMQ writes, not damage."""
     status = cli_main(["verify", str(store_dir(name)), "--json", "--no-progress"])
     report = json.loads(capsys.readouterr().out)
     assert status == 0 and report["sound"], report
