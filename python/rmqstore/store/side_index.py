@@ -80,8 +80,8 @@ def index_holes(store: Store) -> list[Range]:
                    for info in store.index_files
                    if info.problem is None and info.header is not None and info.header.entry_count > 0)
     holes: list[Range] = []
-    position, end = store.min_offset, store.max_offset
-    previous: tuple[int, int] | None = None  # the last file's endPhyOffset and where that record ends
+    position, end = store.min_offset + store.log.lead, store.max_offset  # the first record (§2.13)
+    previous: tuple[int, int] | None = None  # the last file's endPhyOffset and where the next record starts
     for begin, last, full in spans:
         if previous is not None and begin == previous[1]:
             position = max(position, begin)  # the last file's last record was whole: the next one begins here
@@ -97,14 +97,15 @@ def index_holes(store: Store) -> list[Range]:
 
 
 def _after_record(store: Store, offset: int) -> int:
-    """The end of the record at `offset` (a file's beginPhyOffset or endPhyOffset) from its TOTALSIZE
-    and MAGICCODE (§2.2); `offset` itself when no message starts there (a hole then starts with it)."""
+    """Where the record after the one at `offset` (a file's beginPhyOffset or endPhyOffset) starts, from
+    its TOTALSIZE and MAGICCODE (§2.2) and the log's entry framing (§2.13); `offset` itself when no
+    message starts there (a hole then starts with it)."""
     seg = store.log.segment_at(offset)
     if seg is None or offset >= store.max_offset:
         return offset
     total, magic = _HEAD.unpack(store.log.read(seg, offset - seg.base_offset, _HEAD.size).tobytes().ljust(8))
     fits = 0 < total <= min(seg.end_offset, store.max_offset) - offset
-    return offset + total if fits and magic in (MAGIC_V1, MAGIC_V2) else offset
+    return offset + total + store.log.lead if fits and magic in (MAGIC_V1, MAGIC_V2) else offset
 
 
 def open_side_index(store: Store, ranges: Sequence[Range]) -> SideIndex:

@@ -77,9 +77,9 @@ private[store] object SideIndex {
       }
     }.sorted
     val holes = mutable.ArrayBuffer.empty[(Long, Long)]
-    var position = store.minOffset
+    var position = store.minOffset + store.commitLog.lead // the first record (§2.13)
     val end = store.logEnd
-    var previous: Option[(Long, Long)] = None // the last file's endPhyOffset and where that record ends
+    var previous: Option[(Long, Long)] = None // the last file's endPhyOffset and where the next record starts
     for ((begin, last, full) <- spans) {
       if (previous.exists(_._2 == begin)) position = math.max(position, begin) // its last record was whole
       val whole = previous.fold(begin <= position)(p => begin == p._1 || begin == p._2)
@@ -93,8 +93,9 @@ private[store] object SideIndex {
     holes.filter { case (a, b) => a < b }.toIndexedSeq
   }
 
-  /** The end of the record at `offset` (a file's beginPhyOffset or endPhyOffset) from its TOTALSIZE and
-    * MAGICCODE (§2.2); `offset` itself when no message starts there (a hole then starts with it).
+  /** Where the record after the one at `offset` (a file's beginPhyOffset or endPhyOffset) starts, from its
+    * TOTALSIZE and MAGICCODE (§2.2) and the log's entry framing (§2.13); `offset` itself when no message starts
+    * there (a hole then starts with it).
     */
   private def afterRecord(store: Store, offset: Long): Long =
     Segments.find(store.segments, offset) match {
@@ -105,7 +106,8 @@ private[store] object SideIndex {
         else {
           val (total, magic) = (head.getInt(0), head.getInt(Layout.OffMagic))
           val fits = total > 0 && total <= math.min(seg.endOffset, store.logEnd) - offset
-          if (fits && (magic == Layout.MagicV1 || magic == Layout.MagicV2)) offset + total else offset
+          if (fits && (magic == Layout.MagicV1 || magic == Layout.MagicV2)) offset + total + store.commitLog.lead
+          else offset
         }
       case _ => offset
     }

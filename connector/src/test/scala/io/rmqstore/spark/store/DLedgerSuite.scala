@@ -88,21 +88,4 @@ class DLedgerSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(failure.getMessage.contains("reading it with the commitlog/ it replaced refused"), failure.getMessage)
     assert(failure.getMessage.contains("dividedCommitlogOffset"), failure.getMessage)
   }
-
-  test("RocksDB consume queues and offsets are refused by name for queues and offsets, the log still reads") {
-    val root = copy()
-    Seq("consumequeue", "config/consumerOffsets").foreach { d =>
-      val dir = Files.createDirectories(root.resolve(d))
-      Seq("CURRENT", "IDENTITY", "MANIFEST-000005").foreach(n => Files.write(dir.resolve(n), "rocksdb".getBytes))
-    }
-    val store = open(root)
-    try {
-      assert(store.shape.name == "dledger, rocksdb-consumequeue, rocksdb-offsets")
-      assert(scanned(store, permissive = false) == offsets)
-      val queues = intercept[UnsupportedShapeException](store.topics)
-      assert(queues.getMessage.contains("RocksDB consume queue (consumequeue/ is a RocksDB database"))
-      val groups = intercept[UnsupportedShapeException](store.consumerOffsets)
-      assert(groups.getMessage.contains("RocksDB consumer offsets (config/consumerOffsets/): reading consumer offsets"))
-    } finally store.close()
-  }
 }
