@@ -9,6 +9,14 @@ MAGIC_V2 = 0xDAA320AB
 """MESSAGE_MAGIC_CODE_V2 (5.1.0+): 2-byte topic length, used for topics longer than 127 chars."""
 BLANK_MAGIC = 0xCBD43194
 """BLANK_MAGIC_CODE: end-of-segment filler; its TOTALSIZE covers the rest of the segment (§2.6)."""
+DLEDGER_ENTRY_HEADER = 48
+"""`DLedgerEntry.BODY_OFFSET`: the DLedger entry header before each record of a DLedger commit log; a
+record's physical offset is pos + 48 (§2.13)."""
+DLEDGER_ENTRY_MAGIC = 1
+"""`DLedgerMmapFileStore.MAGIC_1`: the magic of a DLedger entry (§2.13)."""
+DLEDGER_BLANK_MAGIC = -1
+"""`MmapFileList.BLANK_MAGIC_CODE`: the rest of a DLedger file is empty, the next entry starts the next
+file (§2.13)."""
 END_FILE_MIN_BLANK_LENGTH = 8
 """A record is written only if at least this many bytes remain after it in the segment (§2.6)."""
 SYSFLAG_COMPRESSED = 0x1

@@ -5,11 +5,9 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-ENTRY_HEADER = 48
-"""`DLedgerEntry.BODY_OFFSET`: the header before each record; a record's physical offset is pos + 48."""
-ENTRY_MAGIC = 1
-ENTRY_BLANK = -1
-"""`MmapFileList.BLANK_MAGIC_CODE`: the rest of the file is empty, the next entry starts the next file."""
+from rmqstore.format.contract_layout import DLEDGER_ENTRY_HEADER as ENTRY_HEADER
+from rmqstore.format.contract_layout import DLEDGER_ENTRY_MAGIC as ENTRY_MAGIC
+
 _HEADER = struct.Struct(">iiqqqiiii")
 
 

@@ -24,6 +24,9 @@ from typing import Any
 from rmqstore.cachedir import cache_root
 from rmqstore.format.contract_layout import (
     BLANK_MAGIC,
+    DLEDGER_BLANK_MAGIC,
+    DLEDGER_ENTRY_HEADER,
+    DLEDGER_ENTRY_MAGIC,
     MAGIC_V1,
     MAGIC_V2,
     MIN_RECORD_SIZE,
@@ -79,9 +82,6 @@ INVALID = 2
 END = 3
 """walk only: reached the end position."""
 
-_ENTRY_MAGIC = 1
-"""DLedger entry magic (`DLedgerMmapFileStore.MAGIC_1`, §2.13); -1 is its blank."""
-_ENTRY_BLANK = -1
 _KEY_SEPARATOR = 0x20
 _INT_MAX = (1 << 31) - 1
 _MAX_PROPERTIES = (0x7FFF + 1) // 3 + 1
@@ -480,9 +480,9 @@ def entry_ok(buf, at, base_offset, size):
     entry size and body size agree with it, pos is the header's own position base_offset + at."""
     return (
         at >= 0
-        and at + 48 <= len(buf)
-        and _i32(buf, at) == _ENTRY_MAGIC
-        and _i32(buf, at + 4) == size + 48
+        and at + DLEDGER_ENTRY_HEADER <= len(buf)
+        and _i32(buf, at) == DLEDGER_ENTRY_MAGIC
+        and _i32(buf, at + 4) == size + DLEDGER_ENTRY_HEADER
         and _i64(buf, at + 24) == base_offset + at
         and _i32(buf, at + 44) == size
     )
@@ -503,7 +503,7 @@ def walk(buf, base_offset, start, end, out, lead=0):
     count = 0
     pos = start
     while pos < end:
-        if lead and pos >= lead and _i32(buf, pos - lead) == _ENTRY_BLANK:
+        if lead and pos >= lead and _i32(buf, pos - lead) == DLEDGER_BLANK_MAGIC:
             return count, pos, BLANK
         kind, size, _, _, _, topic_at, topic_len, props_at, props_len = scan_record(buf, pos)
         if kind == BLANK and not lead:

@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from rmqstore.format.columnar import walk_records
-from rmqstore.format.dledger import ENTRY_BLANK, entry_problem
+from rmqstore.format.contract_layout import DLEDGER_BLANK_MAGIC
+from rmqstore.format.dledger import entry_problem
 from rmqstore.format.layout import BLANK_MAGIC, OFF_BORNHOST, OFF_MAGIC, OFF_SYSFLAG, store_timestamp_offset
 from rmqstore.format.record import check_record
 from rmqstore.format.resync import next_record_start
@@ -286,7 +287,8 @@ class CommitLog:
         DLedger log a DLedger blank in the entry header before it."""
         if self.lead:
             header = at - self.lead
-            return len(buf) - header >= 4 and header >= 0 and _INT.unpack_from(buf, header)[0] == ENTRY_BLANK
+            return (len(buf) - header >= 4 and header >= 0
+                    and _INT.unpack_from(buf, header)[0] == DLEDGER_BLANK_MAGIC)
         return len(buf) - at >= 8 and _UINT.unpack_from(buf, at + OFF_MAGIC)[0] == BLANK_MAGIC
 
     def _check_in(self, buf: np.ndarray, at: int, offset: int,

@@ -66,13 +66,14 @@ def consumer_offsets_source(fs: StoreFileSystem, config_dir: str) -> str:
 def load_consumer_offsets(fs: StoreFileSystem, config_dir: str) -> dict[tuple[str, str], dict[int, int]]:
     """(topic, group) -> {queueId: next queue offset} from consumerOffset.json (or its .bak), or in
     RocksDB metadata mode from `consumerOffsets/` (§4.8)."""
-    json_doc = load_config_document(fs, config_dir, CONSUMER_OFFSET_FILE, lambda doc: doc)
+    from_json = load_config_document(fs, config_dir, CONSUMER_OFFSET_FILE,
+                                     lambda doc: (_counter(doc), consumer_offsets(doc)))
     rocks = fs.join(config_dir, CONSUMER_OFFSETS_ROCKSDB)
     if not is_rocksdb(fs, rocks):
-        return consumer_offsets(json_doc) if json_doc is not None else {}
+        return from_json[1] if from_json is not None else {}
     counter, table = _rocksdb_offset_table(fs, rocks)
-    if json_doc is not None and _counter(json_doc) > counter:  # RocksDBConsumerOffsetManager.merge
-        return consumer_offsets(json_doc)
+    if from_json is not None and from_json[0] > counter:  # RocksDBConsumerOffsetManager.merge
+        return from_json[1]
     try:
         return consumer_offsets({"offsetTable": table})
     except ValueError as exc:

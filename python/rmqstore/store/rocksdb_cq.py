@@ -126,6 +126,10 @@ class RocksConsumeQueue:
         low, end = self._stored
         return self._phy_at(end - 1) if end > low else None
 
+    def floor(self, offset: int) -> int:
+        """`offset`: every unit holds one queue offset (as `ConsumeQueue.floor`)."""
+        return offset
+
     def end_bound(self, upto: int | None = None) -> int:
         """`max_offset`, or `upto` when the queue reaches it (the file queue's planning bound)."""
         return self.max_offset if upto is None else min(self.max_offset, max(upto, 0))

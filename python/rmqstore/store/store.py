@@ -19,7 +19,7 @@ from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import BCQ_UNIT_SIZE, CQ_UNIT_SIZE
-from rmqstore.format.dledger import ENTRY_HEADER
+from rmqstore.format.contract_layout import DLEDGER_ENTRY_HEADER
 from rmqstore.format.points import PointReader, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
@@ -246,7 +246,7 @@ class Store:
                 f"{self.location}: commit-log directory {', '.join(missing)} does not exist (a store root "
                 f"holds {COMMITLOG_DIR}/; for storePathCommitLog elsewhere pass commitlog_dirs)"
             )
-        return dirs, ENTRY_HEADER if dledger else 0
+        return dirs, DLEDGER_ENTRY_HEADER if dledger else 0
 
     @cached_property
     def shape(self) -> Shape:

@@ -14,6 +14,19 @@ trait ContractLayout {
   /** BLANK_MAGIC_CODE: end-of-segment filler; its TOTALSIZE covers the rest of the segment (§2.6). */
   final val BlankMagic = 0xcbd43194
 
+  /** `DLedgerEntry.BODY_OFFSET`: the DLedger entry header before each record of a DLedger commit log; a
+    * record's physical offset is pos + 48 (§2.13).
+    */
+  final val DledgerEntryHeader = 48
+
+  /** `DLedgerMmapFileStore.MAGIC_1`: the magic of a DLedger entry (§2.13). */
+  final val DledgerEntryMagic = 1
+
+  /** `MmapFileList.BLANK_MAGIC_CODE`: the rest of a DLedger file is empty, the next entry starts the next
+    * file (§2.13).
+    */
+  final val DledgerBlankMagic = -1
+
   /** A record is written only if at least this many bytes remain after it in the segment (§2.6). */
   final val EndFileMinBlankLength = 8
 

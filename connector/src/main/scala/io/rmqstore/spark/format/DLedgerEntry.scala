@@ -7,12 +7,12 @@ import java.nio.ByteBuffer
   */
 object DLedgerEntry {
 
-  /** `DLedgerEntry.BODY_OFFSET`: the header before each record; a record's physical offset is pos + 48. */
-  final val Header = 48
-  final val Magic = 1
+  /** The header before each record (docs/contract.toml `DLEDGER_ENTRY_HEADER`). */
+  final val Header = Layout.DledgerEntryHeader
+  private val Magic = Layout.DledgerEntryMagic
 
-  /** `MmapFileList.BLANK_MAGIC_CODE`: the rest of the file is empty, the next entry starts the next file. */
-  final val BlankMagic = -1
+  /** A DLedger blank (docs/contract.toml `DLEDGER_BLANK_MAGIC`). */
+  final val BlankMagic = Layout.DledgerBlankMagic
 
   /** Why the bytes at `at` are not the DLedger header of a `size`-byte record right after it (like
     * `DLedgerMmapFileStore.recover`: magic, pos = `base` + at, size = body size + 48; the sizes not when `size`
