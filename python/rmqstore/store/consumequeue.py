@@ -74,6 +74,10 @@ class _QueueFiles:
     def file_units(self, seg: Segment) -> np.ndarray:
         raise NotImplementedError
 
+    def _files_bytes(self) -> bytes:
+        """Every byte of the queue's files, in order (`stored_units`, for `verify`)."""
+        return b"".join(self._files.get(seg.path).read(0, seg.size).tobytes() for seg in self.segments)
+
     def units_from_phy(self, first_phy: int) -> np.ndarray:
         """The queue's units pointing at or after `first_phy` (and maybe some before): its last files,
         read backwards to the first file holding a unit below `first_phy` (units follow log order
@@ -164,7 +168,7 @@ class ConsumeQueue(_QueueFiles):
     def stored_units(self) -> tuple[int, np.ndarray]:
         """(queue offset of the first, every unit of the files up to the first invalid one, fillers
         and units outside the log included, as stored) for `verify`."""
-        data = b"".join(self._files.get(seg.path).read(0, seg.size).tobytes() for seg in self.segments)
+        data = self._files_bytes()
         units = parse_units(data[: len(data) // CQ_UNIT_SIZE * CQ_UNIT_SIZE])
         return self._first_offset, units[: valid_unit_count(units)]
 
@@ -346,7 +350,7 @@ class BatchConsumeQueue(_QueueFiles):
     def stored_units(self) -> np.ndarray:
         """Every unit of the files up to the first invalid one, as stored (`parse_batch_units`), for
         `verify`."""
-        data = b"".join(self._files.get(seg.path).read(0, seg.size).tobytes() for seg in self.segments)
+        data = self._files_bytes()
         batch = parse_batch_units(data[: len(data) // BCQ_UNIT_SIZE * BCQ_UNIT_SIZE])
         return batch[: valid_batch_unit_count(batch)]
 
