@@ -215,7 +215,8 @@ def run(args) -> dict:
         build_base(base)
         want = truth(base)
         files = files_of(base)
-        for number in range(args.mutants):
+        wanted = [int(i) for i in args.only.split(",")] if args.only else range(args.mutants)
+        for number in wanted:
             if time.monotonic() - started > args.minutes * 60:
                 break
             directory = os.path.join(work, f"m{number}")
