@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import os
-import subprocess
 import sys
 import zlib
 from typing import Any
@@ -16,9 +14,10 @@ from format_vectors import RECORD
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqstore.format import columnar, kernels
+from rmqstore.format import columnar
 from rmqstore.format.columnar import decode_records, walk_records
 from rmqstore.format.compression import compress_body
+from rmqstore.format.kernels import crc
 from rmqstore.format.layout import (
     COMPRESSION_TYPE_SHIFT,
     MAGIC_V1,
@@ -484,12 +483,12 @@ def test_crc32_kernels_equal_zlib(data: bytes, cut: tuple[int, int]) -> None:
     """The table kernel and ISA-L's (python-isal is a dependency, so the walk uses it) give zlib's
     CRC-32 of any slice, at any alignment."""
     if sys.platform == "linux":  # python-isal exports its C symbols there
-        assert kernels.NATIVE_CRC32 != 0
+        assert crc.NATIVE_CRC32 != 0
     at, length = min(cut[0], len(data)), cut[1]
     length = min(length, len(data) - at)
     buf = columnar.as_byte_array(data)
     expected = zlib.crc32(data[at : at + length])
-    assert kernels.crc32(buf, at, length) == kernels.crc32(buf, at, length, kernels.NATIVE_CRC32) == expected
+    assert crc.crc32(buf, at, length) == crc.crc32(buf, at, length, crc.NATIVE_CRC32) == expected
 
 
 def test_invalid_utf8_topic_is_replaced_like_the_reference(golden_record: bytes) -> None:
@@ -645,13 +644,3 @@ def test_decode_rejects_a_position_without_a_record(golden_record: bytes) -> Non
         decode_records(buf, np.array([0, 1]), 4095, ["topic"])
     with pytest.raises(ValueError, match="physical offset 400"):
         decode_records(buf, np.array([300]), 100, ["queueId"])
-
-
-def test_kernel_cache_falls_back_when_home_is_not_writable(tmp_path: Any) -> None:
-    """Without NUMBA_CACHE_DIR and with an unusable home, compiled kernels are cached in the temp dir."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "RMQSTORE_CACHE_DIR")}
-    env.update(HOME="/proc/self/no-home", TMPDIR=str(tmp_path))
-    script = "import os, rmqstore.format.kernels; print(os.environ['NUMBA_CACHE_DIR'])"
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == str(tmp_path / "rmqstore-numba")

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_columnar import SETTINGS, batch_rows, build_segment, message_specs
 
-from rmqstore.format import kernels
 from rmqstore.format.compression import BodyDecompressionError
+from rmqstore.format.kernels import points as point_kernels
 from rmqstore.format.points import FEW_RECORDS, PointRecords, point_reader, problem_at, worth_gathering
 from rmqstore.format.record import check_record, encode_record
 from rmqstore.format.table import COLUMN_NAMES
@@ -89,8 +89,8 @@ def test_compiled_check_is_one_kernel_call(golden_fields: dict[str, Any], monkey
         spec.pop("physical_offset")
     buf, starts = build_segment(specs, 0)
     calls = []
-    check_starts = kernels.check_starts
-    monkeypatch.setattr(kernels, "check_starts", lambda *args: calls.append(1) or check_starts(*args))
+    check_starts = point_kernels.check_starts
+    monkeypatch.setattr(point_kernels, "check_starts", lambda *args: calls.append(1) or check_starts(*args))
     positions = np.array(starts, dtype=np.int64)
     assert COMPILED.check(buf, positions, positions, check_crc=True).ok.all()
     assert len(calls) == 1

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 from store_builder import StoreBuilder, fill
 
-from rmqstore.format import kernels
 from rmqstore.format import points as format_points
 from rmqstore.format.compression import COMPRESSION_ZLIB, compressed_sys_flag
+from rmqstore.format.kernels import points as point_kernels
 from rmqstore.format.points import point_reader
 from rmqstore.format.table import COLUMN_NAMES
 from rmqstore.store import Store, StoreCorruptionError
@@ -115,8 +115,8 @@ def test_one_check_call_and_one_read_per_run(built: StoreBuilder, monkeypatch) -
     store = Store.open(built.root)
     _ = store.max_offset
     calls = []
-    check_starts = kernels.check_starts
-    monkeypatch.setattr(kernels, "check_starts",
+    check_starts = point_kernels.check_starts
+    monkeypatch.setattr(point_kernels, "check_starts",
                         lambda *args: calls.append(len(args[1])) or check_starts(*args))
     first_segment = [w for w in built.written if w.offset + w.size <= SEGMENT]
     picked = [w.offset for w in first_segment[::2]]

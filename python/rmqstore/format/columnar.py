@@ -3,7 +3,7 @@ one Arrow record batch (spec §2.2-§2.12, §3.1).
 
 `walk_records` follows the TOTALSIZE chain like recovery (§2.12); `decode_records` turns known record
 starts into the table's columns (`table.py`). The per-record work runs in compiled kernels
-(`kernels.py`) that make one pass over the records and write Arrow buffers directly (int32 offsets +
+(`kernels/`) that make one pass over the records and write Arrow buffers directly (int32 offsets +
 contiguous data, wrapped without copying); Python handles only the rare cases: error reasons
 (`record.check_record`), compressed bodies (`compression.decompress_body`), host
 formatting once per distinct host, and rows with invalid UTF-8 (decoded by `record.decode_record`
@@ -18,10 +18,10 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
-from rmqstore.format import kernels
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_bodies
 from rmqstore.format.dledger import entry_problem
 from rmqstore.format.hosts import decode_host
+from rmqstore.format.kernels import columns, crc, recordscan, walk
 from rmqstore.format.layout import IPV4_HOST_LEN, MIN_RECORD_SIZE
 from rmqstore.format.record import check_record, decode_record
 from rmqstore.format.table import COLUMNS, STRING_LIST, STRING_MAP, arrow_schema
@@ -82,7 +82,7 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
     buffer). The walk stops at `end`, at a BLANK, or at the first invalid record: anything
     `check_record(..., expected_physical_offset=base_offset + position)` rejects, plus a TOTALSIZE
     below the 91-byte minimum; with `check_crc` a BODYCRC mismatch too. `lead`: the DLedger entry
-    header before each record (§2.13, `kernels.walk`), in `buf` before `start`.
+    header before each record (§2.13, `kernels.walk.walk`), in `buf` before `start`.
     """
     if start < 0:
         raise ValueError(f"walk start {start} is negative")
@@ -92,13 +92,13 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
     found: list[np.ndarray] = []
     pos = start
     while pos < end:
-        count, pos, kind = kernels.walk(buf, base_offset, pos, min(end, pos + WALK_WINDOW), out, lead)
+        count, pos, kind = walk.walk(buf, base_offset, pos, min(end, pos + WALK_WINDOW), out, lead)
         chain = out[:count].copy()
-        bad = np.flatnonzero(kernels.crc_mismatches(buf, chain, kernels.NATIVE_CRC32)) if check_crc else ()
+        bad = np.flatnonzero(crc.crc_mismatches(buf, chain, crc.NATIVE_CRC32)) if check_crc else ()
         if len(bad):
-            chain, pos, kind = chain[: bad[0]], int(chain[bad[0]]), kernels.INVALID
+            chain, pos, kind = chain[: bad[0]], int(chain[bad[0]]), recordscan.INVALID
         found.append(chain)
-        if kind != kernels.END:
+        if kind != recordscan.END:
             return _stopped(buf, base_offset, _concat(found), int(pos), kind, check_crc, lead)
     return RecordWalk(_concat(found), int(pos), "end", f"reached the end position {end}")
 
@@ -127,11 +127,11 @@ def walk_ranges(buf: Any, physical: np.ndarray, length: np.ndarray, *, check_crc
     physical, length = (np.ascontiguousarray(a, dtype=np.int64) for a in (physical, length))
     at = np.cumsum(length) - length
     out = np.empty(len(buf) // MIN_RECORD_SIZE + len(at) + 1, dtype=np.int64)
-    count, clean = kernels.walk_ranges(buf, at, physical, length, out)
+    count, clean = walk.walk_ranges(buf, at, physical, length, out)
     starts = out[:count]
     owner = np.searchsorted(at, starts, side="right") - 1
     if check_crc:
-        clean[owner[kernels.crc_mismatches(buf, starts, kernels.NATIVE_CRC32)]] = False
+        clean[owner[crc.crc_mismatches(buf, starts, crc.NATIVE_CRC32)]] = False
     kept = clean[owner]
     offsets = physical[owner] + starts - at[owner]
     return RangesWalk(starts[kept].copy(), offsets[kept], clean)
@@ -145,10 +145,10 @@ def _stopped(
     buf: np.ndarray, base_offset: int, starts: np.ndarray, pos: int, kind: int, check_crc: bool, lead: int = 0
 ) -> RecordWalk:
     """The walk result for a stop at a BLANK or an invalid record, with the reference checker's reason."""
-    if kind == kernels.BLANK and lead:
+    if kind == recordscan.BLANK and lead:
         return RecordWalk(starts, pos, "blank", f"DLedger blank at position {pos - lead}")
     verdict = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=base_offset + pos)
-    if kind == kernels.BLANK:
+    if kind == recordscan.BLANK:
         return RecordWalk(starts, pos, "blank", f"BLANK record of {verdict.size} bytes at position {pos}")
     size = verdict.size if verdict.kind == "record" else None
     reason = entry_problem(buf, pos - lead, base_offset, size) if lead else None  # the header first
@@ -233,11 +233,11 @@ def _offsets(wanted: bool, count: int) -> np.ndarray:
 
 
 class _Plan:
-    """Output buffers of one `kernels.decode` call, sized from `kernels.measure`."""
+    """Output buffers of one `columns.decode` call, sized from `columns.measure`."""
 
     def __init__(self, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
                  names: frozenset[str]) -> None:
-        bad_row, body_total, topic_total, props_total, store_v6, compressed = kernels.measure(buf, starts)
+        bad_row, body_total, topic_total, props_total, store_v6, compressed = columns.measure(buf, starts)
         if bad_row >= 0:
             pos = int(starts[bad_row])
             verdict = check_record(buf, pos, check_crc=False)
@@ -253,35 +253,35 @@ class _Plan:
             )
         self.rows = rows
         self.compressed = compressed
-        want = np.zeros(kernels.WANT_FLAGS, dtype=np.uint8)
-        want[kernels.WANT_FIXED] = bool(names & {*_FIXED_I32, *_FIXED_I64})
+        want = np.zeros(columns.WANT_FLAGS, dtype=np.uint8)
+        want[columns.WANT_FIXED] = bool(names & {*_FIXED_I32, *_FIXED_I64})
         for flag, name in (
-            (kernels.WANT_BODY, "body"),
-            (kernels.WANT_TOPIC, "topic"),
-            (kernels.WANT_MSG_ID, "msgId"),
-            (kernels.WANT_BORN_HOST, "bornHost"),
-            (kernels.WANT_STORE_HOST, "storeHost"),
-            (kernels.WANT_PROPERTIES, "properties"),
-            (kernels.WANT_KEY, "key"),
-            (kernels.WANT_TAGS, "tags"),
-            (kernels.WANT_UNIQ_KEY, "uniqKey"),
-            (kernels.WANT_KEYS, "keys"),
+            (columns.WANT_BODY, "body"),
+            (columns.WANT_TOPIC, "topic"),
+            (columns.WANT_MSG_ID, "msgId"),
+            (columns.WANT_BORN_HOST, "bornHost"),
+            (columns.WANT_STORE_HOST, "storeHost"),
+            (columns.WANT_PROPERTIES, "properties"),
+            (columns.WANT_KEY, "key"),
+            (columns.WANT_TAGS, "tags"),
+            (columns.WANT_UNIQ_KEY, "uniqKey"),
+            (columns.WANT_KEYS, "keys"),
         ):
             want[flag] = name in names
         self.want = want
-        fixed_rows = rows if want[kernels.WANT_FIXED] else 0
+        fixed_rows = rows if want[columns.WANT_FIXED] else 0
         self.fixed_i32 = _empty(np.int32, len(_FIXED_I32), fixed_rows)
         self.fixed_i64 = _empty(np.int64, len(_FIXED_I64), fixed_rows)
-        self.body_offsets = _offsets(bool(want[kernels.WANT_BODY]), rows)
-        self.body_total = body_total if want[kernels.WANT_BODY] else 0
+        self.body_offsets = _offsets(bool(want[columns.WANT_BODY]), rows)
+        self.body_total = body_total if want[columns.WANT_BODY] else 0
         self.reserved = np.zeros(0, dtype=np.int64)
         self.replacements: list[bytes] = []
         self.replaced_rows = np.zeros(0, dtype=np.int64)
-        self.topic_offsets = _offsets(bool(want[kernels.WANT_TOPIC]), rows)
-        self.topic_data = _empty(np.uint8, topic_total if want[kernels.WANT_TOPIC] else 0)
-        self.msg_id_offsets = _offsets(bool(want[kernels.WANT_MSG_ID]), rows)
-        self.msg_id_data = _empty(np.uint16, msg_id_total // 2 if want[kernels.WANT_MSG_ID] else 0)
-        host_columns = int(want[kernels.WANT_BORN_HOST]) + int(want[kernels.WANT_STORE_HOST])
+        self.topic_offsets = _offsets(bool(want[columns.WANT_TOPIC]), rows)
+        self.topic_data = _empty(np.uint8, topic_total if want[columns.WANT_TOPIC] else 0)
+        self.msg_id_offsets = _offsets(bool(want[columns.WANT_MSG_ID]), rows)
+        self.msg_id_data = _empty(np.uint16, msg_id_total // 2 if want[columns.WANT_MSG_ID] else 0)
+        host_columns = int(want[columns.WANT_BORN_HOST]) + int(want[columns.WANT_STORE_HOST])
         self.host_codes = _empty(np.int32, 2, rows if host_columns else 0)
         distinct = host_columns * rows
         self.host_table = np.zeros(
@@ -292,7 +292,7 @@ class _Plan:
         props = bool(names & _PROPERTY_COLUMNS)
         # every property needs 3 bytes (name, 0x01, value) and a separator, except a row's last one
         max_entries = (props_total + rows) // 3 if props else 0
-        want_map = bool(want[kernels.WANT_PROPERTIES])
+        want_map = bool(want[columns.WANT_PROPERTIES])
         self.map_offsets = _offsets(want_map, rows)
         self.name_offsets = _offsets(want_map, max_entries)
         self.name_data = _empty(np.uint8, props_total if want_map else 0)
@@ -302,7 +302,7 @@ class _Plan:
         self.wanted_offsets[:, :1] = 0
         self.wanted_data = tuple(_empty(np.uint8, props_total if name in names else 0) for name in _WANTED)
         self.wanted_valid = _empty(np.uint8, len(_WANTED) + 1, rows if props else 0)
-        want_keys = bool(want[kernels.WANT_KEYS])
+        want_keys = bool(want[columns.WANT_KEYS])
         # a KEYS token takes at least one byte and a separator, except the last one
         self.token_offsets = _offsets(want_keys, (props_total + rows) // 2 if want_keys else 0)
         self.token_data = _empty(np.uint8, props_total if want_keys else 0)
@@ -322,7 +322,7 @@ class _Plan:
 
     def run(self, buf: np.ndarray, starts: np.ndarray) -> tuple[int, ...]:
         self.body_data = _empty(np.uint8, self.body_total)
-        used = kernels.decode(
+        used = columns.decode(
             buf,
             starts,
             self.want,
@@ -369,7 +369,7 @@ def _decode(
 ) -> dict[str, pa.Array]:
     plan = _Plan(buf, starts, offsets, names)
     if max_body_size is not None and plan.compressed and "body" in names:
-        rows, body_at, body_len, sys_flags = kernels.compressed_bodies(buf, starts)
+        rows, body_at, body_len, sys_flags = columns.compressed_bodies(buf, starts)
         bodies = _decompressed(buf, starts, offsets, rows, body_at, body_len, sys_flags, max_body_size,
                                threads)
         plan.replace_bodies(bodies, rows, body_len)
@@ -493,7 +493,7 @@ def _host_strings(codes: np.ndarray, hosts: np.ndarray, widths: np.ndarray) -> p
         labels.append(decode_host(host).encode("ascii"))
     label_offsets = np.zeros(used + 1, dtype=np.int64)
     np.cumsum([len(label) for label in labels], out=label_offsets[1:])
-    offsets, data = kernels.expand_labels(codes, label_offsets, np.frombuffer(b"".join(labels), np.uint8))
+    offsets, data = columns.expand_labels(codes, label_offsets, np.frombuffer(b"".join(labels), np.uint8))
     return _strings(pa.string(), offsets, data)
 
 

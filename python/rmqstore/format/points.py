@@ -1,7 +1,7 @@
 """Records at given positions of one buffer: check and decode many positions at once (spec §2, §2.12).
 
 One interface, `PointReader`, two implementations chosen by `point_reader`:
-- "compiled" (the default): every position is checked in one compiled call (`kernels.check_starts`)
+- "compiled" (the default): every position is checked in one compiled call (`kernels.points.check_starts`)
   and the records are decoded by `columnar.decode_records`, at the speed per record of a scan.
 - "reference": the scalar checker and decoder of `record.py`, record by record. It is the oracle the
   compiled reader is tested against (the same tests run over both).
@@ -22,9 +22,10 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pyarrow as pa
 
-from rmqstore.format import kernels
 from rmqstore.format.columnar import as_byte_array, decode_records
 from rmqstore.format.compression import BodyDecompressionError
+from rmqstore.format.kernels import crc, recordscan
+from rmqstore.format.kernels import points as point_kernels
 from rmqstore.format.record import check_record, decode_record
 from rmqstore.format.table import TIMESTAMP, arrow_schema
 
@@ -113,9 +114,9 @@ class CompiledPointReader:
 
     def check(self, buf: Any, positions: np.ndarray, physical: np.ndarray, *, check_crc: bool) -> PointCheck:
         positions, physical = (np.ascontiguousarray(a, dtype=np.int64) for a in (positions, physical))
-        kinds, sizes = kernels.check_starts(as_byte_array(buf), positions, physical, check_crc,
-                                             kernels.NATIVE_CRC32)
-        return PointCheck(kinds == kernels.RECORD, sizes)
+        kinds, sizes = point_kernels.check_starts(as_byte_array(buf), positions, physical, check_crc,
+                                             crc.NATIVE_CRC32)
+        return PointCheck(kinds == recordscan.RECORD, sizes)
 
     def decode(self, buf: Any, positions: np.ndarray, physical: np.ndarray, columns: list[str], *,
                decompress: bool, max_body_size: int, decompress_threads: int | None = None) -> pa.RecordBatch:
@@ -123,7 +124,7 @@ class CompiledPointReader:
                               max_body_size=max_body_size, decompress_threads=decompress_threads)
 
     def gather(self, parts: Sequence[PointRecords]) -> PointRecords:
-        """One `kernels.gather` call per part into one buffer."""
+        """One `kernels.points.gather` call per part into one buffer."""
         if not parts:
             return _no_records()
         sizes = np.concatenate([p.sizes for p in parts]).astype(np.int64, copy=False)
@@ -131,7 +132,7 @@ class CompiledPointReader:
         out = np.empty(int(sizes.sum()), dtype=np.uint8)
         at = 0
         for p in parts:
-            at = kernels.gather(as_byte_array(p.buf), np.ascontiguousarray(p.positions, dtype=np.int64),
+            at = point_kernels.gather(as_byte_array(p.buf), np.ascontiguousarray(p.positions, dtype=np.int64),
                                 np.ascontiguousarray(p.sizes, dtype=np.int64), out, at)
         return PointRecords(out, positions, sizes, np.concatenate([p.physical for p in parts]))
 

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 import numpy as np
 from numba import types
 
-from rmqstore.format.kernels import compiled
 from rmqstore.io.base import (
     FileEntry,
     IOStats,
@@ -25,6 +24,7 @@ from rmqstore.io.base import (
     StoreFileSystem,
     check_range,
 )
+from rmqstore.jit import compiled
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False

@@ -31,7 +31,7 @@ requests of at most `remote_window` bytes; a record cut by a window edge is re-r
 
 Entry framing (`lead`): in a DLedger log (§2.13) each record is the body of an entry whose 48-byte
 header comes right before it. Positions stay record positions (what consume queues, the index and
-msgIds hold); windows start `lead` bytes early so the walk checks each header (`kernels.walk`), a
+msgIds hold); windows start `lead` bytes early so the walk checks each header (`kernels.walk.walk`), a
 DLedger blank ends a segment like a BLANK, and the valid end is where the first bad entry starts.
 """
 
