@@ -15,24 +15,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from rmqstore.cli.options import parse_size
-from rmqstore.plan.lookup import find_by_key
-from rmqstore.store import Store
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
-from side_index_stores import (
+from helpers.side_index_stores import (
     bytes_read_per_file,
     delete_index_file,
     log_bytes,
     write_keyed_store,
 )
+from rmqstore.cli.options import parse_size
+from rmqstore.plan.lookup import find_by_key
+from rmqstore.store import Store
 
 pytestmark = pytest.mark.bench
 

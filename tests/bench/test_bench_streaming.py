@@ -26,7 +26,7 @@ from rmqstore.writer.demo import create_demo_store
 pytestmark = pytest.mark.bench
 
 STORE_BYTES = int(os.environ.get("RMQSTORE_BENCH_STREAM_BYTES", str(256 << 20)))
-LIVE_BROKER = Path(__file__).parent.parent / "streaming" / "live_broker.py"
+LIVE_BROKER = Path(__file__).parents[1] / "helpers" / "live_broker.py"
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,12 @@
 """`info`, `verify`, `dump` and `query` on a crash copy that RocketMQ's abnormal recovery cuts short
-(tests/store/crash_store.py): rows end at the recovered end, and the records after it are named."""
+(tests/helpers/crash_store.py): rows end at the recovered end, and the records after it are named."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
-from crash_store import lost_page_crash_copy
+from helpers.crash_store import lost_page_crash_copy
 
 
 def test_crash_copy_reads_to_the_recovered_end_and_names_what_follows(tmp_path: Path, run_cli) -> None:

@@ -1,17 +1,14 @@
 """The contract suite: the same queries on both engines (`engine` / `engine_format`, tests/conftest.py)
-must give the same rows, schema, errors and pushed filters. Stores and expectations come from the Spark
-suite's helpers (tests/spark), not copies."""
+must give the same rows, schema, errors and pushed filters. Stores and expectations come from the helpers
+the Spark suite uses too (tests/helpers), not copies."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "spark"))
-
-from spark_stores import SMALL_STORE_MESSAGES, write_store
+from helpers.spark_stores import SMALL_STORE_MESSAGES, write_store
 
 
 @pytest.fixture(scope="session")

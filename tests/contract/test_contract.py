@@ -18,10 +18,10 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, IllegalArgumentException, PythonException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from spark_expected import ROW_COLUMNS, expected_offsets, store_rows
-from spark_stores import explain_text, read_stats, write_store
-from test_options import INVALID_OPTIONS
 
+from helpers.option_cases import INVALID_OPTIONS
+from helpers.spark_expected import ROW_COLUMNS, expected_offsets, store_rows
+from helpers.spark_stores import explain_text, read_stats, write_store
 from rmqstore.format.compression import compressed_sys_flag
 from rmqstore.format.layout import COMPRESSION_ZSTD
 from rmqstore.spark.offsets import check_group_known

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from spark_stores import SMALL_STORE_MESSAGES, write_store
+
+from helpers.spark_stores import SMALL_STORE_MESSAGES, write_store
 
 
 @pytest.fixture(scope="session")

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from spark_expected import store_rows
-from spark_stores import write_store
+
+from helpers.spark_expected import store_rows
+from helpers.spark_stores import write_store
 
 pytestmark = pytest.mark.spark
 

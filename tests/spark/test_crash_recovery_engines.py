@@ -7,14 +7,12 @@ only, in FAILFAST, and says which path it took (`statsDir` plan diagnostics)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
-from crash_store import lost_page_crash_copy
+from helpers.crash_store import lost_page_crash_copy
 
 pytestmark = pytest.mark.spark
 

@@ -9,8 +9,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from spark_stores import read_stats
 
+from helpers.spark_stores import read_stats
 from rmqstore.writer import MessageSpec, StoreWriter
 
 pytestmark = pytest.mark.spark

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pyspark.errors import AnalysisException, IllegalArgumentException
 from pyspark.sql import SparkSession
-from spark_stores import SMALL_STORE_MESSAGES
 
+from helpers.spark_stores import SMALL_STORE_MESSAGES
 from rmqstore.plan.tasks import RangeTask
 from rmqstore.spark.notes import note_once
 from rmqstore.spark.options import OptionError, parse_options

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from spark_expected import expected_offsets, store_rows
-from spark_stores import KEY_POOL, read_stats, scan_metrics
 
+from helpers.spark_expected import expected_offsets, store_rows
+from helpers.spark_stores import KEY_POOL, read_stats, scan_metrics
 from rmqstore.spark.jar import PROVIDER_CLASS
 from rmqstore.store import Store
 

@@ -7,19 +7,12 @@ decodes; a key of one record reads under 1% of the log)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-from spark_stores import read_stats
 
-from rmqstore.cli import main
-from rmqstore.plan.lookup import find, key_predicates
-from rmqstore.store import Store
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
-from side_index_stores import (
+from helpers.side_index_stores import (
     bytes_read_per_file,
     copy_store,
     delete_index_file,
@@ -29,6 +22,10 @@ from side_index_stores import (
     scanned_rows,
     write_keyed_store,
 )
+from helpers.spark_stores import read_stats
+from rmqstore.cli import main
+from rmqstore.plan.lookup import find, key_predicates
+from rmqstore.store import Store
 
 RECORDS = 3_000
 KEYS = ["k7", "k2977", "g7", "k8", "absent"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.option_cases import INVALID_OPTIONS
 from rmqstore.plan.predicates import Compare, bounds
 from rmqstore.spark.options import OptionError, parse_offsets, parse_options
 from rmqstore.spark.reader import _option_predicates
@@ -21,25 +22,6 @@ def test_names_are_case_insensitive_and_values_parsed() -> None:
     assert opts.ending_timestamp == 1704067200000
     assert opts.topics == ("A", "B")
     assert opts.broker_names == ("/s",)
-
-
-INVALID_OPTIONS = [
-    ({"path": "/s", "minPartitions": "zero"}, "minPartitions"),
-    ({"path": "/s", "minPartitions": "0"}, "minPartitions"),
-    ({"path": "/s", "mode": "LENIENT"}, "mode"),
-    ({"path": "/s", "verifyCrc": "maybe"}, "verifyCrc"),
-    ({"path": "/s", "startingOffset": "earliest"}, "startingOffset"),
-    ({"path": "/s", "startingOffsets": "{\"T\":{\"x\":1}}"}, "startingOffsets"),
-    ({"path": "/s", "endingOffsets": "{bad json"}, "endingOffsets"),
-    ({"path": "/s", "startingOffsets": "group:"}, "startingOffsets"),
-    ({"path": "/s", "indexHashSlots": "64"}, "indexEntries"),
-    ({"path": "/s", "maxBytesPerPartition": "12parsecs"}, "maxBytesPerPartition"),
-    ({"path": "/s", "startingTimestamp": "yesterday"}, "startingTimestamp"),
-    ({"path": "/s", "startingTimestamp": "2000", "endingTimestamp": "1000"}, "endingTimestamp"),
-    ({"paths": "[\"/a\",\"/b\"]", "brokerNames": "only-one"}, "brokerNames"),
-    ({}, "path"),
-]
-"""Invalid option sets and the option each error names (also checked on the JVM engine, tests/contract)."""
 
 
 @pytest.mark.parametrize(("options", "named"), INVALID_OPTIONS)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from spark_stores import read_stats
 
+from helpers.spark_stores import read_stats
 from rmqstore.plan.planner import PlanSettings, plan_read
 from rmqstore.plan.predicates import InSet
 from rmqstore.plan.tasks import QueueSliceTask

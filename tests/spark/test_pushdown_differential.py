@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from spark_expected import expected_offsets, store_rows
-from spark_stores import KEY_POOL, TAGS, TOPICS
+
+from helpers.spark_expected import expected_offsets, store_rows
+from helpers.spark_stores import KEY_POOL, TAGS, TOPICS
 
 SQL_COLUMNS = "commitLogOffset, topic, queueId, queueOffset, key, tags, msgId, storeTimestamp"
 

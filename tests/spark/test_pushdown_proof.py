@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from spark_expected import expected_offsets, store_rows
-from spark_stores import explain_text, read_stats
 
+from helpers.spark_expected import expected_offsets, store_rows
+from helpers.spark_stores import explain_text, read_stats
 from rmqstore.store import Store
 
 

@@ -7,21 +7,13 @@ emptying the queues after the first engine decided it (the second then still see
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from spark_stores import read_stats, scan_metrics
 
-from rmqstore.plan.lookup import find_by_key
-from rmqstore.spark.jar import PROVIDER_CLASS
-from rmqstore.store import Store
-from rmqstore.store.side_index import lacking_ranges
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
-from side_index_stores import (
+from helpers.side_index_stores import (
     bytes_read_per_file,
     copy_store,
     delete_index_file,
@@ -31,6 +23,11 @@ from side_index_stores import (
     scanned_rows,
     write_keyed_store,
 )
+from helpers.spark_stores import read_stats, scan_metrics
+from rmqstore.plan.lookup import find_by_key
+from rmqstore.spark.jar import PROVIDER_CLASS
+from rmqstore.store import Store
+from rmqstore.store.side_index import lacking_ranges
 
 RECORDS = 6_000
 KEY, WHOLE_KEYS = "k37", "k37 g37"

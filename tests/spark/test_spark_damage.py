@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from spark_stores import read_stats
 
+from helpers.spark_stores import read_stats
 from rmqstore.format.compression import PARALLEL_MIN_BYTES, compressed_sys_flag
 from rmqstore.format.layout import COMPRESSION_LZ4, COMPRESSION_ZLIB, COMPRESSION_ZSTD, TRANSACTION_ROLLBACK
 from rmqstore.store import Store

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from spark_expected import store_rows
-from spark_stores import explain_text, write_store
 
+from helpers.spark_expected import store_rows
+from helpers.spark_stores import explain_text, write_store
 from rmqstore.spark.schema import TABLE_COLUMNS, table_schema
 
 

@@ -6,13 +6,11 @@ file and offset in FAILFAST, the record skipped in PERMISSIVE) and when the reco
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
-from store_builder import StoreBuilder, fill
+from helpers.store_builder import StoreBuilder, fill
 
 pytestmark = pytest.mark.spark
 SEG = 1 << 20

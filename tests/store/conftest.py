@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from store_builder import _GUARDED, StoreBuilder, tree_digest
+
+from helpers.store_builder import _GUARDED, StoreBuilder, tree_digest
 
 
 @pytest.fixture(autouse=True)

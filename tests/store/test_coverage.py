@@ -7,8 +7,8 @@ import os
 import pickle
 
 import pytest
-from store_builder import StoreBuilder, Written, fill
 
+from helpers.store_builder import StoreBuilder, Written, fill
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.layout import TRANSACTION_COMMIT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 from rmqstore.store import Store

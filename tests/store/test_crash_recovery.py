@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from crash_store import lost_page_crash_copy
-from store_builder import StoreBuilder, fill
 
+from helpers.crash_store import lost_page_crash_copy
+from helpers.store_builder import StoreBuilder, fill
 from rmqstore.format.checkpoint import Checkpoint, encode_checkpoint
 from rmqstore.store import Store, StoreCorruptionError
 from rmqstore.store.commitlog import AfterEnd

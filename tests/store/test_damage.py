@@ -9,8 +9,8 @@ import time
 
 import pytest
 import zstandard
-from store_builder import StoreBuilder, Written, fill
 
+from helpers.store_builder import StoreBuilder, Written, fill
 from rmqstore.format.compression import compressed_sys_flag
 from rmqstore.format.layout import (
     COMPRESSION_LZ4,

@@ -8,8 +8,8 @@ import struct
 from types import SimpleNamespace
 
 import pytest
-from store_builder import StoreBuilder, fill
 
+from helpers.store_builder import StoreBuilder, fill
 from rmqstore.format.hosts import encode_host
 from rmqstore.format.indexfile import INDEX_HEADER_SIZE, INDEX_SLOT_SIZE, index_file_size
 from rmqstore.format.javahash import index_key_hash

@@ -6,8 +6,8 @@ import os
 import pickle
 
 import pytest
-from store_builder import StoreBuilder, fill
 
+from helpers.store_builder import StoreBuilder, fill
 from rmqstore.format.checkpoint import Checkpoint
 from rmqstore.store import Store, StoreCorruptionError
 

@@ -7,8 +7,8 @@ import os
 
 import pyarrow as pa
 import pytest
-from store_builder import StoreBuilder, fill
 
+from helpers.store_builder import StoreBuilder, fill
 from rmqstore.format import points as format_points
 from rmqstore.format.compression import COMPRESSION_ZLIB, compressed_sys_flag
 from rmqstore.format.kernels import points as point_kernels

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from store_builder import BASE_TS, StoreBuilder, fill
 
+from helpers.store_builder import BASE_TS, StoreBuilder, fill
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.io import ArrowFileSystem, resolve_location
 from rmqstore.plan.lookup import find_by_key

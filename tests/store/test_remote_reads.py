@@ -12,8 +12,8 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from store_builder import BASE_TS, StoreBuilder
 
+from helpers.store_builder import BASE_TS, StoreBuilder
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.io import remote

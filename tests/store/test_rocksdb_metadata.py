@@ -7,8 +7,8 @@ import json
 import os
 
 import pytest
-from store_builder import StoreBuilder, fill
 
+from helpers.store_builder import StoreBuilder, fill
 from rmqstore.format.brokerconfig import encode_fastjson
 from rmqstore.format.rocksdbcq import OFFSET_COLUMN_FAMILY, unit_key
 from rmqstore.store import Store, StoreCorruptionError, StoreLayoutError

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from store_builder import StoreBuilder, fill, tree_digest
 
+from helpers.store_builder import StoreBuilder, fill, tree_digest
 from rmqstore.format.table import COLUMN_NAMES
 from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreCorruptionError

@@ -9,8 +9,8 @@ import shutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from store_builder import BASE_TS, StoreBuilder, tree_digest
 
+from helpers.store_builder import BASE_TS, StoreBuilder, tree_digest
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.store import Store, timeline
 

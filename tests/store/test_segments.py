@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from store_builder import StoreBuilder, fill
 
+from helpers.store_builder import StoreBuilder, fill
 from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreLayoutError
 

@@ -10,7 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from side_index_stores import (
+
+from helpers.side_index_stores import (
     TOPICS,
     Rows,
     bytes_read_per_file,
@@ -22,7 +23,6 @@ from side_index_stores import (
     scanned_rows,
     write_keyed_store,
 )
-
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.plan.lookup import find_by_key, find_by_uniq_key
 from rmqstore.store import Store

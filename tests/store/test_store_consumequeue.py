@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from store_builder import StoreBuilder, fill
 
+from helpers.store_builder import StoreBuilder, fill
 from rmqstore.format.consumequeue import encode_unit
 from rmqstore.format.javahash import tags_code
 from rmqstore.store import InvalidTopicError, Store

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import itertools
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers.live_broker import LiveBroker, message
 from rmqstore.format.record import check_record
 from rmqstore.store import Store
 from rmqstore.store.errors import StoreCorruptionError
 from rmqstore.store.tail import CommitLogTail, Limits, LogWalkCache
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "streaming"))
-from live_broker import LiveBroker, message
 
 
 def tail_of(path, cache=None) -> tuple[CommitLogTail, Store]:

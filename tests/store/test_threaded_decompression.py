@@ -9,8 +9,8 @@ import threading
 from typing import Any
 
 import pytest
-from store_builder import StoreBuilder, Written, fill
 
+from helpers.store_builder import StoreBuilder, Written, fill
 from rmqstore.format import compression
 from rmqstore.format.compression import compress_body, compressed_sys_flag
 from rmqstore.format.layout import COMPRESSION_LZ4, COMPRESSION_ZLIB, COMPRESSION_ZSTD

@@ -6,8 +6,8 @@ import os
 import struct
 
 import pytest
-from store_builder import StoreBuilder, fill
 
+from helpers.store_builder import StoreBuilder, fill
 from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreCorruptionError
 

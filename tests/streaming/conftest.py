@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
+LIVE_BROKER = Path(__file__).parents[1] / "helpers" / "live_broker.py"
 
 
 class Appender:
@@ -20,13 +19,12 @@ class Appender:
     def __init__(self, store: Path, manifest: Path, *, messages: int, segment_size: int, sleep: float,
                  torn_tail: bool) -> None:
         self.manifest = manifest
-        args = [sys.executable, str(HERE / "live_broker.py"), "--store", str(store),
+        args = [sys.executable, str(LIVE_BROKER), "--store", str(store),
                 "--manifest", str(manifest), "--messages", str(messages),
                 "--segment-size", str(segment_size), "--sleep", str(sleep)]
         if torn_tail:
             args.append("--torn-tail")
-        path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
-        self.process = subprocess.Popen(args, env={**os.environ, "PYTHONPATH": path})
+        self.process = subprocess.Popen(args)
 
     def written(self) -> list[dict]:
         if not self.manifest.exists():

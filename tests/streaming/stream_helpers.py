@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from live_broker import LiveBroker, message
+
+from helpers.live_broker import LiveBroker, message
 
 
 def write_store(root: Path, count: int, *, segment_size: int = 2048, first: int = 0,

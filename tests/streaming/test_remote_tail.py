@@ -7,9 +7,9 @@ import random
 from collections import Counter
 
 import pytest
-from live_broker import LiveBroker, message
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from helpers.live_broker import LiveBroker, message
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.io import remote
 from rmqstore.spark.schema import table_schema

@@ -8,9 +8,9 @@ import time
 import uuid
 
 import pytest
-from live_broker import LiveBroker
 from stream_helpers import write_store
 
+from helpers.live_broker import LiveBroker
 from rmqstore.format.brokerconfig import encode_fastjson
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from live_broker import LiveBroker
 from pyspark.errors import StreamingQueryException
 from stream_helpers import sink_rows, write_store
+
+from helpers.live_broker import LiveBroker
 
 SEGMENT_SIZE = 2048
 
