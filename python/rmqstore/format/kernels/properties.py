@@ -19,12 +19,6 @@ from rmqstore.format.kernels.primitives import (
 )
 from rmqstore.jit import compiled, inlined
 
-
-def name_constant(name: bytes) -> tuple[np.ndarray, int]:
-    """A property name as the kernels compare it: its bytes and its `name_print_of`."""
-    return np.frombuffer(name, dtype=np.uint8), name_print_of(name)
-
-
 # rows of the scratch array `split_properties` fills, one column per property
 NAME_AT = 0
 NAME_LEN = 1
@@ -36,10 +30,15 @@ _MAX_PROPERTIES = (0x7FFF + 1) // 3 + 1
 """Most properties one PROPERTIES field (at most 32767 bytes) can hold: each takes 3 bytes or more."""
 
 
-def name_print_of(name: bytes) -> int:
+def _print_of(name: bytes) -> int:
     """`_name_print` of a constant name (signed 64-bit, as the kernel stores it)."""
     value = int.from_bytes(name[:8].ljust(8, b"\0"), "little") ^ (len(name) * int(MIX)) % (1 << 64)
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def name_constant(name: bytes) -> tuple[np.ndarray, int]:
+    """A property name as the kernels compare it: its bytes and its `_print_of`."""
+    return np.frombuffer(name, dtype=np.uint8), _print_of(name)
 
 
 @compiled
@@ -101,6 +100,19 @@ def _end_segment(buf, segment, split, end, count, seen, props):
     return count, seen
 
 
+@inlined
+def _separator(buf, q, segment, split, count, seen, props):
+    """Step `split_properties` over the byte at q: 0x02 ends the segment, the segment's first 0x01
+    splits it; other bytes change nothing. Returns (segment, split, count, seen)."""
+    byte = buf[q]
+    if byte == PROPERTY_SEPARATOR:
+        count, seen = _end_segment(buf, segment, split, q, count, seen, props)
+        return q + 1, -1, count, seen
+    if byte == PROPERTY_NAME_VALUE_SEPARATOR and split < 0:
+        return segment, q, count, seen
+    return segment, split, count, seen
+
+
 @compiled
 def split_properties(buf, at, length, props):
     """Parse PROPERTIES like `string2messageProperties` into `props` (`property_scratch`), one column
@@ -126,23 +138,11 @@ def split_properties(buf, at, length, props):
         while marks:
             q = p + np.int64(trailing_zeros(marks) >> np.uint64(3))
             marks &= marks - np.uint64(1)
-            byte = buf[q]
-            if byte == PROPERTY_SEPARATOR:
-                count, seen = _end_segment(buf, segment, split, q, count, seen, props)
-                segment = q + 1
-                split = -1
-            elif byte == PROPERTY_NAME_VALUE_SEPARATOR and split < 0:
-                split = q
+            segment, split, count, seen = _separator(buf, q, segment, split, count, seen, props)
         p += 8
     for q in range(p, end):
-        byte = buf[q]
-        bits |= np.uint64(byte)
-        if byte == PROPERTY_SEPARATOR:
-            count, seen = _end_segment(buf, segment, split, q, count, seen, props)
-            segment = q + 1
-            split = -1
-        elif byte == PROPERTY_NAME_VALUE_SEPARATOR and split < 0:
-            split = q
+        bits |= np.uint64(buf[q])
+        segment, split, count, seen = _separator(buf, q, segment, split, count, seen, props)
     count, seen = _end_segment(buf, segment, split, end, count, seen, props)
     return count, bits & HIGH == 0
 
