@@ -7,17 +7,12 @@ import io.rmqstore.conformance.rmq5.Rmq5Driver;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.net.ServerSocket;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.common.BrokerConfig;
-import org.apache.rocketmq.common.message.MessageDecoder;
-import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.dledger.DLedgerCommitLog;
@@ -36,9 +31,6 @@ public final class DledgerFixture {
     static final int INDEX_UNIT = 32;
     /** DLedger index files of 256 entries instead of 5 Mi (DLedgerConfig has no store setting for it). */
     static final int INDEX_FILE_SIZE = INDEX_UNIT * 256;
-    static final int DLEDGER_MAGIC = 1;
-    static final int DLEDGER_BLANK_MAGIC = -1;
-    static final int ENTRY_HEADER = 48;
 
     private DledgerFixture() {
     }
@@ -81,7 +73,7 @@ public final class DledgerFixture {
         scenario.writeMain();
         driver.awaitDispatched();
 
-        Oracle.Walk walk = walk(storeRoot.resolve("dledger-" + SELF_ID).resolve("data"));
+        Oracle.Walk walk = Oracle.walk(storeRoot.resolve("dledger-" + SELF_ID).resolve("data"), Oracle.Framing.DLEDGER);
         Map<String, Object> oracle = new LinkedHashMap<>();
         oracle.put("fixture", name);
         oracle.put("rocketmqVersion", probe.rocketmqVersion());
@@ -101,7 +93,8 @@ public final class DledgerFixture {
         Map<String, Map<Integer, Long>> offsets = Scenario.consumerOffsets();
         driver.persistConsumerOffsets(storeRoot, offsets);
         oracle.put("consumerOffsets", FixtureGenerator.sorted(offsets));
-        oracle.put("recoveredMaxPhyOffset", recoverCopy(storeRoot, settings));
+        oracle.put("recoveredMaxPhyOffset", FixtureGenerator.recoverCopy(storeRoot,
+            copy -> FixtureGenerator.loadedMaxPhyOffset(open(settings.withRoot(copy)), copy)));
         oracle.put("abortPresent", Files.exists(storeRoot.resolve("abort")));
         oracle.put("admin", new LinkedHashMap<String, Object>()); // no broker: no mqadmin answers (compare_fixtures)
         FixtureGenerator.write(dir.resolve("oracle.json"), oracle);
@@ -138,71 +131,6 @@ public final class DledgerFixture {
                 throw new IllegalStateException("the one-node DLedger group elected no leader");
             }
             Thread.sleep(10);
-        }
-    }
-
-    /**
-     * Walks the DLedger data files like DLedgerMmapFileStore.recover: an entry of magic 1 whose pos field is its
-     * position, a blank (magic -1) ends a file, size 0 ends the log; each body is one RocketMQ record decoded with
-     * MessageDecoder, whose PHYSICALOFFSET is the entry's pos + 48.
-     */
-    static Oracle.Walk walk(Path dataDir) throws IOException {
-        List<Oracle.Decoded> records = new ArrayList<>();
-        List<Map<String, Object>> blanks = new ArrayList<>();
-        long end = -1;
-        outer:
-        for (Path file : FileTrees.sortedFiles(dataDir)) {
-            long base = Long.parseLong(file.getFileName().toString());
-            ByteBuffer buf = ByteBuffer.wrap(Files.readAllBytes(file));
-            int pos = 0;
-            while (true) {
-                end = base + pos;
-                if (buf.capacity() - pos < 8) {
-                    break;
-                }
-                int magic = buf.getInt(pos);
-                int size = buf.getInt(pos + 4);
-                if (magic == DLEDGER_BLANK_MAGIC) {
-                    Map<String, Object> blank = new LinkedHashMap<>();
-                    blank.put("offset", base + pos);
-                    blank.put("size", size);
-                    blanks.add(blank);
-                    end = base + buf.capacity();
-                    break;
-                }
-                if (magic != DLEDGER_MAGIC || size <= ENTRY_HEADER || pos + size > buf.capacity()
-                    || buf.getLong(pos + 24) != base + pos || buf.getInt(pos + 44) + ENTRY_HEADER != size) {
-                    break outer;
-                }
-                ByteBuffer record = buf.slice(pos + ENTRY_HEADER, size - ENTRY_HEADER);
-                MessageExt stored = MessageDecoder.decode(record.duplicate(), true, false, false);
-                MessageExt decompressed = MessageDecoder.decode(record.duplicate(), true, true, false);
-                long offset = base + pos + ENTRY_HEADER;
-                if (stored == null || decompressed == null || stored.getCommitLogOffset() != offset) {
-                    throw new IllegalStateException("MessageDecoder rejected the DLedger entry at " + (base + pos));
-                }
-                records.add(new Oracle.Decoded(offset, record.getInt(4), stored, decompressed));
-                pos += size;
-            }
-        }
-        return new Oracle.Walk(records, blanks, end);
-    }
-
-    /** RocketMQ's recovered max physical offset, on a throw-away copy (recovery truncates files). */
-    static long recoverCopy(Path storeRoot, StoreSettings settings) throws Exception {
-        Path tmp = Files.createTempDirectory("rmq-recover");
-        try {
-            Path copy = tmp.resolve("store");
-            FileTrees.copy(storeRoot, copy);
-            DefaultMessageStore recovered = open(settings.withRoot(copy));
-            if (!recovered.load()) {
-                throw new IllegalStateException("recovery load() failed for " + copy);
-            }
-            long max = recovered.getMaxPhyOffset();
-            recovered.shutdown();
-            return max;
-        } finally {
-            FileTrees.delete(tmp);
         }
     }
 

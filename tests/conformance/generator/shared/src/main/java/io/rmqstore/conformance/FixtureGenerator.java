@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import org.apache.rocketmq.store.DefaultMessageStore;
 
 /**
  * Writes the reference stores of one RocketMQ version with its real DefaultMessageStore and records
@@ -162,14 +163,35 @@ public final class FixtureGenerator {
 
     /** RocketMQ's recovered max physical offset; recovery truncates files, so it always runs on a temporary copy. */
     public static long recoverCopy(StoreDriver driver, Path storeRoot, StoreSettings settings) throws Exception {
+        return recoverCopy(storeRoot, copy -> driver.recoverMaxPhyOffset(settings.withRoot(copy)));
+    }
+
+    /** Recovers the store at a root (a throw-away copy) and answers its max physical offset. */
+    @FunctionalInterface
+    public interface Recovery {
+        long maxPhyOffset(Path root) throws Exception;
+    }
+
+    /** {@code recovery}'s answer on a temporary copy of {@code storeRoot}, deleted afterwards. */
+    public static long recoverCopy(Path storeRoot, Recovery recovery) throws Exception {
         Path tmp = Files.createTempDirectory("rmq-recover");
         try {
             Path copy = tmp.resolve("store");
             FileTrees.copy(storeRoot, copy);
-            return driver.recoverMaxPhyOffset(settings.withRoot(copy));
+            return recovery.maxPhyOffset(copy);
         } finally {
             FileTrees.delete(tmp);
         }
+    }
+
+    /** Recovery by a store opened on {@code root}: load(), then its max physical offset; the store is shut down. */
+    public static long loadedMaxPhyOffset(DefaultMessageStore recovered, Path root) throws Exception {
+        if (!recovered.load()) {
+            throw new IllegalStateException("recovery load() failed for " + root);
+        }
+        long max = recovered.getMaxPhyOffset();
+        recovered.shutdown();
+        return max;
     }
 
     /** Every put's reported offset is a record start, and every walked record lies inside some put's bytes. */

@@ -40,24 +40,82 @@ public final class Oracle {
     public record Walk(List<Decoded> records, List<Map<String, Object>> blanks, long end) {
     }
 
+    /**
+     * How records sit in a log's files (docs/format.md §2.12, §2.13): bare in commit-log segments, or each the body
+     * of a DLedger entry whose {@code lead}-byte header comes first.
+     */
+    public enum Framing {
+        /** commitlog/ segments: TOTALSIZE, MAGIC; a BLANK ends a segment, anything else but v1/v2 ends the log. */
+        COMMIT_LOG(0, "record"),
+        /**
+         * DLedger data files, like DLedgerMmapFileStore.recover: an entry of magic 1 whose pos field is its position
+         * and whose body size fits the entry; a blank (magic -1) ends a file, anything else ends the log.
+         */
+        DLEDGER(48, "DLedger entry");
+
+        static final int DLEDGER_MAGIC = 1;
+        static final int DLEDGER_BLANK_MAGIC = -1;
+
+        /** Bytes of framing before each record. */
+        public final int lead;
+        final String unit;
+
+        Framing(int lead, String unit) {
+            this.lead = lead;
+            this.unit = unit;
+        }
+
+        int magicAt(ByteBuffer buf, int pos) {
+            return buf.getInt(this == DLEDGER ? pos : pos + 4);
+        }
+
+        /** The size of the unit (record or entry) at pos. */
+        int sizeAt(ByteBuffer buf, int pos) {
+            return buf.getInt(this == DLEDGER ? pos + 4 : pos);
+        }
+
+        boolean blank(int magic) {
+            return magic == (this == DLEDGER ? DLEDGER_BLANK_MAGIC : BLANK_MAGIC);
+        }
+
+        boolean valid(ByteBuffer buf, int pos, long base, int magic, int size) {
+            if (pos + size > buf.capacity()) {
+                return false;
+            }
+            if (this == COMMIT_LOG) {
+                return (magic == MAGIC_V1 || magic == MAGIC_V2) && size > 0;
+            }
+            return magic == DLEDGER_MAGIC && size > lead && buf.getLong(pos + 24) == base + pos
+                && buf.getInt(pos + 44) + lead == size;
+        }
+    }
+
     /** Walks commitlog/ in name order and decodes every record with MessageDecoder.decode. */
     public static Walk walk(Path storeRoot) throws IOException {
+        return walk(storeRoot.resolve("commitlog"), Framing.COMMIT_LOG);
+    }
+
+    /**
+     * Walks the files of {@code dir} in name order like recovery, decoding every record with MessageDecoder.decode;
+     * a record's PHYSICALOFFSET must be its file's base + its position (after the framing's lead).
+     */
+    public static Walk walk(Path dir, Framing framing) throws IOException {
         List<Decoded> records = new ArrayList<>();
         List<Map<String, Object>> blanks = new ArrayList<>();
         long end = -1;
         outer:
-        for (Path segment : FileTrees.sortedFiles(storeRoot.resolve("commitlog"))) {
-            long base = Long.parseLong(segment.getFileName().toString());
-            ByteBuffer buf = ByteBuffer.wrap(Files.readAllBytes(segment));
+        for (Path file : FileTrees.sortedFiles(dir)) {
+            long base = Long.parseLong(file.getFileName().toString());
+            ByteBuffer buf = ByteBuffer.wrap(Files.readAllBytes(file));
             int pos = 0;
             while (true) {
                 end = base + pos;
                 if (buf.capacity() - pos < 8) {
                     break;
                 }
-                int size = buf.getInt(pos);
-                int magic = buf.getInt(pos + 4);
-                if (magic == BLANK_MAGIC) {
+                int magic = framing.magicAt(buf, pos);
+                int size = framing.sizeAt(buf, pos);
+                if (framing.blank(magic)) {
                     Map<String, Object> blank = new LinkedHashMap<>();
                     blank.put("offset", base + pos);
                     blank.put("size", size);
@@ -65,16 +123,17 @@ public final class Oracle {
                     end = base + buf.capacity();
                     break;
                 }
-                if ((magic != MAGIC_V1 && magic != MAGIC_V2) || size <= 0 || pos + size > buf.capacity()) {
+                if (!framing.valid(buf, pos, base, magic, size)) {
                     break outer;
                 }
-                ByteBuffer record = buf.slice(pos, size);
+                ByteBuffer record = buf.slice(pos + framing.lead, size - framing.lead);
                 MessageExt stored = MessageDecoder.decode(record.duplicate(), true, false, false);
                 MessageExt decompressed = MessageDecoder.decode(record.duplicate(), true, true, false);
-                if (stored == null || decompressed == null || stored.getCommitLogOffset() != base + pos) {
-                    throw new IllegalStateException("MessageDecoder rejected the record at " + (base + pos));
+                long offset = base + pos + framing.lead;
+                if (stored == null || decompressed == null || stored.getCommitLogOffset() != offset) {
+                    throw new IllegalStateException("MessageDecoder rejected the " + framing.unit + " at " + (base + pos));
                 }
-                records.add(new Decoded(base + pos, magic, stored, decompressed));
+                records.add(new Decoded(offset, record.getInt(4), stored, decompressed));
                 pos += size;
             }
         }

@@ -146,13 +146,7 @@ public class Rmq5Driver implements StoreDriver {
 
     @Override
     public long recoverMaxPhyOffset(StoreSettings settings) throws Exception {
-        DefaultMessageStore recovered = newStore(settings);
-        if (!recovered.load()) {
-            throw new IllegalStateException("recovery load() failed for " + settings.root());
-        }
-        long max = recovered.getMaxPhyOffset();
-        recovered.shutdown();
-        return max;
+        return FixtureGenerator.loadedMaxPhyOffset(newStore(settings), settings.root());
     }
 
     /** The 5.x broker's own ConsumerOffsetManager, persisted to the store's config/consumerOffset.json. */

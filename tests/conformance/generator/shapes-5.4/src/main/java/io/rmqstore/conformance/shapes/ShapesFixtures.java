@@ -354,23 +354,12 @@ public final class ShapesFixtures {
     }
 
     private long recoveredMaxPhyOffset(Path root, MessageStoreConfig c) throws Exception {
-        Path tmp = Files.createTempDirectory("rmq-recover");
-        try {
-            Path copy = tmp.resolve("store");
-            FileTrees.copy(root, copy);
+        return FixtureGenerator.recoverCopy(root, copy -> {
             MessageStoreConfig cc = config(copy);
             cc.setEnableLmq(c.isEnableLmq());
             cc.setEnableMultiDispatch(c.isEnableMultiDispatch());
             cc.setEnableConsumeQueueExt(c.isEnableConsumeQueueExt());
-            DefaultMessageStore recovered = newStore(cc);
-            if (!recovered.load()) {
-                throw new IllegalStateException("recovery load() failed for " + copy);
-            }
-            long max = recovered.getMaxPhyOffset();
-            recovered.shutdown();
-            return max;
-        } finally {
-            FileTrees.delete(tmp);
-        }
+            return FixtureGenerator.loadedMaxPhyOffset(newStore(cc), copy);
+        });
     }
 }
