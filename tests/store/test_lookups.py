@@ -155,7 +155,7 @@ def test_chain_that_loops(tmp_path):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as fh:
         fh.write(data)
-    from store_builder import _GUARDED, tree_digest
+    from helpers.store_builder import _GUARDED, tree_digest
 
     _GUARDED[-1] = (b.root, tree_digest(b.root))
     detected = Store.open(b.root)
@@ -174,7 +174,7 @@ def test_damaged_index_is_reported_not_silently_empty(store_with_index):
     # A fresh store copy with a truncated index file.
     import shutil
 
-    from store_builder import _GUARDED, tree_digest
+    from helpers.store_builder import _GUARDED, tree_digest
 
     copy = b.root + "-damaged"
     shutil.copytree(b.root, copy)

@@ -56,7 +56,7 @@ def test_units_before_the_log_min_or_after_its_end_are_gone(tmp_path):
         import os
 
         os.remove(b.commitlog_path(base))  # retention deleted the oldest segments
-    from store_builder import _GUARDED, tree_digest
+    from helpers.store_builder import _GUARDED, tree_digest
 
     _GUARDED[-1] = (b.root, tree_digest(b.root))
     store = Store.open(b.root)
