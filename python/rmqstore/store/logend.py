@@ -25,13 +25,13 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from rmqstore.store.cache_identity import CacheIdentity
 from rmqstore.store.contract_store import LOGEND_CACHE_KIND, LOGEND_CACHE_VERSION
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segments import Segment
 
 if TYPE_CHECKING:
     from rmqstore.store.commitlog import CommitLog
-    from rmqstore.store.store import Store
 
 KEPT_SEGMENTS = 8
 """Entries kept per store, of the newest segments (a recovery walk may cross several, §6.3)."""
@@ -48,13 +48,14 @@ class LogEndCache:
         """A local segment's mtime before its walk, when old enough to be trusted (else None)."""
 
     @classmethod
-    def for_store(cls, store: Store, check_crc: bool, *, recovery: bool = False) -> LogEndCache | None:
-        """The cache of a store (None when there is nowhere to keep it); BODYCRC-checked walks are
-        kept apart, and so are `recovery` walks (like abnormal recovery, §6.3: every record of a
-        segment before the end they remember was checked, so any such walk may resume there)."""
+    def for_identity(cls, identity: CacheIdentity, check_crc: bool, *,
+                     recovery: bool = False) -> LogEndCache | None:
+        """The cache of the store of `identity` (None when there is nowhere to keep it); BODYCRC-checked
+        walks are kept apart, and so are `recovery` walks (like abnormal recovery, §6.3: every record of
+        a segment before the end they remember was checked, so any such walk may resume there)."""
         kind = f"{LOGEND_CACHE_KIND}-crc" if check_crc else LOGEND_CACHE_KIND
         kind += "-recovery" if recovery else ""
-        cache = SegmentCache.for_store(store, kind, LOGEND_CACHE_VERSION, content_checked=True)
+        cache = SegmentCache.for_identity(identity, kind, LOGEND_CACHE_VERSION, content_checked=True)
         return None if cache is None else cls(cache)
 
     def resume_at(self, log: CommitLog, seg: Segment) -> int:

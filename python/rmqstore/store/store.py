@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
+from rmqstore.format.checkpoint import Checkpoint
 from rmqstore.format.columnar import decode_records, walk_ranges
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
 from rmqstore.format.consumequeue import BCQ_UNIT_SIZE, CQ_UNIT_SIZE
@@ -24,13 +24,9 @@ from rmqstore.format.points import PointReader, PointRecords, point_reader, prob
 from rmqstore.format.table import arrow_schema
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
+from rmqstore.store.cache_identity import CacheIdentity
 from rmqstore.store.commitlog import CommitLog, LogEnd
-from rmqstore.store.config import (
-    CONFIG_DIR,
-    consumer_offsets_source,
-    load_consumer_offsets,
-    load_topic_configs,
-)
+from rmqstore.store.config import StoreConfig
 from rmqstore.store.consumequeue import BatchConsumeQueue, ConsumeQueue, ConsumeQueueExt
 from rmqstore.store.contract_store import INDEX_TAIL_SCAN_LIMIT
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
@@ -40,7 +36,6 @@ from rmqstore.store.errors import (
     StoreCorruptionError,
     StoreError,
     StoreLayoutError,
-    UnknownNameError,
     UnreadableFileError,
     check_mode,
 )
@@ -50,7 +45,7 @@ from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_p
 from rmqstore.store.points import MAX_PENDING_BYTES, PendingRecords, read_points
 from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
 from rmqstore.store.rocksdb_cq import RocksConsumeQueue, RocksConsumeQueues
-from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
+from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments
 from rmqstore.store.shape import (
     DLEDGER,
     Feature,
@@ -81,8 +76,6 @@ CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"
 """ConsumeQueueExt files (`enableConsumeQueueExt`, §4.4)."""
 Queue = ConsumeQueue | BatchConsumeQueue | RocksConsumeQueue
 """The kinds of consume queue a store has: unit files (§4.3), BatchCQ files (§4.5), a RocksDB (§4.7)."""
-CHECKPOINT_FILE = "checkpoint"
-ABORT_FILE = "abort"
 MULTI_PATH_SPLITTER = ","
 """`storePathCommitLog` lists several directories separated by `,` (§1.1, `MixAll.MULTI_PATH_SPLITTER`)."""
 
@@ -126,20 +119,24 @@ class Store:
                                               storage_options=storage_options)
         if not self.fs.is_dir(self.path):
             raise StoreLayoutError(f"{location}: no such store directory")
+        self.config = StoreConfig(self.fs, self.path)
         self.commitlog_dirs, lead = self._commitlog_dirs(commitlog_dirs)
         self._files = OpenFiles(self.fs)
         segments, self._layout_problems = list_segments(self.fs, self.commitlog_dirs)
+        self.cache_identity = CacheIdentity.of(location, self.path, self.commitlog_dirs, segments,
+                                               local=isinstance(self.fs, LocalFileSystem))
         if index_geometry is not None and (len(index_geometry) != 2 or min(index_geometry) <= 0):
             raise ValueError(f"index_geometry must be (hash slots, index entries) > 0: {index_geometry!r}")
-        self._index = IndexFiles(self.fs, self.fs.join(self.path, INDEX_DIR), self._files,
+        self.index = IndexFiles(self.fs, self.fs.join(self.path, INDEX_DIR), self._files,
                                  tuple(index_geometry) if index_geometry else None)
         self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end,
-                             end_cache=LogEndCache.for_store(self, check_crc_at_end),
-                             last_indexed=self._index.last_indexed_offset,
-                             crash_min_timestamp=self._crash_min_timestamp,
-                             recovery_cache=LogEndCache.for_store(self, check_crc_at_end, recovery=True),
+                             end_cache=LogEndCache.for_identity(self.cache_identity, check_crc_at_end),
+                             last_indexed=self.index.last_indexed_offset,
+                             crash_min_timestamp=self.config.crash_min_timestamp,
+                             recovery_cache=LogEndCache.for_identity(self.cache_identity, check_crc_at_end,
+                                                                     recovery=True),
                              lead=lead)
-        self._index_tail_scan_limit = index_tail_scan_limit
+        self.index_tail_scan_limit = index_tail_scan_limit
         self._queues: dict[tuple[str, int], Queue] = {}
         self._scan_problems: list[str] = []
         self._side_index: SideIndex | None = None
@@ -290,7 +287,7 @@ class Store:
     def problems(self) -> list[str]:
         """Everything odd found so far: layout, skipped records, bad topic names, unusable index files."""
         skipped = [str(place) for place in self.stats.skipped.values()]
-        return self._layout_problems + skipped + self._scan_problems + self._index.problems
+        return self._layout_problems + skipped + self._scan_problems + self.index.problems
 
     def scan(self, start: int | None = None, end: int | None = None, columns: Sequence[str] | None = None,
              *, check_crc: bool = False, mode: str = FAILFAST, decompress: bool = True,
@@ -474,12 +471,12 @@ class Store:
 
     def last_indexed_offset(self) -> int | None:
         """endPhyOffset of the newest index file (None: no index), the last record the broker indexed."""
-        return self._index.last_indexed_offset()
+        return self.index.last_indexed_offset()
 
     @property
     def index_files(self) -> list[IndexFileInfo]:
         """Index files oldest first, each with its geometry, header and `problem` (None when usable)."""
-        return self._index.infos
+        return self.index.infos
 
     def side_index(self) -> SideIndex:
         """The side index of the records the broker's index lacks (`rmqstore.store.side_index`), built
@@ -490,16 +487,16 @@ class Store:
         `index_tail_scan_limit` bytes besides ROLLBACK records (e.g. no index at all): scan instead.
         """
         if self._side_index is None:
-            problems = self._index.problems
+            problems = self.index.problems
             if problems:
                 raise IndexUnavailableError("index files unusable: " + "; ".join(problems))
             holes = index_holes(self)
             lacking = sum(end - start for start, end in holes)
-            if lacking > self._index_tail_scan_limit:
+            if lacking > self.index_tail_scan_limit:
                 raise IndexUnavailableError(
                     f"the index lacks {lacking} bytes of the log in {len(holes)} range(s) from physical "
                     f"offset {holes[0][0]} (records past its end or of lost index files; limit "
-                    f"{self._index_tail_scan_limit}): scan instead"
+                    f"{self.index_tail_scan_limit}): scan instead"
                 )
             self._side_index = open_side_index(self, lacking_ranges(self))
         return self._side_index
@@ -523,8 +520,8 @@ class Store:
         side = self.side_index()
         candidates: set[int] = set()
         for topic in self.key_topics() if topics is None else sorted(set(topics)):
-            self.stats.index_files_probed += len(self._index.infos)
-            candidates.update(self._index.candidates(topic, value))
+            self.stats.index_files_probed += len(self.index.infos)
+            candidates.update(self.index.candidates(topic, value))
             candidates.update(side.candidates(topic, value))
         return sorted(candidates)
 
@@ -532,7 +529,7 @@ class Store:
         """Before probing many values (`index_candidates` with the same `topics`) in a remote store:
         fetch the slots and first entries of all their probes together, instead of a round trip per
         probe step. Nothing happens for a local store."""
-        self._index.prefetch(sorted(self.indexed_topics() if topics is None else set(topics)), keys)
+        self.index.prefetch(sorted(self.indexed_topics() if topics is None else set(topics)), keys)
 
     # ---- consume queues -----------------------------------------------------------------------
 
@@ -745,58 +742,22 @@ class Store:
 
     # ---- metadata -----------------------------------------------------------------------------
 
-    @property
-    def _config_dir(self) -> str:
-        return self.fs.join(self.path, CONFIG_DIR)
-
     def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
-        """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)
-        or the RocksDB config/consumerOffsets/ (§4.8)."""
-        return load_consumer_offsets(self.fs, self._config_dir)
+        return self.config.consumer_offsets()
 
     def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
-        """topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
-
-        UnknownNameError naming the group, the close and the known ones when it committed none.
-        """
-        table = self.consumer_offsets()
-        found = {topic: dict(queues) for (topic, g), queues in table.items() if g == group}
-        if not found:
-            path = consumer_offsets_source(self.fs, self._config_dir)
-            raise UnknownNameError("consumer group", group, sorted({g for _, g in table}),
-                                   f"has no committed offsets in {path}")
-        return found
+        return self.config.group_offsets(group)
 
     def topic_configs(self) -> dict[str, dict]:
-        """topic -> TopicConfig fields from config/topics.json (.bak fallback); {} when absent."""
-        return load_topic_configs(self.fs, self._config_dir)
+        return self.config.topic_configs()
 
-    @cached_property
+    @property
     def checkpoint(self) -> Checkpoint | None:
-        """The `checkpoint` file (§6.1), None when the store has none."""
-        path = self.fs.join(self.path, CHECKPOINT_FILE)
-        if not self.fs.exists(path):
-            return None
-        try:
-            return parse_checkpoint(read_small_file(self.fs, path))
-        except ValueError as exc:
-            raise StoreCorruptionError(path, 0, str(exc)) from None
-
-    def _crash_min_timestamp(self) -> int | None:
-        """getMinTimestamp() of the checkpoint when `abort` exists, else None: where abnormal recovery
-        starts (§6.3). 0 (recovery from the first segment) without a readable checkpoint."""
-        if not self.abort_present:
-            return None
-        try:
-            checkpoint = self.checkpoint
-        except StoreCorruptionError:
-            return 0
-        return checkpoint.min_timestamp() if checkpoint else 0
+        return self.config.checkpoint
 
     @property
     def abort_present(self) -> bool:
-        """True when `abort` exists: the broker is running or did not shut down cleanly (§6.2)."""
-        return self.fs.exists(self.fs.join(self.path, ABORT_FILE))
+        return self.config.abort_present
 
 
 def _total_size(buf: np.ndarray, pos: int) -> int:
