@@ -16,7 +16,6 @@ import pyarrow.fs as pafs
 
 from rmqstore.format.checkpoint import Checkpoint
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, decompress_thread_count
-from rmqstore.format.consumequeue import BCQ_UNIT_SIZE, CQ_UNIT_SIZE
 from rmqstore.format.contract_layout import DLEDGER_ENTRY_HEADER
 from rmqstore.format.points import PointReader
 from rmqstore.io.local import LocalFileSystem
@@ -24,7 +23,7 @@ from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.cache_identity import CacheIdentity
 from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import StoreConfig
-from rmqstore.store.consumequeue import BatchConsumeQueue, ConsumeQueue, ConsumeQueueExt
+from rmqstore.store.consumequeue import ConsumeQueueExt
 from rmqstore.store.contract_store import INDEX_TAIL_SCAN_LIMIT
 from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
 from rmqstore.store.errors import (
@@ -36,10 +35,8 @@ from rmqstore.store.errors import (
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.logend import LogEndCache
-from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
+from rmqstore.store.queues import Queue, Queues
 from rmqstore.store.records import DEFAULT_BATCH_ROWS, RecordReader
-from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
-from rmqstore.store.rocksdb_cq import RocksConsumeQueue, RocksConsumeQueues
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments
 from rmqstore.store.shape import (
     DLEDGER,
@@ -62,15 +59,6 @@ from rmqstore.store.timeline import (
 )
 
 COMMITLOG_DIR = "commitlog"
-CONSUMEQUEUE_DIR = "consumequeue"
-ROCKSDB_CONSUMEQUEUE_DIR = "consumequeue_rocksdb"
-"""Where 5.4+ keeps the RocksDB consume queue with `useSeparateStorePathForRocksdbCQ` (§4.7)."""
-BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
-"""The queues of topics with attribute `queue.type=BatchCQ` (§4.5)."""
-CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"
-"""ConsumeQueueExt files (`enableConsumeQueueExt`, §4.4)."""
-Queue = ConsumeQueue | BatchConsumeQueue | RocksConsumeQueue
-"""The kinds of consume queue a store has: unit files (§4.3), BatchCQ files (§4.5), a RocksDB (§4.7)."""
 MULTI_PATH_SPLITTER = ","
 """`storePathCommitLog` lists several directories separated by `,` (§1.1, `MixAll.MULTI_PATH_SPLITTER`)."""
 
@@ -126,11 +114,10 @@ class Store:
                              recovery_cache=LogEndCache.for_identity(self.cache_identity, check_crc_at_end,
                                                                      recovery=True),
                              lead=lead)
+        self.queues = Queues(self.fs, self.path, self._files, self.log, self.config)
         self.records = RecordReader(self.log, self.stats, max_message_size=max_message_size,
                                     decompress_threads=decompress_threads)
         self.index_tail_scan_limit = index_tail_scan_limit
-        self._queues: dict[tuple[str, int], Queue] = {}
-        self._scan_problems: list[str] = []
         self._side_index: SideIndex | None = None
 
     @classmethod
@@ -197,10 +184,7 @@ class Store:
     def close(self) -> None:
         """Release open files (maps, remote handles, a RocksDB); arrays handed out stay valid."""
         self._files.close()
-        rocks = self.__dict__.pop("_rocks_queues", None)
-        if rocks is not None:
-            self._queues.clear()
-            rocks.db.close()
+        self.queues.close()
 
     def _commitlog_dirs(self, commitlog_dirs: str | Sequence[str] | None) -> tuple[list[str], int]:
         """The commit-log directories and the entry framing of their log: `commitlog/` (or the given
@@ -277,7 +261,8 @@ class Store:
     def problems(self) -> list[str]:
         """Everything odd found so far: layout, skipped records, bad topic names, unusable index files."""
         skipped = [str(place) for place in self.stats.skipped.values()]
-        return self._layout_problems + skipped + self._scan_problems + self.index.problems
+        return (self._layout_problems + self.queues.layout_problems + skipped + self.queues.notes
+                + self.index.problems)
 
     def scan(self, start: int | None = None, end: int | None = None, columns: Sequence[str] | None = None,
              *, check_crc: bool = False, mode: str = FAILFAST, decompress: bool = True,
@@ -385,125 +370,17 @@ class Store:
 
     # ---- consume queues -----------------------------------------------------------------------
 
-    @property
-    def _consumequeue_dir(self) -> str:
-        return self.fs.join(self.path, CONSUMEQUEUE_DIR)
-
-    @cached_property
-    def _batch_topics(self) -> frozenset[str]:
-        """Topics with a directory under `batchconsumequeue/` (§4.5): their queues are read there."""
-        directory = self.fs.join(self.path, BATCH_CONSUMEQUEUE_DIR)
-        return frozenset(e.name for e in list_entries(self.fs, directory) if e.is_dir)
-
-    def _queues_dir(self, topic: str) -> str:
-        """The directory holding `topic`'s queues: `batchconsumequeue/` for a BatchCQ topic (§4.5)."""
-        root = BATCH_CONSUMEQUEUE_DIR if topic in self._batch_topics else CONSUMEQUEUE_DIR
-        return self.fs.join(self.path, root, check_topic_dir_name(topic))
-
     def topics(self) -> list[str]:
-        """Topics with a (batch) consume-queue directory or an entry in topics.json, sorted.
-
-        Names that cannot be a directory inside the store (`..`, separators), entries of
-        `consumequeue/` that are not directories (symlink loops, FIFOs) and an unreadable topics.json
-        are left out and reported in `problems`.
-        """
-        names = set(self._batch_topics)
-        rocks = self._rocks_queues
-        for entry in [] if rocks is not None else list_entries(self.fs, self._consumequeue_dir):
-            if entry.is_dir:
-                names.add(entry.name)
-            elif entry.special is not None:
-                self._note(f"{entry.path}: {entry.special}, not a topic directory; ignored")
-        names.update(rocks.topics() if rocks is not None else ())
-        try:
-            names.update(self.topic_configs())
-        except StoreError as exc:
-            self._note(f"{exc}; topics are taken from {CONSUMEQUEUE_DIR}/ only")
-        good = []
-        for name in sorted(names):
-            problem = topic_dir_problem(name)
-            if problem is None:
-                good.append(name)
-            else:
-                self._note(f"topic {name!r} skipped: {problem}")
-        return good
-
-    def _note(self, problem: str) -> None:
-        if problem not in self._scan_problems:
-            self._scan_problems.append(problem)
+        return self.queues.topics()
 
     def queue_ids(self, topic: str) -> list[int]:
-        """Queue ids that have a directory under `consumequeue/<topic>/` (`batchconsumequeue/`, §4.5), sorted.
-
-        Entries that are not directories, or whose number is not a Java int, are reported in
-        `problems`; so is a topic directory that cannot be listed (a symlink loop).
-        """
-        directory = self._queues_dir(topic)
-        if self._rocks_queues is not None:
-            return self._rocks_queues.queue_ids(topic)
-        try:
-            entries = list_entries(self.fs, directory)
-        except UnreadableFileError as exc:
-            self._note(f"{exc}; topic {topic!r} has no readable queues")
-            return []
-        ids = []
-        for entry in entries:
-            if not (entry.name.isascii() and entry.name.isdigit()):
-                continue
-            if entry.special is not None:
-                self._note(f"{entry.path}: {entry.special}, not a queue directory; ignored")
-            elif entry.is_dir and int(entry.name) > JAVA_INT_MAX:
-                self._note(f"{entry.path}: queue id beyond Integer.MAX_VALUE; ignored")
-            elif entry.is_dir:
-                ids.append(int(entry.name))
-        return sorted(ids)
-
-    @cached_property
-    def _rocks_queues(self) -> RocksConsumeQueues | None:
-        """The queues of a RocksDB consume queue (§4.7, `storeType=defaultRocksDB`): `consumequeue/`, or
-        `consumequeue_rocksdb/` (`useSeparateStorePathForRocksdbCQ`) when `consumequeue/` has no queue
-        files; None for queue files."""
-        separate = self.fs.join(self.path, ROCKSDB_CONSUMEQUEUE_DIR)
-        if is_rocksdb(self.fs, self._consumequeue_dir):
-            path = self._consumequeue_dir
-        elif is_rocksdb(self.fs, separate) and not any(
-                e.is_dir for e in list_entries(self.fs, self._consumequeue_dir)):
-            path = separate
-        else:
-            return None
-        feature = "the consume queue (storeType=defaultRocksDB)"
-        return RocksConsumeQueues(local_rocksdb(self.fs, path, feature))
+        return self.queues.queue_ids(topic)
 
     def consume_queue(self, topic: str, queue_id: int) -> Queue:
-        """The consume queue of (topic, queueId): a BatchConsumeQueue for a BatchCQ topic (§4.5), the
-        RocksDB's queue in a RocksDB store (§4.7); empty (min = max = 0) when it has no units."""
-        check_topic_dir_name(topic)
-        if queue_id < 0:
-            raise ValueError(f"queue id must be >= 0, got {queue_id}")
-        queue = self._queues.get((topic, queue_id))
-        if queue is None and self._rocks_queues is not None:
-            queue = self._rocks_queues.queue(topic, queue_id, self.min_offset, self.max_offset)
-            self._queues[(topic, queue_id)] = queue
-        elif queue is None:
-            directory = self.fs.join(self._queues_dir(topic), str(queue_id))
-            segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
-            batch = topic in self._batch_topics
-            unit = BCQ_UNIT_SIZE if batch else CQ_UNIT_SIZE
-            misnamed = [seg for seg in segments if seg.base_offset % unit]
-            problems += [f"{seg.path}: name is not a multiple of {unit}; ignored" for seg in misnamed]
-            segments = [seg for seg in segments if seg not in misnamed]
-            self._layout_problems.extend(problems)
-            kind = BatchConsumeQueue if batch else ConsumeQueue
-            queue = kind(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
-            self._queues[(topic, queue_id)] = queue
-        return queue
+        return self.queues.consume_queue(topic, queue_id)
 
     def consume_queue_ext(self, topic: str, queue_id: int) -> ConsumeQueueExt:
-        """The ConsumeQueueExt files of (topic, queueId) (§4.4); none when the broker never wrote any."""
-        directory = self.fs.join(self.path, CONSUMEQUEUE_EXT_DIR, check_topic_dir_name(topic), str(queue_id))
-        segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
-        self._layout_problems.extend(problems)
-        return ConsumeQueueExt(segments, self._files)
+        return self.queues.consume_queue_ext(topic, queue_id)
 
     @cached_property
     def _coverage(self) -> list[SegmentVerdict]:
