@@ -25,10 +25,9 @@ from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import StoreConfig
 from rmqstore.store.consumequeue import ConsumeQueueExt
 from rmqstore.store.contract_store import INDEX_TAIL_SCAN_LIMIT
-from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
+from rmqstore.store.coverage import Coverage
 from rmqstore.store.errors import (
     FAILFAST,
-    IndexUnavailableError,
     StoreError,
     StoreLayoutError,
     UnreadableFileError,
@@ -46,7 +45,7 @@ from rmqstore.store.shape import (
     detect_shape,
     dledger_dirs,
 )
-from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
+from rmqstore.store.side_index import SideIndex, SideIndexParts
 from rmqstore.store.stats import StoreStats
 from rmqstore.store.timeline import (
     TimeRun,
@@ -117,8 +116,9 @@ class Store:
         self.queues = Queues(self.fs, self.path, self._files, self.log, self.config)
         self.records = RecordReader(self.log, self.stats, max_message_size=max_message_size,
                                     decompress_threads=decompress_threads)
-        self.index_tail_scan_limit = index_tail_scan_limit
-        self._side_index: SideIndex | None = None
+        self.coverage = Coverage(self.log, self.records, self.queues, self.cache_identity)
+        self.side_index = SideIndex(self.log, self.records, self.index, self.coverage, self.cache_identity,
+                                    location=location, tail_scan_limit=index_tail_scan_limit)
 
     @classmethod
     def open(cls, path_or_uri: str | os.PathLike[str], *, index_geometry: tuple[int, int] | None = None,
@@ -163,8 +163,8 @@ class Store:
         """
         known_end = self.log.__dict__.get("end")
         side = None
-        if self._side_index is not None and not isinstance(self.fs, LocalFileSystem):
-            side = replace(self._side_index, note=None)
+        if self.side_index.parts is not None and not isinstance(self.fs, LocalFileSystem):
+            side = replace(self.side_index.parts, note=None)
         return (_reopen, (self.location, self._open_args, known_end, side))
 
     @property
@@ -315,58 +315,14 @@ class Store:
         """Index files oldest first, each with its geometry, header and `problem` (None when usable)."""
         return self.index.infos
 
-    def side_index(self) -> SideIndex:
-        """The side index of the records the broker's index lacks (`rmqstore.store.side_index`), built
-        from a scan of only those ranges the first time and cached outside the store; once per Store.
-        Its `note` says what was built (None when it came from the cache).
-
-        Raises IndexUnavailableError when an index file is damaged, or when the index lacks more than
-        `index_tail_scan_limit` bytes besides ROLLBACK records (e.g. no index at all): scan instead.
-        """
-        if self._side_index is None:
-            problems = self.index.problems
-            if problems:
-                raise IndexUnavailableError("index files unusable: " + "; ".join(problems))
-            holes = index_holes(self)
-            lacking = sum(end - start for start, end in holes)
-            if lacking > self.index_tail_scan_limit:
-                raise IndexUnavailableError(
-                    f"the index lacks {lacking} bytes of the log in {len(holes)} range(s) from physical "
-                    f"offset {holes[0][0]} (records past its end or of lost index files; limit "
-                    f"{self.index_tail_scan_limit}): scan instead"
-                )
-            self._side_index = open_side_index(self, lacking_ranges(self))
-        return self._side_index
-
     def key_topics(self) -> list[str]:
-        """The topics a key or uniqKey lookup without topics probes, sorted: `indexed_topics` and the
-        topics of the side index's records."""
-        return sorted(set(self.indexed_topics()).union(self.side_index().topics))
+        return self.side_index.key_topics()
 
     def index_candidates(self, value: str, topics: Iterable[str] | None = None) -> list[int]:
-        """Physical offsets, ascending, that the index holds under `topic#value` for each of `topics`
-        (None: every topic a lookup probes, `key_topics`): the broker's index files and the side index
-        of what they lack (`side_index`: ROLLBACK records, records past the index's end, lost index
-        files). `value` is a KEYS token or a UNIQ_KEY (the broker indexes both alike, §5.4).
-
-        Candidates only: hashes collide, index times are whole seconds, and an entry may point outside
-        the valid log or at no record; `rmqstore.plan` reads and confirms them (finding records by key
-        is `rmqstore.plan.lookup`). Raises IndexUnavailableError when the index cannot answer
-        completely (see `side_index`).
-        """
-        side = self.side_index()
-        candidates: set[int] = set()
-        for topic in self.key_topics() if topics is None else sorted(set(topics)):
-            self.stats.index_files_probed += len(self.index.infos)
-            candidates.update(self.index.candidates(topic, value))
-            candidates.update(side.candidates(topic, value))
-        return sorted(candidates)
+        return self.side_index.index_candidates(value, topics)
 
     def prefetch_index(self, keys: Sequence[str], topics: Iterable[str] | None = None) -> None:
-        """Before probing many values (`index_candidates` with the same `topics`) in a remote store:
-        fetch the slots and first entries of all their probes together, instead of a round trip per
-        probe step. Nothing happens for a local store."""
-        self.index.prefetch(sorted(self.indexed_topics() if topics is None else set(topics)), keys)
+        self.side_index.prefetch_index(keys, topics)
 
     # ---- consume queues -----------------------------------------------------------------------
 
@@ -382,48 +338,17 @@ class Store:
     def consume_queue_ext(self, topic: str, queue_id: int) -> ConsumeQueueExt:
         return self.queues.consume_queue_ext(topic, queue_id)
 
-    @cached_property
-    def _coverage(self) -> list[SegmentVerdict]:
-        return segment_verdicts(self)
-
-    @cached_property
-    def _uncovered(self) -> list[tuple[int, int]]:
-        return [gap for verdict in self._coverage for gap in verdict.gaps]
-
     def uncovered_ranges(self) -> list[tuple[int, int]]:
-        """Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to.
-
-        Transaction PREPARED / ROLLBACK records (§4.1), records the queues have not caught up with and
-        records of topics without a queue directory; everything else is found through the queues.
-        Decided per segment (`rmqstore.store.coverage`), computed once per Store and cached on disk
-        outside the store for sealed segments. Not carried along when the Store is pickled.
-        """
-        return list(self._uncovered)
+        return self.coverage.uncovered_ranges()
 
     def unindexed_ranges(self) -> list[tuple[int, int]]:
-        """The parts of `uncovered_ranges` that key and uniqKey lookups cannot find through the index.
-
-        ROLLBACK records (the only transaction type the broker does not index, §5.4) and bytes holding
-        no valid record; the lookups find them, and the records past the index's end, in `side_index`.
-        """
-        return list(self._unindexed)
-
-    @cached_property
-    def _unindexed(self) -> list[tuple[int, int]]:
-        return [gap for verdict in self._coverage for gap in verdict.unindexed]
+        return self.coverage.unindexed_ranges()
 
     def indexed_topics(self) -> list[str]:
-        """Every topic that can have records in the index, sorted: the topics of `topics()` and those of
-        the records in `uncovered_ranges` the index has (a topic holding only transaction PREPARED
-        records has no queue directory and may be in no topics.json, yet they are indexed, §5.4).
-
-        Key and uniqKey lookups without topics probe `topic#key` for each of these.
-        """
-        return sorted(set(self.topics()).union(*(verdict.topics for verdict in self._coverage)))
+        return self.coverage.indexed_topics()
 
     def uncovered_segments(self) -> list[Segment]:
-        """The segments holding `uncovered_ranges`, by base offset."""
-        return [seg for seg in self.segments if any(seg.contains(start) for start, _ in self._uncovered)]
+        return self.coverage.uncovered_segments()
 
     # ---- time ---------------------------------------------------------------------------------
 
@@ -490,9 +415,9 @@ class Store:
 
 
 def _reopen(location: str, options: dict[str, Any], known_end: LogEnd | None = None,
-            side_index: SideIndex | None = None) -> Store:
+            side_index: SideIndexParts | None = None) -> Store:
     store = Store(location, **options)
     if known_end is not None:
         store.log.end = known_end  # fills the cached_property: the end found where it was pickled
-    store._side_index = side_index
+    store.side_index.parts = side_index
     return store
