@@ -47,15 +47,7 @@ from rmqstore.store.shape import (
 )
 from rmqstore.store.side_index import SideIndex, SideIndexParts
 from rmqstore.store.stats import StoreStats
-from rmqstore.store.timeline import (
-    TimeRun,
-    WindowRuns,
-    ask_summaries,
-    first_at_or_after,
-    time_ranges,
-    time_runs,
-    window_runs,
-)
+from rmqstore.store.timeline import Timeline
 
 COMMITLOG_DIR = "commitlog"
 MULTI_PATH_SPLITTER = ","
@@ -117,6 +109,7 @@ class Store:
         self.records = RecordReader(self.log, self.stats, max_message_size=max_message_size,
                                     decompress_threads=decompress_threads)
         self.coverage = Coverage(self.log, self.records, self.queues, self.cache_identity)
+        self.timeline = Timeline(self.log, self.records, self.cache_identity)
         self.side_index = SideIndex(self.log, self.records, self.index, self.coverage, self.cache_identity,
                                     location=location, tail_scan_limit=index_tail_scan_limit)
 
@@ -352,47 +345,20 @@ class Store:
 
     # ---- time ---------------------------------------------------------------------------------
 
-    @cached_property
-    def _time_runs(self) -> list[TimeRun]:
-        return time_runs(self)
-
     def seek_time(self, ts_ms: int) -> int:
-        """Physical offset of the first record (log order) with storeTimestamp >= ts_ms, else max_offset.
-
-        Exact also when the broker's clock stepped back, by any amount: the log's store times are
-        summarized per segment (`rmqstore.store.timeline`, one walk of the storeTimestamp column per
-        segment, cached on disk outside the store and kept per Store), then bisected.
-        """
-        return first_at_or_after(self, self._time_runs, ts_ms)
-
-    @cached_property
-    def _window_runs(self) -> WindowRuns:
-        return window_runs(self)
+        return self.timeline.seek_time(ts_ms)
 
     def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
-        """Commit-log byte ranges, in log order, holding every record with begin_ms <= storeTimestamp
-        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`).
-
-        On a remote store, the segments whose store times are not summarized yet are taken whole
-        (`unsummarized_spans`) instead of downloaded to be summarized: the scan of them summarizes them
-        (`rmqstore.store.timeline.summarizing`).
-        """
-        return time_ranges(self, self._window_runs.runs, begin_ms, end_ms)
+        return self.timeline.time_ranges(begin_ms, end_ms)
 
     def unsummarized_spans(self) -> list[tuple[int, int]]:
-        """The parts of the log [start, end), one per segment, that `time_ranges` takes whole because
-        their store times are not summarized yet (remote stores only)."""
-        return list(self._window_runs.unknown)
+        return self.timeline.unsummarized_spans()
 
     def walked_spans(self) -> list[tuple[int, int]]:
-        """The parts of the log, one per segment, whose store times `time_ranges` walked because the
-        tasks of an earlier plan were asked to summarize them and no summary came back (remote stores)."""
-        return list(self._window_runs.walked)
+        return self.timeline.walked_spans()
 
     def ask_summaries(self, spans: Sequence[tuple[int, int]]) -> None:
-        """Note that a plan's tasks summarize these `unsummarized_spans`: a later plan that finds no
-        summary of them walks them (`rmqstore.store.timeline.window_runs`)."""
-        ask_summaries(self, spans)
+        self.timeline.ask_summaries(spans)
 
     # ---- metadata -----------------------------------------------------------------------------
 
