@@ -32,9 +32,9 @@ from rmqstore.store.cache_identity import CacheIdentity
 from rmqstore.store.commitlog import PROBE_BYTES, CommitLog
 from rmqstore.store.contract_store import TIMELINE_CACHE_KIND, TIMELINE_CACHE_VERSION
 from rmqstore.store.errors import PERMISSIVE
-from rmqstore.store.segments import Segment
 from rmqstore.store.records import RecordReader
 from rmqstore.store.segment_cache import SegmentCache
+from rmqstore.store.segments import Segment
 
 MAX_RUNS = 256
 """A segment with more runs than this is summarized as one unordered run."""
