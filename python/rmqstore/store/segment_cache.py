@@ -15,14 +15,11 @@ import logging
 import os
 import tempfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rmqstore.cachedir import cache_root
 from rmqstore.store.cache_identity import Cached, CacheIdentity
 from rmqstore.store.segments import Segment
-
-if TYPE_CHECKING:
-    from rmqstore.store.commitlog import CommitLog
 
 _logger = logging.getLogger("rmqstore.store")
 
@@ -30,6 +27,13 @@ _logger = logging.getLogger("rmqstore.store")
 def cache_dir(kind: str) -> str:
     """Where the facts of this kind are cached."""
     return str(cache_root() / kind)
+
+
+class ValidEnd(Protocol):
+    """What keys an entry besides its segment: the log's valid end (a `CommitLog`)."""
+
+    @property
+    def max_offset(self) -> int: ...
 
 
 class SegmentCache:
@@ -57,7 +61,7 @@ class SegmentCache:
         """`for_identity` of `owner`'s cache identity."""
         return cls.for_identity(owner.cache_identity, kind, version, salt, content_checked=content_checked)
 
-    def load(self, log: CommitLog, live: Sequence[Segment]) -> dict[int, list[Any]]:
+    def load(self, log: ValidEnd, live: Sequence[Segment]) -> dict[int, list[Any]]:
         """Base offset -> cached entry, for the segments of `live` whose entry is still valid."""
         entries = self._entries()
         known = {}
@@ -88,7 +92,7 @@ class SegmentCache:
         """A cache document of this version and salt."""
         return isinstance(doc, dict) and doc.get("version") == self.version and doc.get("salt") == self.salt
 
-    def save(self, log: CommitLog, entries: Sequence[tuple[Segment, list[Any]]]) -> None:
+    def save(self, log: ValidEnd, entries: Sequence[tuple[Segment, list[Any]]]) -> None:
         """Write these entries (lists of JSON values) as the whole cache (atomic rename); failures are
         only logged. On disk an entry follows its segment's key: `[size, mtime, records' end, *entry]`."""
         self.save_entries({os.path.basename(seg.path): [*self._key(log, seg), *entry]
@@ -98,13 +102,13 @@ class SegmentCache:
         """Write these entries, by segment file name, as the whole cache (see `save`)."""
         _write_json(self.path, {"version": self.version, "salt": self.salt, "segments": segments})
 
-    def save_piece(self, log: CommitLog, seg: Segment, start: int, end: int, entry: list[Any]) -> None:
+    def save_piece(self, log: ValidEnd, seg: Segment, start: int, end: int, entry: list[Any]) -> None:
         """Write the entry of the piece [start, end) of `seg` in its own file (atomic rename)."""
         name = f"{os.path.basename(seg.path)}.{start}-{end}.json"
         doc = {"version": self.version, "salt": self.salt, "key": self._key(log, seg), "entry": entry}
         _write_json(os.path.join(self._pieces_dir, name), doc)
 
-    def pieces(self, log: CommitLog, seg: Segment) -> dict[int, tuple[int, list[Any]]]:
+    def pieces(self, log: ValidEnd, seg: Segment) -> dict[int, tuple[int, list[Any]]]:
         """start -> (end, entry) of the cached pieces of `seg` still valid (same key, version and salt);
         the files of the others are removed."""
         found: dict[int, tuple[int, list[Any]]] = {}
@@ -114,16 +118,16 @@ class SegmentCache:
                 found[start] = (end, doc["entry"])
         return found
 
-    def save_asked(self, log: CommitLog, seg: Segment) -> None:
+    def save_asked(self, log: ValidEnd, seg: Segment) -> None:
         """Note that read tasks were asked to cache pieces of `seg` as it is now (its key)."""
         _write_json(self._asked_path(seg), {"version": self.version, "salt": self.salt,
                                             "key": self._key(log, seg)})
 
-    def asked(self, log: CommitLog, seg: Segment) -> bool:
+    def asked(self, log: ValidEnd, seg: Segment) -> bool:
         """Read tasks were asked to cache pieces of `seg` as it is now (`save_asked`, same key)."""
         return self._keyed(log, seg, self._asked_path(seg)) is not None
 
-    def _keyed(self, log: CommitLog, seg: Segment, path: str) -> dict[str, Any] | None:
+    def _keyed(self, log: ValidEnd, seg: Segment, path: str) -> dict[str, Any] | None:
         """The document at `path` when it is of this version and salt and keyed as `seg` is now; a file
         that is not is removed."""
         try:
@@ -163,7 +167,7 @@ class SegmentCache:
                 out.append((os.path.join(self._pieces_dir, name), int(span[0]), int(span[1])))
         return out
 
-    def _key(self, log: CommitLog, seg: Segment) -> list[int | None]:
+    def _key(self, log: ValidEnd, seg: Segment) -> list[int | None]:
         """Size, mtime (a remote file's as listed, maybe None) and, for the segment holding the valid
         end, where its records end."""
         records_end = log.max_offset - seg.base_offset if seg.contains(log.max_offset) else None

@@ -1,5 +1,9 @@
 """`Store`: one RocketMQ broker store, opened read-only (design §4.1).
 
+A facade (design §1): it opens the store, builds the services in dependency order (config, cache
+identity, index files, commit log, records, queues, coverage, timeline, side index), delegates to them
+and pickles as its open arguments.
+
 Never writes, locks, truncates or recovers anything: the bytes on disk are the same after any read.
 """
 
@@ -63,7 +67,9 @@ def _split_dirs(commitlog_dirs: str | Sequence[str]) -> list[str]:
 class Store:
     """A broker store directory: commit log, consume queues, index files, checkpoint, config.
 
-    Open with `Store.open`. Offsets are physical commit-log offsets unless named queue offsets.
+    Open with `Store.open`. Offsets are physical commit-log offsets unless named queue offsets. The
+    methods without a docstring here delegate to the service of the same method name, where it is
+    documented: `records` (RecordReader), `queues`, `coverage`, `timeline`, `side_index`, `config`.
     """
 
     def __init__(self, location: str, *, index_geometry: tuple[int, int] | None = None,
