@@ -19,7 +19,7 @@ from rmqstore.format import contract_layout
 from rmqstore.plan import contract_plan
 from rmqstore.spark import contract_options
 from rmqstore.store import contract_store
-from rmqstore.store.segment_cache import _identity
+from rmqstore.store.cache_identity import _identity
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "docs" / "contract.toml"

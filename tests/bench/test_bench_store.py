@@ -116,7 +116,7 @@ print(json.dumps(dict(import_s=t1 - t0, open_index_s=t2 - t1, end_s=t3 - t2, fin
 
 def test_index_probe_cost(store_path: Path, sample: dict[str, object]) -> None:
     store = Store.open(store_path)
-    views = [store._index._views[i.path] for i in store.index_files if i.problem is None]
+    views = [store.index._views[i.path] for i in store.index_files if i.problem is None]
     topic = str(sample["topic"])
     hashes = [index_key_hash(index_key(topic, f"absent-{i}")) for i in range(20_000)]
     far = (1 << 62)

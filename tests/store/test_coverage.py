@@ -200,5 +200,5 @@ def test_scan_ranges_equals_scanning_each_range(builder: StoreBuilder, monkeypat
             return sorted(rows, key=lambda r: r["commitLogOffset"])
 
         assert by_offset(store.scan_ranges(ranges, columns)) == expected and len(expected) == 15 + 9 + 5
-        monkeypatch.setattr("rmqstore.store.store.GATHER_RANGE_BYTES", 0)  # every range by `scan`
+        monkeypatch.setattr("rmqstore.store.records.GATHER_RANGE_BYTES", 0)  # every range by `scan`
         assert by_offset(store.scan_ranges(ranges, columns)) == expected

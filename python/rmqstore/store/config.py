@@ -1,5 +1,6 @@
-"""Broker config under `config/` (§1.4): JSON files read with the broker's `.bak` fallback, and the
-consumer offsets of RocksDB metadata mode (`config/consumerOffsets/`, §4.8).
+"""`StoreConfig`: the broker's own files beside the log (design §4.1): config under `config/` (§1.4),
+JSON files read with the broker's `.bak` fallback, the consumer offsets of RocksDB metadata mode
+(`config/consumerOffsets/`, §4.8), and the `checkpoint` and `abort` files (§6).
 
 `ConfigManager.load()` falls back to `<name>.bak` when the main file is missing, empty or
 unparseable; so do we. fastjson writes bare integer map keys, hence `parse_fastjson`.
@@ -8,11 +9,13 @@ unparseable; so do we. fastjson writes bare integer map keys, hence `parse_fastj
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any, TypeVar
 
 from rmqstore.format.brokerconfig import consumer_offsets, parse_fastjson, topic_configs
+from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
 from rmqstore.io.base import StoreFileSystem
-from rmqstore.store.errors import StoreCorruptionError, UnreadableFileError
+from rmqstore.store.errors import StoreCorruptionError, UnknownNameError, UnreadableFileError
 from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
 from rmqstore.store.segments import read_small_file
 
@@ -24,6 +27,8 @@ KV_DATA_VERSION_FAMILY = "kvDataVersion"
 KV_DATA_VERSION_KEY = b"kvDataVersionKey"
 TOPICS_FILE = "topics.json"
 BACKUP_SUFFIX = ".bak"
+CHECKPOINT_FILE = "checkpoint"
+ABORT_FILE = "abort"
 T = TypeVar("T")
 
 
@@ -112,3 +117,64 @@ def _version_counter(version: Any) -> int:
 def load_topic_configs(fs: StoreFileSystem, config_dir: str) -> dict[str, dict]:
     """topic -> TopicConfig fields from topics.json (or its .bak); empty when absent."""
     return load_config_document(fs, config_dir, TOPICS_FILE, topic_configs) or {}
+
+
+class StoreConfig:
+    """The config, checkpoint and abort files of the store at `path` in `fs`."""
+
+    def __init__(self, fs: StoreFileSystem, path: str) -> None:
+        self.fs = fs
+        self.path = path
+
+    @property
+    def _config_dir(self) -> str:
+        return self.fs.join(self.path, CONFIG_DIR)
+
+    def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
+        """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)
+        or the RocksDB config/consumerOffsets/ (§4.8)."""
+        return load_consumer_offsets(self.fs, self._config_dir)
+
+    def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
+        """topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
+
+        UnknownNameError naming the group, the close and the known ones when it committed none.
+        """
+        table = self.consumer_offsets()
+        found = {topic: dict(queues) for (topic, g), queues in table.items() if g == group}
+        if not found:
+            path = consumer_offsets_source(self.fs, self._config_dir)
+            raise UnknownNameError("consumer group", group, sorted({g for _, g in table}),
+                                   f"has no committed offsets in {path}")
+        return found
+
+    def topic_configs(self) -> dict[str, dict]:
+        """topic -> TopicConfig fields from config/topics.json (.bak fallback); {} when absent."""
+        return load_topic_configs(self.fs, self._config_dir)
+
+    @cached_property
+    def checkpoint(self) -> Checkpoint | None:
+        """The `checkpoint` file (§6.1), None when the store has none."""
+        path = self.fs.join(self.path, CHECKPOINT_FILE)
+        if not self.fs.exists(path):
+            return None
+        try:
+            return parse_checkpoint(read_small_file(self.fs, path))
+        except ValueError as exc:
+            raise StoreCorruptionError(path, 0, str(exc)) from None
+
+    def crash_min_timestamp(self) -> int | None:
+        """getMinTimestamp() of the checkpoint when `abort` exists, else None: where abnormal recovery
+        starts (§6.3). 0 (recovery from the first segment) without a readable checkpoint."""
+        if not self.abort_present:
+            return None
+        try:
+            checkpoint = self.checkpoint
+        except StoreCorruptionError:
+            return 0
+        return checkpoint.min_timestamp() if checkpoint else 0
+
+    @property
+    def abort_present(self) -> bool:
+        """True when `abort` exists: the broker is running or did not shut down cleanly (§6.2)."""
+        return self.fs.exists(self.fs.join(self.path, ABORT_FILE))

@@ -23,20 +23,23 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from rmqstore.store.cache_identity import CacheIdentity
 from rmqstore.store.contract_store import LOGEND_CACHE_KIND, LOGEND_CACHE_VERSION
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segments import Segment
-
-if TYPE_CHECKING:
-    from rmqstore.store.commitlog import CommitLog
-    from rmqstore.store.store import Store
 
 KEPT_SEGMENTS = 8
 """Entries kept per store, of the newest segments (a recovery walk may cross several, §6.3)."""
 RACY_NS = 2_000_000_000
 """A local file's mtime must be this much older than the walk for the walk's end to be remembered."""
+
+
+class RecordHeaders(Protocol):
+    """What tells a remembered record from another: its header bytes (a `CommitLog`)."""
+
+    def record_header(self, seg: Segment, pos: int) -> str: ...
 
 
 class LogEndCache:
@@ -48,16 +51,17 @@ class LogEndCache:
         """A local segment's mtime before its walk, when old enough to be trusted (else None)."""
 
     @classmethod
-    def for_store(cls, store: Store, check_crc: bool, *, recovery: bool = False) -> LogEndCache | None:
-        """The cache of a store (None when there is nowhere to keep it); BODYCRC-checked walks are
-        kept apart, and so are `recovery` walks (like abnormal recovery, §6.3: every record of a
-        segment before the end they remember was checked, so any such walk may resume there)."""
+    def for_identity(cls, identity: CacheIdentity, check_crc: bool, *,
+                     recovery: bool = False) -> LogEndCache | None:
+        """The cache of the store of `identity` (None when there is nowhere to keep it); BODYCRC-checked
+        walks are kept apart, and so are `recovery` walks (like abnormal recovery, §6.3: every record of
+        a segment before the end they remember was checked, so any such walk may resume there)."""
         kind = f"{LOGEND_CACHE_KIND}-crc" if check_crc else LOGEND_CACHE_KIND
         kind += "-recovery" if recovery else ""
-        cache = SegmentCache.for_store(store, kind, LOGEND_CACHE_VERSION, content_checked=True)
+        cache = SegmentCache.for_identity(identity, kind, LOGEND_CACHE_VERSION, content_checked=True)
         return None if cache is None else cls(cache)
 
-    def resume_at(self, log: CommitLog, seg: Segment) -> int:
+    def resume_at(self, log: RecordHeaders, seg: Segment) -> int:
         """A record start of `seg` where an earlier walk for the end stopped (0 when none is known)."""
         mtime = self._local_mtime(seg)
         entry = self._cache.entries().get(os.path.basename(seg.path))
@@ -70,7 +74,7 @@ class LogEndCache:
             return 0
         return int(end)
 
-    def remember(self, log: CommitLog, seg: Segment, end: int, last_start: int | None) -> None:
+    def remember(self, log: RecordHeaders, seg: Segment, end: int, last_start: int | None) -> None:
         """The walk over `seg` ended at position `end`; its last record started at `last_start`."""
         mtime = self._seen_mtime.get(seg.path)
         if self._cache.local and mtime is None:

@@ -3,29 +3,25 @@
 One JSON file per store and kind, `<kind>/<sha256 of the store's identity>.json` under
 `rmqstore.cachedir.cache_root()`, entries keyed by segment file name and reused while the segment's key,
 the version and the salt hold; pieces of a segment in files of their own (design §8.2). The identity,
-kinds and versions are docs/contract.toml's (`rmqstore.store.contract_store`, design §8.3).
+kinds and versions are docs/contract.toml's (`rmqstore.store.contract_store`, design §8.3); the identity
+is `rmqstore.store.cache_identity`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import tempfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rmqstore.cachedir import cache_root
-from rmqstore.io.local import LocalFileSystem
-from rmqstore.store.contract_store import CACHE_IDENTITY_SEPARATOR
+from rmqstore.store.cache_identity import Cached, CacheIdentity
 from rmqstore.store.segments import Segment
 
-if TYPE_CHECKING:
-    from rmqstore.store.store import Store
-
-log = logging.getLogger("rmqstore.store")
+_logger = logging.getLogger("rmqstore.store")
 
 
 def cache_dir(kind: str) -> str:
@@ -33,9 +29,11 @@ def cache_dir(kind: str) -> str:
     return str(cache_root() / kind)
 
 
-def _identity(value: list[Any]) -> str:
-    """A store's identity as JSON, the text whose SHA-256 names its cache files (docs/design.md §8.2)."""
-    return json.dumps(value, separators=(CACHE_IDENTITY_SEPARATOR, ": "), ensure_ascii=True)
+class ValidEnd(Protocol):
+    """What keys an entry besides its segment: the log's valid end (a `CommitLog`)."""
+
+    @property
+    def max_offset(self) -> int: ...
 
 
 class SegmentCache:
@@ -49,28 +47,27 @@ class SegmentCache:
         """Entries are keyed by mtime too; else the caller checks each loaded entry's content."""
 
     @classmethod
-    def for_store(cls, store: Store, kind: str, version: int, salt: str = "", *,
-                  content_checked: bool = False) -> SegmentCache | None:
-        """The cache of `store`; None for a remote store whose listing has no modification times,
-        unless the caller checks content."""
-        local = isinstance(store.fs, LocalFileSystem)
-        if local:
-            dirs = [os.path.realpath(d) for d in store.commitlog_dirs]
-            identity = _identity([os.path.realpath(store.path), dirs])
-        elif content_checked or all(seg.mtime_ns is not None for seg in store.segments):
-            identity = _identity([store.location, store.commitlog_dirs])
-        else:
+    def for_identity(cls, identity: CacheIdentity, kind: str, version: int, salt: str = "", *,
+                     content_checked: bool = False) -> SegmentCache | None:
+        """The cache of the store of `identity`; None for a remote store whose listing has no
+        modification times, unless the caller checks content."""
+        if not (identity.local or content_checked or identity.listed_mtimes):
             return None
-        name = hashlib.sha256(identity.encode()).hexdigest() + ".json"
-        return cls(os.path.join(cache_dir(kind), name), version, salt, local=local)
+        return cls(os.path.join(cache_dir(kind), identity.file_name), version, salt, local=identity.local)
 
-    def load(self, store: Store, live: Sequence[Segment]) -> dict[int, list[Any]]:
+    @classmethod
+    def for_store(cls, owner: Cached, kind: str, version: int, salt: str = "", *,
+                  content_checked: bool = False) -> SegmentCache | None:
+        """`for_identity` of `owner`'s cache identity."""
+        return cls.for_identity(owner.cache_identity, kind, version, salt, content_checked=content_checked)
+
+    def load(self, log: ValidEnd, live: Sequence[Segment]) -> dict[int, list[Any]]:
         """Base offset -> cached entry, for the segments of `live` whose entry is still valid."""
         entries = self._entries()
         known = {}
         for seg in live:
             entry = entries.get(os.path.basename(seg.path))
-            if entry and entry[:3] == self._key(store, seg):
+            if entry and entry[:3] == self._key(log, seg):
                 known[seg.base_offset] = entry[3:]
         return known
 
@@ -95,42 +92,42 @@ class SegmentCache:
         """A cache document of this version and salt."""
         return isinstance(doc, dict) and doc.get("version") == self.version and doc.get("salt") == self.salt
 
-    def save(self, store: Store, entries: Sequence[tuple[Segment, list[Any]]]) -> None:
+    def save(self, log: ValidEnd, entries: Sequence[tuple[Segment, list[Any]]]) -> None:
         """Write these entries (lists of JSON values) as the whole cache (atomic rename); failures are
         only logged. On disk an entry follows its segment's key: `[size, mtime, records' end, *entry]`."""
-        self.save_entries({os.path.basename(seg.path): [*self._key(store, seg), *entry]
+        self.save_entries({os.path.basename(seg.path): [*self._key(log, seg), *entry]
                            for seg, entry in entries})
 
     def save_entries(self, segments: dict[str, list[Any]]) -> None:
         """Write these entries, by segment file name, as the whole cache (see `save`)."""
         _write_json(self.path, {"version": self.version, "salt": self.salt, "segments": segments})
 
-    def save_piece(self, store: Store, seg: Segment, start: int, end: int, entry: list[Any]) -> None:
+    def save_piece(self, log: ValidEnd, seg: Segment, start: int, end: int, entry: list[Any]) -> None:
         """Write the entry of the piece [start, end) of `seg` in its own file (atomic rename)."""
         name = f"{os.path.basename(seg.path)}.{start}-{end}.json"
-        doc = {"version": self.version, "salt": self.salt, "key": self._key(store, seg), "entry": entry}
+        doc = {"version": self.version, "salt": self.salt, "key": self._key(log, seg), "entry": entry}
         _write_json(os.path.join(self._pieces_dir, name), doc)
 
-    def pieces(self, store: Store, seg: Segment) -> dict[int, tuple[int, list[Any]]]:
+    def pieces(self, log: ValidEnd, seg: Segment) -> dict[int, tuple[int, list[Any]]]:
         """start -> (end, entry) of the cached pieces of `seg` still valid (same key, version and salt);
         the files of the others are removed."""
         found: dict[int, tuple[int, list[Any]]] = {}
         for path, start, end in self._piece_files(seg):
-            doc = self._keyed(store, seg, path)
+            doc = self._keyed(log, seg, path)
             if doc is not None:
                 found[start] = (end, doc["entry"])
         return found
 
-    def save_asked(self, store: Store, seg: Segment) -> None:
+    def save_asked(self, log: ValidEnd, seg: Segment) -> None:
         """Note that read tasks were asked to cache pieces of `seg` as it is now (its key)."""
         _write_json(self._asked_path(seg), {"version": self.version, "salt": self.salt,
-                                            "key": self._key(store, seg)})
+                                            "key": self._key(log, seg)})
 
-    def asked(self, store: Store, seg: Segment) -> bool:
+    def asked(self, log: ValidEnd, seg: Segment) -> bool:
         """Read tasks were asked to cache pieces of `seg` as it is now (`save_asked`, same key)."""
-        return self._keyed(store, seg, self._asked_path(seg)) is not None
+        return self._keyed(log, seg, self._asked_path(seg)) is not None
 
-    def _keyed(self, store: Store, seg: Segment, path: str) -> dict[str, Any] | None:
+    def _keyed(self, log: ValidEnd, seg: Segment, path: str) -> dict[str, Any] | None:
         """The document at `path` when it is of this version and salt and keyed as `seg` is now; a file
         that is not is removed."""
         try:
@@ -138,7 +135,7 @@ class SegmentCache:
                 doc = json.load(fh)
         except (OSError, ValueError):
             return None  # none, removed meanwhile, or not JSON
-        if self._current(doc) and doc.get("key") == self._key(store, seg):
+        if self._current(doc) and doc.get("key") == self._key(log, seg):
             return doc
         _remove(path)
         return None
@@ -170,10 +167,10 @@ class SegmentCache:
                 out.append((os.path.join(self._pieces_dir, name), int(span[0]), int(span[1])))
         return out
 
-    def _key(self, store: Store, seg: Segment) -> list[int | None]:
+    def _key(self, log: ValidEnd, seg: Segment) -> list[int | None]:
         """Size, mtime (a remote file's as listed, maybe None) and, for the segment holding the valid
         end, where its records end."""
-        records_end = store.max_offset - seg.base_offset if seg.contains(store.max_offset) else None
+        records_end = log.max_offset - seg.base_offset if seg.contains(log.max_offset) else None
         return [seg.size, os.stat(seg.path).st_mtime_ns if self.local else seg.mtime_ns, records_end]
 
 
@@ -192,7 +189,7 @@ def _write_json(path: str, doc: dict[str, Any]) -> None:
             os.unlink(tmp)
             raise
     except OSError as exc:
-        log.debug("segment cache %s not written: %s", path, exc)
+        _logger.debug("segment cache %s not written: %s", path, exc)
 
 
 def _remove(path: str) -> None:

@@ -15,22 +15,24 @@ import logging
 import os
 import secrets
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from rmqstore.format.indexfile import index_key
 from rmqstore.format.javahash import index_key_hash
 from rmqstore.format.layout import MAGIC_V1, MAGIC_V2
+from rmqstore.store.cache_identity import CacheIdentity
+from rmqstore.store.commitlog import CommitLog
 from rmqstore.store.contract_store import SIDE_INDEX_CACHE_KIND, SIDE_INDEX_CACHE_VERSION
-from rmqstore.store.errors import PERMISSIVE
+from rmqstore.store.coverage import Coverage
+from rmqstore.store.errors import PERMISSIVE, IndexUnavailableError
+from rmqstore.store.index import IndexFiles
+from rmqstore.store.records import RecordReader
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segments import Segment
-
-if TYPE_CHECKING:
-    from rmqstore.store.store import Store
 
 log = logging.getLogger("rmqstore.store")
 
@@ -44,7 +46,7 @@ Range = tuple[int, int]
 
 
 @dataclass(frozen=True)
-class SideIndex:
+class SideIndexParts:
     """Entries for the records the broker's index lacks.
 
     `parts`: per segment an int64 array of shape (2, n): key hashes (ascending), physical offsets.
@@ -66,21 +68,103 @@ class SideIndex:
         return found
 
 
-def lacking_ranges(store: Store) -> list[Range]:
+class IndexedLog(Protocol):
+    """What `index_holes` and `lacking_ranges` read: a log, its index files and its coverage."""
+
+    @property
+    def log(self) -> CommitLog: ...
+    @property
+    def index(self) -> IndexFiles: ...
+    @property
+    def coverage(self) -> Coverage: ...
+
+
+class SideIndex:
+    """Key lookups over the broker's index files and the side index of what they lack (module
+    docstring); refuses (IndexUnavailableError) when the index lacks more than `tail_scan_limit` bytes
+    besides ROLLBACK records."""
+
+    def __init__(self, log: CommitLog, records: RecordReader, index: IndexFiles, coverage: Coverage,
+                 cache_identity: CacheIdentity, *, location: str, tail_scan_limit: int) -> None:
+        self.log = log
+        self.records = records
+        self.index = index
+        self.coverage = coverage
+        self.cache_identity = cache_identity
+        self.location = location
+        self.tail_scan_limit = tail_scan_limit
+        self.parts: SideIndexParts | None = None
+        """The side index once opened (a pickled remote store carries it along)."""
+
+    def __call__(self) -> SideIndexParts:
+        """The side index of the records the broker's index lacks (module docstring), built from a scan
+        of only those ranges the first time and cached outside the store; once per store.
+        Its `note` says what was built (None when it came from the cache).
+
+        Raises IndexUnavailableError when an index file is damaged, or when the index lacks more than
+        `tail_scan_limit` bytes besides ROLLBACK records (e.g. no index at all): scan instead.
+        """
+        if self.parts is None:
+            problems = self.index.problems
+            if problems:
+                raise IndexUnavailableError("index files unusable: " + "; ".join(problems))
+            holes = index_holes(self)
+            lacking = sum(end - start for start, end in holes)
+            if lacking > self.tail_scan_limit:
+                raise IndexUnavailableError(
+                    f"the index lacks {lacking} bytes of the log in {len(holes)} range(s) from physical "
+                    f"offset {holes[0][0]} (records past its end or of lost index files; limit "
+                    f"{self.tail_scan_limit}): scan instead"
+                )
+            self.parts = open_side_index(self, lacking_ranges(self))
+        return self.parts
+
+    def key_topics(self) -> list[str]:
+        """The topics a key or uniqKey lookup without topics probes, sorted: `indexed_topics` and the
+        topics of the side index's records."""
+        return sorted(set(self.coverage.indexed_topics()).union(self().topics))
+
+    def index_candidates(self, value: str, topics: Iterable[str] | None = None) -> list[int]:
+        """Physical offsets, ascending, that the index holds under `topic#value` for each of `topics`
+        (None: every topic a lookup probes, `key_topics`): the broker's index files and the side index
+        of what they lack (the side index: ROLLBACK records, records past the index's end, lost index
+        files). `value` is a KEYS token or a UNIQ_KEY (the broker indexes both alike, §5.4).
+
+        Candidates only: hashes collide, index times are whole seconds, and an entry may point outside
+        the valid log or at no record; `rmqstore.plan` reads and confirms them (finding records by key
+        is `rmqstore.plan.lookup`). Raises IndexUnavailableError when the index cannot answer
+        completely (see `__call__`).
+        """
+        side = self()
+        candidates: set[int] = set()
+        for topic in self.key_topics() if topics is None else sorted(set(topics)):
+            self.records.stats.index_files_probed += len(self.index.infos)
+            candidates.update(self.index.candidates(topic, value))
+            candidates.update(side.candidates(topic, value))
+        return sorted(candidates)
+
+    def prefetch_index(self, keys: Sequence[str], topics: Iterable[str] | None = None) -> None:
+        """Before probing many values (`index_candidates` with the same `topics`) in a remote store:
+        fetch the slots and first entries of all their probes together, instead of a round trip per
+        probe step. Nothing happens for a local store."""
+        self.index.prefetch(sorted(self.coverage.indexed_topics() if topics is None else set(topics)), keys)
+
+
+def lacking_ranges(store: IndexedLog) -> list[Range]:
     """The commit-log ranges whose records may be missing from the broker's index (module
     docstring), sorted and disjoint, inside [min_offset, max_offset)."""
-    return _union(store.unindexed_ranges(), index_holes(store))
+    return _union(store.coverage.unindexed_ranges(), index_holes(store))
 
 
-def index_holes(store: Store) -> list[Range]:
+def index_holes(store: IndexedLog) -> list[Range]:
     """The parts of [min_offset, max_offset) outside every usable index file's span: records past
     the newest file's end or of lost files (module docstring), sorted and disjoint."""
     spans = sorted((info.header.begin_phy_offset, info.header.end_phy_offset,
                     info.geometry is not None and info.header.index_count >= info.geometry[1])
-                   for info in store.index_files
+                   for info in store.index.infos
                    if info.problem is None and info.header is not None and info.header.entry_count > 0)
     holes: list[Range] = []
-    position, end = store.min_offset + store.log.lead, store.max_offset  # the first record (§2.13)
+    position, end = store.log.min_offset + store.log.lead, store.log.max_offset  # the first record (§2.13)
     previous: tuple[int, int] | None = None  # the last file's endPhyOffset and where the next record starts
     for begin, last, full in spans:
         if previous is not None and begin == previous[1]:
@@ -96,25 +180,25 @@ def index_holes(store: Store) -> list[Range]:
     return [(a, b) for a, b in holes if a < b]
 
 
-def _after_record(store: Store, offset: int) -> int:
+def _after_record(store: IndexedLog, offset: int) -> int:
     """Where the record after the one at `offset` (a file's beginPhyOffset or endPhyOffset) starts, from
     its TOTALSIZE and MAGICCODE (§2.2) and the log's entry framing (§2.13); `offset` itself when no
     message starts there (a hole then starts with it)."""
     seg = store.log.segment_at(offset)
-    if seg is None or offset >= store.max_offset:
+    if seg is None or offset >= store.log.max_offset:
         return offset
     total, magic = _HEAD.unpack(store.log.read(seg, offset - seg.base_offset, _HEAD.size).tobytes().ljust(8))
-    fits = 0 < total <= min(seg.end_offset, store.max_offset) - offset
+    fits = 0 < total <= min(seg.end_offset, store.log.max_offset) - offset
     return offset + total + store.log.lead if fits and magic in (MAGIC_V1, MAGIC_V2) else offset
 
 
-def open_side_index(store: Store, ranges: Sequence[Range]) -> SideIndex:
+def open_side_index(side: SideIndex, ranges: Sequence[Range]) -> SideIndexParts:
     """The side index of `ranges` (`lacking_ranges`), from the cache where it still holds."""
-    live = [s for s in store.segments if s.base_offset < store.max_offset]
+    live = [s for s in side.log.segments if s.base_offset < side.log.max_offset]
     needed = {seg.base_offset: _clip(ranges, seg.base_offset, seg.end_offset) for seg in live}
     needed = {base: parts for base, parts in needed.items() if parts}
-    cache = SegmentCache.for_store(store, SIDE_INDEX_CACHE_KIND, SIDE_INDEX_CACHE_VERSION)
-    known = cache.load(store, live) if cache else {}
+    cache = SegmentCache.for_store(side, SIDE_INDEX_CACHE_KIND, SIDE_INDEX_CACHE_VERSION)
+    known = cache.load(side.log, live) if cache else {}
     entries: list[tuple[Segment, list]] = []
     parts: list[np.ndarray] = []
     topics: set[str] = set()
@@ -127,7 +211,7 @@ def open_side_index(store: Store, ranges: Sequence[Range]) -> SideIndex:
         entry = known.get(seg.base_offset)
         part = _load(cache, entry) if entry and _inside(wanted, entry[0]) else None
         if part is None or entry is None:
-            part, seg_topics = _build(store, wanted)
+            part, seg_topics = _build(side.records, wanted)
             built_ranges += wanted
             built_entries += part.shape[1]
             entry = [wanted, sorted(seg_topics), _save_array(cache, seg, part)]
@@ -139,21 +223,21 @@ def open_side_index(store: Store, ranges: Sequence[Range]) -> SideIndex:
         where = f", cached in {_array_dir(cache)}" if cache else " (remote store: kept per Store)"
         note = ("built a side index of the records the broker's index lacks (transaction ROLLBACK records, "
                 f"records past the index's end or of lost index files) from a scan of only those{where}")
-        log.info("%s: %s: %d key entries from %d commit-log range(s), %d bytes", store.location, note,
+        log.info("%s: %s: %d key entries from %d commit-log range(s), %d bytes", side.location, note,
                  built_entries, len(built_ranges), sum(b - a for a, b in built_ranges))
     referenced = {entry[2] for _, entry in entries}
     if cache and (built_ranges or _unreferenced(cache, referenced)):
-        cache.save(store, entries)
+        cache.save(side.log, entries)
         for name in _unreferenced(cache, referenced):
             _remove(cache, name)
-    return SideIndex(tuple(p for p in parts if p.shape[1]), tuple(sorted(topics)), note)
+    return SideIndexParts(tuple(p for p in parts if p.shape[1]), tuple(sorted(topics)), note)
 
 
-def _build(store: Store, ranges: Sequence[Range]) -> tuple[np.ndarray, set[str]]:
+def _build(records: RecordReader, ranges: Sequence[Range]) -> tuple[np.ndarray, set[str]]:
     """Entries (hashes ascending, offsets) of the records in `ranges`, and their topics."""
     chunks: list[np.ndarray] = [np.empty((2, 0), dtype=np.int64)]
     topics: set[str] = set()
-    for batch in store.scan_ranges(ranges, _BUILD_COLUMNS, mode=PERMISSIVE, decompress=False):
+    for batch in records.scan_ranges(ranges, _BUILD_COLUMNS, mode=PERMISSIVE, decompress=False):
         rows = batch.to_pydict()
         hashes: list[int] = []
         offsets: list[int] = []

@@ -1,56 +1,46 @@
 """`Store`: one RocketMQ broker store, opened read-only (design §4.1).
 
+A facade (design §1): it opens the store, builds the services in dependency order (config, cache
+identity, index files, commit log, records, queues, coverage, timeline, side index), delegates to them
+and pickles as its open arguments.
+
 Never writes, locks, truncates or recovers anything: the bytes on disk are the same after any read.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
-from rmqstore.format.columnar import decode_records, walk_ranges
-from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_thread_count
-from rmqstore.format.consumequeue import BCQ_UNIT_SIZE, CQ_UNIT_SIZE
+from rmqstore.format.checkpoint import Checkpoint
+from rmqstore.format.compression import MAX_MESSAGE_SIZE, decompress_thread_count
 from rmqstore.format.contract_layout import DLEDGER_ENTRY_HEADER
-from rmqstore.format.points import PointReader, PointRecords, point_reader, problem_at, worth_gathering
-from rmqstore.format.table import arrow_schema
+from rmqstore.format.points import PointReader
 from rmqstore.io.local import LocalFileSystem
 from rmqstore.io.location import is_uri, resolve_location
+from rmqstore.store.cache_identity import CacheIdentity
 from rmqstore.store.commitlog import CommitLog, LogEnd
-from rmqstore.store.config import (
-    CONFIG_DIR,
-    consumer_offsets_source,
-    load_consumer_offsets,
-    load_topic_configs,
-)
-from rmqstore.store.consumequeue import BatchConsumeQueue, ConsumeQueue, ConsumeQueueExt
+from rmqstore.store.config import StoreConfig
+from rmqstore.store.consumequeue import ConsumeQueueExt
 from rmqstore.store.contract_store import INDEX_TAIL_SCAN_LIMIT
-from rmqstore.store.coverage import SegmentVerdict, segment_verdicts
+from rmqstore.store.coverage import Coverage
 from rmqstore.store.errors import (
     FAILFAST,
-    IndexUnavailableError,
-    StoreCorruptionError,
     StoreError,
     StoreLayoutError,
-    UnknownNameError,
     UnreadableFileError,
-    check_mode,
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.logend import LogEndCache
-from rmqstore.store.names import JAVA_INT_MAX, check_topic_dir_name, topic_dir_problem
-from rmqstore.store.points import MAX_PENDING_BYTES, PendingRecords, read_points
-from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
-from rmqstore.store.rocksdb_cq import RocksConsumeQueue, RocksConsumeQueues
-from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments, read_small_file
+from rmqstore.store.queues import Queue, Queues
+from rmqstore.store.records import DEFAULT_BATCH_ROWS, RecordReader
+from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments
 from rmqstore.store.shape import (
     DLEDGER,
     Feature,
@@ -59,36 +49,14 @@ from rmqstore.store.shape import (
     detect_shape,
     dledger_dirs,
 )
-from rmqstore.store.side_index import SideIndex, index_holes, lacking_ranges, open_side_index
+from rmqstore.store.side_index import SideIndex, SideIndexParts
 from rmqstore.store.stats import StoreStats
-from rmqstore.store.timeline import (
-    TimeRun,
-    WindowRuns,
-    ask_summaries,
-    first_at_or_after,
-    time_ranges,
-    time_runs,
-    window_runs,
-)
+from rmqstore.store.timeline import Timeline
 
 COMMITLOG_DIR = "commitlog"
-CONSUMEQUEUE_DIR = "consumequeue"
-ROCKSDB_CONSUMEQUEUE_DIR = "consumequeue_rocksdb"
-"""Where 5.4+ keeps the RocksDB consume queue with `useSeparateStorePathForRocksdbCQ` (§4.7)."""
-BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"
-"""The queues of topics with attribute `queue.type=BatchCQ` (§4.5)."""
-CONSUMEQUEUE_EXT_DIR = "consumequeue_ext"
-"""ConsumeQueueExt files (`enableConsumeQueueExt`, §4.4)."""
-Queue = ConsumeQueue | BatchConsumeQueue | RocksConsumeQueue
-"""The kinds of consume queue a store has: unit files (§4.3), BatchCQ files (§4.5), a RocksDB (§4.7)."""
-CHECKPOINT_FILE = "checkpoint"
-ABORT_FILE = "abort"
 MULTI_PATH_SPLITTER = ","
 """`storePathCommitLog` lists several directories separated by `,` (§1.1, `MixAll.MULTI_PATH_SPLITTER`)."""
 
-DEFAULT_BATCH_ROWS = 16_384
-GATHER_RANGE_BYTES = 1 << 20
-"""`scan_ranges` reads, walks and decodes the ranges of a segment up to this size together."""
 
 
 def _split_dirs(commitlog_dirs: str | Sequence[str]) -> list[str]:
@@ -99,7 +67,9 @@ def _split_dirs(commitlog_dirs: str | Sequence[str]) -> list[str]:
 class Store:
     """A broker store directory: commit log, consume queues, index files, checkpoint, config.
 
-    Open with `Store.open`. Offsets are physical commit-log offsets unless named queue offsets.
+    Open with `Store.open`. Offsets are physical commit-log offsets unless named queue offsets. The
+    methods without a docstring here delegate to the service of the same method name, where it is
+    documented: `records` (RecordReader), `queues`, `coverage`, `timeline`, `side_index`, `config`.
     """
 
     def __init__(self, location: str, *, index_geometry: tuple[int, int] | None = None,
@@ -118,33 +88,36 @@ class Store:
         if max_message_size <= 0:
             raise ValueError(f"max_message_size must be positive, got {max_message_size}")
         decompress_thread_count(decompress_threads)  # fails at open; None stays: each process uses its cores
-        self.max_message_size = max_message_size
-        self.decompress_threads = decompress_threads
         self.location = location
         self.stats = StoreStats()
         self.fs, self.path = resolve_location(location, filesystem=filesystem, stats=self.stats,
                                               storage_options=storage_options)
         if not self.fs.is_dir(self.path):
             raise StoreLayoutError(f"{location}: no such store directory")
+        self.config = StoreConfig(self.fs, self.path)
         self.commitlog_dirs, lead = self._commitlog_dirs(commitlog_dirs)
         self._files = OpenFiles(self.fs)
         segments, self._layout_problems = list_segments(self.fs, self.commitlog_dirs)
+        self.cache_identity = CacheIdentity.of(location, self.path, self.commitlog_dirs, segments,
+                                               local=isinstance(self.fs, LocalFileSystem))
         if index_geometry is not None and (len(index_geometry) != 2 or min(index_geometry) <= 0):
             raise ValueError(f"index_geometry must be (hash slots, index entries) > 0: {index_geometry!r}")
-        self._index = IndexFiles(self.fs, self.fs.join(self.path, INDEX_DIR), self._files,
+        self.index = IndexFiles(self.fs, self.fs.join(self.path, INDEX_DIR), self._files,
                                  tuple(index_geometry) if index_geometry else None)
         self.log = CommitLog(segments, self._files, self.stats, check_crc_at_end=check_crc_at_end,
-                             end_cache=LogEndCache.for_store(self, check_crc_at_end),
-                             last_indexed=self._index.last_indexed_offset,
-                             crash_min_timestamp=self._crash_min_timestamp,
-                             recovery_cache=LogEndCache.for_store(self, check_crc_at_end, recovery=True),
+                             end_cache=LogEndCache.for_identity(self.cache_identity, check_crc_at_end),
+                             last_indexed=self.index.last_indexed_offset,
+                             crash_min_timestamp=self.config.crash_min_timestamp,
+                             recovery_cache=LogEndCache.for_identity(self.cache_identity, check_crc_at_end,
+                                                                     recovery=True),
                              lead=lead)
-        self._index_tail_scan_limit = index_tail_scan_limit
-        self._queues: dict[tuple[str, int], Queue] = {}
-        self._scan_problems: list[str] = []
-        self._side_index: SideIndex | None = None
-        self.point_reader: PointReader = point_reader()
-        """How `read_offsets` checks and decodes records (tests swap in the reference reader)."""
+        self.queues = Queues(self.fs, self.path, self._files, self.log, self.config)
+        self.records = RecordReader(self.log, self.stats, max_message_size=max_message_size,
+                                    decompress_threads=decompress_threads)
+        self.coverage = Coverage(self.log, self.records, self.queues, self.cache_identity)
+        self.timeline = Timeline(self.log, self.records, self.cache_identity)
+        self.side_index = SideIndex(self.log, self.records, self.index, self.coverage, self.cache_identity,
+                                    location=location, tail_scan_limit=index_tail_scan_limit)
 
     @classmethod
     def open(cls, path_or_uri: str | os.PathLike[str], *, index_geometry: tuple[int, int] | None = None,
@@ -189,8 +162,8 @@ class Store:
         """
         known_end = self.log.__dict__.get("end")
         side = None
-        if self._side_index is not None and not isinstance(self.fs, LocalFileSystem):
-            side = replace(self._side_index, note=None)
+        if self.side_index.parts is not None and not isinstance(self.fs, LocalFileSystem):
+            side = replace(self.side_index.parts, note=None)
         return (_reopen, (self.location, self._open_args, known_end, side))
 
     @property
@@ -210,10 +183,7 @@ class Store:
     def close(self) -> None:
         """Release open files (maps, remote handles, a RocksDB); arrays handed out stay valid."""
         self._files.close()
-        rocks = self.__dict__.pop("_rocks_queues", None)
-        if rocks is not None:
-            self._queues.clear()
-            rocks.db.close()
+        self.queues.close()
 
     def _commitlog_dirs(self, commitlog_dirs: str | Sequence[str] | None) -> tuple[list[str], int]:
         """The commit-log directories and the entry framing of their log: `commitlog/` (or the given
@@ -290,537 +260,136 @@ class Store:
     def problems(self) -> list[str]:
         """Everything odd found so far: layout, skipped records, bad topic names, unusable index files."""
         skipped = [str(place) for place in self.stats.skipped.values()]
-        return self._layout_problems + skipped + self._scan_problems + self._index.problems
+        return (self._layout_problems + self.queues.layout_problems + skipped + self.queues.notes
+                + self.index.problems)
 
     def scan(self, start: int | None = None, end: int | None = None, columns: Sequence[str] | None = None,
              *, check_crc: bool = False, mode: str = FAILFAST, decompress: bool = True,
              batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-        """Record batches of the records whose commitLogOffset is in [start, end), in log order.
-
-        `start` may be any byte (the first record start at or after it is found by resync); None
-        means the log's min / max offset. Only `columns` are decoded (all when None). An invalid
-        record, or a body that cannot be decompressed, raises StoreCorruptionError naming the file
-        and physical offset (FAILFAST) or is counted in `stats` and stepped over (PERMISSIVE: reading
-        resumes at the next valid record).
-        """
-        mode = check_mode(mode)
-        cols = list(arrow_schema(columns).names)
-        lo = self.min_offset if start is None else start
-        hi = self.max_offset if end is None else end
-        for chunk in self.log.chunks(lo, hi, check_crc=check_crc, mode=mode):
-            for first in range(0, len(chunk.starts), batch_rows):
-                starts = chunk.starts[first : first + batch_rows]
-                yield self._decode(chunk.segment, chunk.buf, starts, chunk.base_offset + starts, cols,
-                                   mode, decompress)
+        return self.records.scan(start, end, columns, check_crc=check_crc, mode=mode, decompress=decompress,
+                                 batch_rows=batch_rows)
 
     def scan_ranges(self, ranges: Iterable[tuple[int, int]], columns: Sequence[str] | None = None, *,
                     check_crc: bool = False, mode: str = FAILFAST,
                     decompress: bool = True) -> Iterator[pa.RecordBatch]:
-        """The records of `scan(start, end)` for each range (not in log order across ranges).
-
-        Meant for many small ranges that start at a record start (the bytes no consume queue covers):
-        the ranges inside one segment are read, walked and decoded together in a few compiled calls,
-        not one per range. A range that is large, crosses a segment end or whose walk does not end
-        cleanly at its end is read by `scan` (same errors and counters).
-        """
-        mode = check_mode(mode)
-        cols = list(arrow_schema(columns).names)
-        spans = np.asarray(list(ranges), dtype=np.int64).reshape(-1, 2)
-        starts, ends = spans[:, 0], np.minimum(spans[:, 1], self.max_offset)
-        seg_index = np.searchsorted([seg.base_offset for seg in self.segments], starts, side="right") - 1
-        seg_ends = np.asarray([seg.end_offset for seg in self.segments] + [0], dtype=np.int64)  # [-1]: none
-        gather = ((seg_index >= 0) & (starts < ends) & (ends <= seg_ends[seg_index])
-                  & (ends - starts <= GATHER_RANGE_BYTES) & (self.log.lead == 0))  # DLedger (§2.13): by scan
-        by_scan = [(a, b) for a, b, ok in zip(starts.tolist(), ends.tolist(), gather.tolist(), strict=True)
-                   if not ok and a < b]
-        for i in np.unique(seg_index[gather]).tolist():
-            seg, mine = self.segments[i], gather & (seg_index == i)
-            physical, length = starts[mine], ends[mine] - starts[mine]
-            buf = self.log.read_ranges(seg, (physical - seg.base_offset).tolist(), length.tolist())
-            walked = walk_ranges(buf, physical, length, check_crc=check_crc)
-            self.stats.records_walked += len(walked.starts)
-            by_scan += [(a, a + n) for a, n, ok in zip(physical.tolist(), length.tolist(),
-                                                       walked.clean.tolist(), strict=True) if not ok]
-            for first in range(0, len(walked.starts), DEFAULT_BATCH_ROWS):
-                part = slice(first, first + DEFAULT_BATCH_ROWS)
-                yield self._decode(seg, buf, walked.starts[part], walked.offsets[part], cols, mode,
-                                   decompress)
-        for start, end in sorted(by_scan):
-            yield from self.scan(start, end, cols, check_crc=check_crc, mode=mode, decompress=decompress)
+        return self.records.scan_ranges(ranges, columns, check_crc=check_crc, mode=mode,
+                                        decompress=decompress)
 
     def segment_spans(self) -> list[tuple[int, int]]:
-        """Each segment's part of [min_offset, max_offset), in log order, empty parts left out.
-
-        Scanning ranges that cover a span with `scan(a, b)` yields every record exactly once: a
-        range owns the records whose start is in it (alignment happens at read time by resync).
-        `rmqstore.plan.tasks.split_spans` cuts spans into task-sized pieces.
-        """
-        spans = [(max(self.min_offset, seg.base_offset), min(self.max_offset, seg.end_offset))
-                 for seg in self.segments]
-        return [(lo, hi) for lo, hi in spans if lo < hi]
+        return self.records.segment_spans()
 
     def read_offsets(self, offsets: Iterable[int], columns: Sequence[str] | None = None, *,
                      mode: str = FAILFAST, decompress: bool = True, check_crc: bool = False,
                      strict: bool = True) -> pa.RecordBatch:
-        """The records starting at the given physical offsets, ascending, each offset once.
-
-        Offsets outside [min_offset, max_offset) hold no record and are left out. With `strict`, an
-        offset inside that range that is not a valid record start (checked like §2.12 plus
-        PHYSICALOFFSET == offset) raises StoreCorruptionError (FAILFAST) or is counted (PERMISSIVE);
-        without it such offsets are simply left out (for index candidates and user-typed offsets).
-        """
-        cols = list(arrow_schema(columns).names)
-        batches = list(self.read_offsets_batches(offsets, cols, mode=mode, decompress=decompress,
-                                                 check_crc=check_crc, strict=strict))
-        if not batches:
-            return _empty(cols)
-        return pa.concat_batches(batches) if len(batches) > 1 else batches[0]
+        return self.records.read_offsets(offsets, columns, mode=mode, decompress=decompress,
+                                         check_crc=check_crc, strict=strict)
 
     def read_offsets_batches(self, offsets: Iterable[int], columns: Sequence[str] | None = None, *,
                              mode: str = FAILFAST, decompress: bool = True, check_crc: bool = False,
                              strict: bool = True,
                              batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-        """`read_offsets` as record batches of at most `batch_rows` rows, in offset order (no copy
-        into one batch). The offsets of a segment are read and checked together (`store.points`);
-        many records close together are decoded where they lie, sparse or few ones
-        (`format.points.worth_gathering`) are copied together first, those of several segments into
-        one batch."""
-        mode = check_mode(mode)
-        cols = list(arrow_schema(columns).names)
-        wanted = _sorted_unique(np.asarray(offsets if isinstance(offsets, np.ndarray) else list(offsets),
-                                           dtype=np.int64))
-        wanted = wanted[(wanted >= self.min_offset) & (wanted < self.max_offset)]
-        reader = self.point_reader
-        pending = PendingRecords()
-        for seg, mine in self._by_segment(wanted):
-            for points in read_points(self.log, reader, seg, mine, check_crc=check_crc):
-                if strict:
-                    ok = points.checked.ok
-                    bad = zip(points.positions[~ok].tolist(), points.offsets[~ok].tolist(), strict=True)
-                    for pos, offset in bad:
-                        reason = problem_at(points.buf, pos, offset, check_crc=check_crc)
-                        self._bad_offset(seg, offset, reason, mode)
-                found = points.valid()
-                for first in range(0, len(found), batch_rows):
-                    part = found.part(first, first + batch_rows)
-                    if worth_gathering(part):
-                        pending.add(part, points.held)
-                        while pending.rows >= batch_rows or pending.held > MAX_PENDING_BYTES:
-                            yield self._decode_records(reader.gather(pending.take(batch_rows)), cols, mode,
-                                                       decompress)
-                        continue
-                    if pending.rows:
-                        yield self._decode_records(reader.gather(pending.take(batch_rows)), cols, mode,
-                                                   decompress)
-                    yield self._decode_records(part, cols, mode, decompress, seg)
-        if pending.rows:
-            yield self._decode_records(reader.gather(pending.take(batch_rows)), cols, mode, decompress)
+        return self.records.read_offsets_batches(offsets, columns, mode=mode, decompress=decompress,
+                                                 check_crc=check_crc, strict=strict, batch_rows=batch_rows)
 
-    def _decode_records(self, records: PointRecords, columns: list[str], mode: str, decompress: bool,
-                        seg: Segment | None = None) -> pa.RecordBatch:
-        return self._decode(seg, records.buf, records.positions, records.physical, columns, mode, decompress,
-                            self.point_reader.decode)
+    @property
+    def decompress_threads(self) -> int | None:
+        return self.records.decompress_threads
 
-    def _decode(self, seg: Segment | None, buf: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
-                columns: list[str], mode: str, decompress: bool,
-                decode: Callable[..., pa.RecordBatch] = decode_records) -> pa.RecordBatch:
-        """`decode` (`decode_records`) of the records at buffer positions `starts` (physical `offsets`)
-        of `seg` (None: of the segments that hold those offsets).
+    @property
+    def point_reader(self) -> PointReader:
+        return self.records.point_reader
 
-        A body that cannot be decompressed raises StoreCorruptionError naming the file and the
-        record's physical offset (FAILFAST), or leaves that record out and counts it (PERMISSIVE).
-        """
-        while True:
-            try:
-                batch = decode(buf, starts, offsets, columns, decompress=decompress,
-                               max_body_size=self.max_message_size,
-                               decompress_threads=self.decompress_threads)
-            except BodyDecompressionError as exc:
-                offset = int(offsets[exc.row])
-                path = self._path_of(seg, offset)
-                if mode == FAILFAST:
-                    raise StoreCorruptionError(path, offset, exc.cause) from None
-                self.stats.skip(path, offset, _total_size(buf, int(starts[exc.row])), exc.cause)
-                starts, offsets = np.delete(starts, exc.row), np.delete(offsets, exc.row)
-                continue
-            self.stats.records_decoded += len(starts)
-            return batch
-
-    def _path_of(self, seg: Segment | None, offset: int) -> str:
-        """The file of `seg`, or when None of the segment holding the physical `offset`."""
-        held = seg or self.log.segment_at(offset)
-        assert held is not None, offset  # a decoded record's offset lies in the segment it was read from
-        return held.path
-
-    def _by_segment(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
-        """Sorted offsets grouped by segment; offsets in no segment are dropped."""
-        bases = np.asarray([seg.base_offset for seg in self.segments], dtype=np.int64)
-        ends = np.asarray([seg.end_offset for seg in self.segments], dtype=np.int64)
-        index = np.searchsorted(bases, offsets, side="right") - 1
-        inside = (index >= 0) & (offsets < ends[np.maximum(index, 0)])
-        offsets, index = offsets[inside], index[inside]
-        if not len(offsets):
-            return
-        breaks = np.flatnonzero(np.diff(index)) + 1
-        for part, seg_index in zip(np.split(offsets, breaks), index[np.r_[0, breaks]].tolist(), strict=True):
-            yield self.segments[seg_index], part
-
-    def _bad_offset(self, seg: Segment, offset: int, reason: str, mode: str) -> None:
-        if mode == FAILFAST:
-            raise StoreCorruptionError(seg.path, offset, f"no valid record: {reason}")
-        self.stats.skip(seg.path, offset, 0, f"no valid record: {reason}")
+    @point_reader.setter
+    def point_reader(self, reader: PointReader) -> None:
+        self.records.point_reader = reader
 
     # ---- lookups ------------------------------------------------------------------------------
 
     def last_indexed_offset(self) -> int | None:
         """endPhyOffset of the newest index file (None: no index), the last record the broker indexed."""
-        return self._index.last_indexed_offset()
+        return self.index.last_indexed_offset()
 
     @property
     def index_files(self) -> list[IndexFileInfo]:
         """Index files oldest first, each with its geometry, header and `problem` (None when usable)."""
-        return self._index.infos
-
-    def side_index(self) -> SideIndex:
-        """The side index of the records the broker's index lacks (`rmqstore.store.side_index`), built
-        from a scan of only those ranges the first time and cached outside the store; once per Store.
-        Its `note` says what was built (None when it came from the cache).
-
-        Raises IndexUnavailableError when an index file is damaged, or when the index lacks more than
-        `index_tail_scan_limit` bytes besides ROLLBACK records (e.g. no index at all): scan instead.
-        """
-        if self._side_index is None:
-            problems = self._index.problems
-            if problems:
-                raise IndexUnavailableError("index files unusable: " + "; ".join(problems))
-            holes = index_holes(self)
-            lacking = sum(end - start for start, end in holes)
-            if lacking > self._index_tail_scan_limit:
-                raise IndexUnavailableError(
-                    f"the index lacks {lacking} bytes of the log in {len(holes)} range(s) from physical "
-                    f"offset {holes[0][0]} (records past its end or of lost index files; limit "
-                    f"{self._index_tail_scan_limit}): scan instead"
-                )
-            self._side_index = open_side_index(self, lacking_ranges(self))
-        return self._side_index
+        return self.index.infos
 
     def key_topics(self) -> list[str]:
-        """The topics a key or uniqKey lookup without topics probes, sorted: `indexed_topics` and the
-        topics of the side index's records."""
-        return sorted(set(self.indexed_topics()).union(self.side_index().topics))
+        return self.side_index.key_topics()
 
     def index_candidates(self, value: str, topics: Iterable[str] | None = None) -> list[int]:
-        """Physical offsets, ascending, that the index holds under `topic#value` for each of `topics`
-        (None: every topic a lookup probes, `key_topics`): the broker's index files and the side index
-        of what they lack (`side_index`: ROLLBACK records, records past the index's end, lost index
-        files). `value` is a KEYS token or a UNIQ_KEY (the broker indexes both alike, §5.4).
-
-        Candidates only: hashes collide, index times are whole seconds, and an entry may point outside
-        the valid log or at no record; `rmqstore.plan` reads and confirms them (finding records by key
-        is `rmqstore.plan.lookup`). Raises IndexUnavailableError when the index cannot answer
-        completely (see `side_index`).
-        """
-        side = self.side_index()
-        candidates: set[int] = set()
-        for topic in self.key_topics() if topics is None else sorted(set(topics)):
-            self.stats.index_files_probed += len(self._index.infos)
-            candidates.update(self._index.candidates(topic, value))
-            candidates.update(side.candidates(topic, value))
-        return sorted(candidates)
+        return self.side_index.index_candidates(value, topics)
 
     def prefetch_index(self, keys: Sequence[str], topics: Iterable[str] | None = None) -> None:
-        """Before probing many values (`index_candidates` with the same `topics`) in a remote store:
-        fetch the slots and first entries of all their probes together, instead of a round trip per
-        probe step. Nothing happens for a local store."""
-        self._index.prefetch(sorted(self.indexed_topics() if topics is None else set(topics)), keys)
+        self.side_index.prefetch_index(keys, topics)
 
     # ---- consume queues -----------------------------------------------------------------------
 
-    @property
-    def _consumequeue_dir(self) -> str:
-        return self.fs.join(self.path, CONSUMEQUEUE_DIR)
-
-    @cached_property
-    def _batch_topics(self) -> frozenset[str]:
-        """Topics with a directory under `batchconsumequeue/` (§4.5): their queues are read there."""
-        directory = self.fs.join(self.path, BATCH_CONSUMEQUEUE_DIR)
-        return frozenset(e.name for e in list_entries(self.fs, directory) if e.is_dir)
-
-    def _queues_dir(self, topic: str) -> str:
-        """The directory holding `topic`'s queues: `batchconsumequeue/` for a BatchCQ topic (§4.5)."""
-        root = BATCH_CONSUMEQUEUE_DIR if topic in self._batch_topics else CONSUMEQUEUE_DIR
-        return self.fs.join(self.path, root, check_topic_dir_name(topic))
-
     def topics(self) -> list[str]:
-        """Topics with a (batch) consume-queue directory or an entry in topics.json, sorted.
-
-        Names that cannot be a directory inside the store (`..`, separators), entries of
-        `consumequeue/` that are not directories (symlink loops, FIFOs) and an unreadable topics.json
-        are left out and reported in `problems`.
-        """
-        names = set(self._batch_topics)
-        rocks = self._rocks_queues
-        for entry in [] if rocks is not None else list_entries(self.fs, self._consumequeue_dir):
-            if entry.is_dir:
-                names.add(entry.name)
-            elif entry.special is not None:
-                self._note(f"{entry.path}: {entry.special}, not a topic directory; ignored")
-        names.update(rocks.topics() if rocks is not None else ())
-        try:
-            names.update(self.topic_configs())
-        except StoreError as exc:
-            self._note(f"{exc}; topics are taken from {CONSUMEQUEUE_DIR}/ only")
-        good = []
-        for name in sorted(names):
-            problem = topic_dir_problem(name)
-            if problem is None:
-                good.append(name)
-            else:
-                self._note(f"topic {name!r} skipped: {problem}")
-        return good
-
-    def _note(self, problem: str) -> None:
-        if problem not in self._scan_problems:
-            self._scan_problems.append(problem)
+        return self.queues.topics()
 
     def queue_ids(self, topic: str) -> list[int]:
-        """Queue ids that have a directory under `consumequeue/<topic>/` (`batchconsumequeue/`, §4.5), sorted.
-
-        Entries that are not directories, or whose number is not a Java int, are reported in
-        `problems`; so is a topic directory that cannot be listed (a symlink loop).
-        """
-        directory = self._queues_dir(topic)
-        if self._rocks_queues is not None:
-            return self._rocks_queues.queue_ids(topic)
-        try:
-            entries = list_entries(self.fs, directory)
-        except UnreadableFileError as exc:
-            self._note(f"{exc}; topic {topic!r} has no readable queues")
-            return []
-        ids = []
-        for entry in entries:
-            if not (entry.name.isascii() and entry.name.isdigit()):
-                continue
-            if entry.special is not None:
-                self._note(f"{entry.path}: {entry.special}, not a queue directory; ignored")
-            elif entry.is_dir and int(entry.name) > JAVA_INT_MAX:
-                self._note(f"{entry.path}: queue id beyond Integer.MAX_VALUE; ignored")
-            elif entry.is_dir:
-                ids.append(int(entry.name))
-        return sorted(ids)
-
-    @cached_property
-    def _rocks_queues(self) -> RocksConsumeQueues | None:
-        """The queues of a RocksDB consume queue (§4.7, `storeType=defaultRocksDB`): `consumequeue/`, or
-        `consumequeue_rocksdb/` (`useSeparateStorePathForRocksdbCQ`) when `consumequeue/` has no queue
-        files; None for queue files."""
-        separate = self.fs.join(self.path, ROCKSDB_CONSUMEQUEUE_DIR)
-        if is_rocksdb(self.fs, self._consumequeue_dir):
-            path = self._consumequeue_dir
-        elif is_rocksdb(self.fs, separate) and not any(
-                e.is_dir for e in list_entries(self.fs, self._consumequeue_dir)):
-            path = separate
-        else:
-            return None
-        feature = "the consume queue (storeType=defaultRocksDB)"
-        return RocksConsumeQueues(local_rocksdb(self.fs, path, feature))
+        return self.queues.queue_ids(topic)
 
     def consume_queue(self, topic: str, queue_id: int) -> Queue:
-        """The consume queue of (topic, queueId): a BatchConsumeQueue for a BatchCQ topic (§4.5), the
-        RocksDB's queue in a RocksDB store (§4.7); empty (min = max = 0) when it has no units."""
-        check_topic_dir_name(topic)
-        if queue_id < 0:
-            raise ValueError(f"queue id must be >= 0, got {queue_id}")
-        queue = self._queues.get((topic, queue_id))
-        if queue is None and self._rocks_queues is not None:
-            queue = self._rocks_queues.queue(topic, queue_id, self.min_offset, self.max_offset)
-            self._queues[(topic, queue_id)] = queue
-        elif queue is None:
-            directory = self.fs.join(self._queues_dir(topic), str(queue_id))
-            segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
-            batch = topic in self._batch_topics
-            unit = BCQ_UNIT_SIZE if batch else CQ_UNIT_SIZE
-            misnamed = [seg for seg in segments if seg.base_offset % unit]
-            problems += [f"{seg.path}: name is not a multiple of {unit}; ignored" for seg in misnamed]
-            segments = [seg for seg in segments if seg not in misnamed]
-            self._layout_problems.extend(problems)
-            kind = BatchConsumeQueue if batch else ConsumeQueue
-            queue = kind(topic, queue_id, segments, self._files, self.min_offset, self.max_offset)
-            self._queues[(topic, queue_id)] = queue
-        return queue
+        return self.queues.consume_queue(topic, queue_id)
 
     def consume_queue_ext(self, topic: str, queue_id: int) -> ConsumeQueueExt:
-        """The ConsumeQueueExt files of (topic, queueId) (§4.4); none when the broker never wrote any."""
-        directory = self.fs.join(self.path, CONSUMEQUEUE_EXT_DIR, check_topic_dir_name(topic), str(queue_id))
-        segments, problems = list_segments(self.fs, [directory], skip_unreadable=True)
-        self._layout_problems.extend(problems)
-        return ConsumeQueueExt(segments, self._files)
-
-    @cached_property
-    def _coverage(self) -> list[SegmentVerdict]:
-        return segment_verdicts(self)
-
-    @cached_property
-    def _uncovered(self) -> list[tuple[int, int]]:
-        return [gap for verdict in self._coverage for gap in verdict.gaps]
+        return self.queues.consume_queue_ext(topic, queue_id)
 
     def uncovered_ranges(self) -> list[tuple[int, int]]:
-        """Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to.
-
-        Transaction PREPARED / ROLLBACK records (§4.1), records the queues have not caught up with and
-        records of topics without a queue directory; everything else is found through the queues.
-        Decided per segment (`rmqstore.store.coverage`), computed once per Store and cached on disk
-        outside the store for sealed segments. Not carried along when the Store is pickled.
-        """
-        return list(self._uncovered)
+        return self.coverage.uncovered_ranges()
 
     def unindexed_ranges(self) -> list[tuple[int, int]]:
-        """The parts of `uncovered_ranges` that key and uniqKey lookups cannot find through the index.
-
-        ROLLBACK records (the only transaction type the broker does not index, §5.4) and bytes holding
-        no valid record; the lookups find them, and the records past the index's end, in `side_index`.
-        """
-        return list(self._unindexed)
-
-    @cached_property
-    def _unindexed(self) -> list[tuple[int, int]]:
-        return [gap for verdict in self._coverage for gap in verdict.unindexed]
+        return self.coverage.unindexed_ranges()
 
     def indexed_topics(self) -> list[str]:
-        """Every topic that can have records in the index, sorted: the topics of `topics()` and those of
-        the records in `uncovered_ranges` the index has (a topic holding only transaction PREPARED
-        records has no queue directory and may be in no topics.json, yet they are indexed, §5.4).
-
-        Key and uniqKey lookups without topics probe `topic#key` for each of these.
-        """
-        return sorted(set(self.topics()).union(*(verdict.topics for verdict in self._coverage)))
+        return self.coverage.indexed_topics()
 
     def uncovered_segments(self) -> list[Segment]:
-        """The segments holding `uncovered_ranges`, by base offset."""
-        return [seg for seg in self.segments if any(seg.contains(start) for start, _ in self._uncovered)]
+        return self.coverage.uncovered_segments()
 
     # ---- time ---------------------------------------------------------------------------------
 
-    @cached_property
-    def _time_runs(self) -> list[TimeRun]:
-        return time_runs(self)
-
     def seek_time(self, ts_ms: int) -> int:
-        """Physical offset of the first record (log order) with storeTimestamp >= ts_ms, else max_offset.
-
-        Exact also when the broker's clock stepped back, by any amount: the log's store times are
-        summarized per segment (`rmqstore.store.timeline`, one walk of the storeTimestamp column per
-        segment, cached on disk outside the store and kept per Store), then bisected.
-        """
-        return first_at_or_after(self, self._time_runs, ts_ms)
-
-    @cached_property
-    def _window_runs(self) -> WindowRuns:
-        return window_runs(self)
+        return self.timeline.seek_time(ts_ms)
 
     def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
-        """Commit-log byte ranges, in log order, holding every record with begin_ms <= storeTimestamp
-        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`).
-
-        On a remote store, the segments whose store times are not summarized yet are taken whole
-        (`unsummarized_spans`) instead of downloaded to be summarized: the scan of them summarizes them
-        (`rmqstore.store.timeline.summarizing`).
-        """
-        return time_ranges(self, self._window_runs.runs, begin_ms, end_ms)
+        return self.timeline.time_ranges(begin_ms, end_ms)
 
     def unsummarized_spans(self) -> list[tuple[int, int]]:
-        """The parts of the log [start, end), one per segment, that `time_ranges` takes whole because
-        their store times are not summarized yet (remote stores only)."""
-        return list(self._window_runs.unknown)
+        return self.timeline.unsummarized_spans()
 
     def walked_spans(self) -> list[tuple[int, int]]:
-        """The parts of the log, one per segment, whose store times `time_ranges` walked because the
-        tasks of an earlier plan were asked to summarize them and no summary came back (remote stores)."""
-        return list(self._window_runs.walked)
+        return self.timeline.walked_spans()
 
     def ask_summaries(self, spans: Sequence[tuple[int, int]]) -> None:
-        """Note that a plan's tasks summarize these `unsummarized_spans`: a later plan that finds no
-        summary of them walks them (`rmqstore.store.timeline.window_runs`)."""
-        ask_summaries(self, spans)
+        self.timeline.ask_summaries(spans)
 
     # ---- metadata -----------------------------------------------------------------------------
 
-    @property
-    def _config_dir(self) -> str:
-        return self.fs.join(self.path, CONFIG_DIR)
-
     def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
-        """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)
-        or the RocksDB config/consumerOffsets/ (§4.8)."""
-        return load_consumer_offsets(self.fs, self._config_dir)
+        return self.config.consumer_offsets()
 
     def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
-        """topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
-
-        UnknownNameError naming the group, the close and the known ones when it committed none.
-        """
-        table = self.consumer_offsets()
-        found = {topic: dict(queues) for (topic, g), queues in table.items() if g == group}
-        if not found:
-            path = consumer_offsets_source(self.fs, self._config_dir)
-            raise UnknownNameError("consumer group", group, sorted({g for _, g in table}),
-                                   f"has no committed offsets in {path}")
-        return found
+        return self.config.group_offsets(group)
 
     def topic_configs(self) -> dict[str, dict]:
-        """topic -> TopicConfig fields from config/topics.json (.bak fallback); {} when absent."""
-        return load_topic_configs(self.fs, self._config_dir)
+        return self.config.topic_configs()
 
-    @cached_property
+    @property
     def checkpoint(self) -> Checkpoint | None:
-        """The `checkpoint` file (§6.1), None when the store has none."""
-        path = self.fs.join(self.path, CHECKPOINT_FILE)
-        if not self.fs.exists(path):
-            return None
-        try:
-            return parse_checkpoint(read_small_file(self.fs, path))
-        except ValueError as exc:
-            raise StoreCorruptionError(path, 0, str(exc)) from None
-
-    def _crash_min_timestamp(self) -> int | None:
-        """getMinTimestamp() of the checkpoint when `abort` exists, else None: where abnormal recovery
-        starts (§6.3). 0 (recovery from the first segment) without a readable checkpoint."""
-        if not self.abort_present:
-            return None
-        try:
-            checkpoint = self.checkpoint
-        except StoreCorruptionError:
-            return 0
-        return checkpoint.min_timestamp() if checkpoint else 0
+        return self.config.checkpoint
 
     @property
     def abort_present(self) -> bool:
-        """True when `abort` exists: the broker is running or did not shut down cleanly (§6.2)."""
-        return self.fs.exists(self.fs.join(self.path, ABORT_FILE))
-
-
-def _total_size(buf: np.ndarray, pos: int) -> int:
-    return int.from_bytes(bytes(buf[pos : pos + 4]), "big", signed=True) if len(buf) - pos >= 4 else 1 << 62
-
-
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """The distinct values, ascending. A stable sort (timsort) is linear on the few ascending runs
-    that plans pass (one per consume queue), where np.unique's hashing is several times slower."""
-    if np.all(values[1:] > values[:-1]):
-        return values
-    values = np.sort(values, kind="stable")
-    return values[np.r_[True, values[1:] != values[:-1]]]
-
-
-def _empty(columns: list[str]) -> pa.RecordBatch:
-    schema = arrow_schema(columns)
-    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
+        return self.config.abort_present
 
 
 def _reopen(location: str, options: dict[str, Any], known_end: LogEnd | None = None,
-            side_index: SideIndex | None = None) -> Store:
+            side_index: SideIndexParts | None = None) -> Store:
     store = Store(location, **options)
     if known_end is not None:
         store.log.end = known_end  # fills the cached_property: the end found where it was pickled
-    store._side_index = side_index
+    store.side_index.parts = side_index
     return store

@@ -28,7 +28,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,12 +43,15 @@ from rmqstore.format.layout import (
 )
 from rmqstore.format.record import check_record, decode_record
 from rmqstore.format.resync import next_record_start
-from rmqstore.io.base import RandomAccessFile
+from rmqstore.io.base import RandomAccessFile, StoreFileSystem
+from rmqstore.store.commitlog import CommitLog
+from rmqstore.store.config import StoreConfig
 from rmqstore.store.errors import StoreCorruptionError
+from rmqstore.store.index import IndexFiles
 from rmqstore.store.names import segment_file_name
+from rmqstore.store.queues import Queues
 from rmqstore.store.segments import OpenFiles, Segment
-from rmqstore.store.shape import DLEDGER, refuse
-from rmqstore.store.store import Store
+from rmqstore.store.shape import DLEDGER, Shape, refuse
 
 _HEADER = struct.Struct(">iI")
 """TOTALSIZE, MAGICCODE: the first 8 bytes of every record and BLANK (§2.2, §2.6)."""
@@ -98,14 +101,35 @@ class LogWalkCache:
     segment_counts: dict[int, int] = field(default_factory=dict)
 
 
+class OpenedStore(Protocol):
+    """What a tail is made of: a freshly opened store's listing, file system and services."""
+
+    @property
+    def location(self) -> str: ...
+    @property
+    def fs(self) -> StoreFileSystem: ...
+    @property
+    def shape(self) -> Shape: ...
+    @property
+    def log(self) -> CommitLog: ...
+    @property
+    def queues(self) -> Queues: ...
+    @property
+    def index(self) -> IndexFiles: ...
+    @property
+    def config(self) -> StoreConfig: ...
+
+
 class SealConfirmer:
     """Rule (c) and (d) of the module docstring: the consume queue or a closed store vouch for a record."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, queues: Queues, index: IndexFiles, config: StoreConfig) -> None:
+        self._queues = queues
+        self._index = index
+        self._config = config
 
     def store_closed(self) -> bool:
-        return not self._store.abort_present
+        return not self._config.abort_present
 
     def unit_confirms(self, data: Any, pos: int, physical_offset: int, size: int) -> bool:
         """True when the record's consume-queue unit exists and points at exactly this record."""
@@ -113,7 +137,7 @@ class SealConfirmer:
             record = decode_record(data, pos, decompress=False)
             if record.sys_flag & SYSFLAG_TRANSACTION_MASK not in QUEUED_TRANSACTION_TYPES:
                 return False  # prepared / rollback records never get a unit (§4.1)
-            queue = self._store.consume_queue(record.topic, record.queue_id)
+            queue = self._queues.consume_queue(record.topic, record.queue_id)
         except (OSError, ValueError):
             return False
         if record.queue_offset >= queue.max_offset or record.queue_offset < queue.min_offset:
@@ -125,10 +149,10 @@ class SealConfirmer:
         """The furthest record start after `position` that the store's consume queues (a queue's last
         valid unit) or index (the newest file's endPhyOffset) name, or None: evidence that a failing
         record at `position` is damage, not a record still being written (damage.md §2)."""
-        store = self._store
-        known = [store.last_indexed_offset()]
-        for topic in store.topics():
-            known += [store.consume_queue(topic, queue_id).last_phy() for queue_id in store.queue_ids(topic)]
+        queues = self._queues
+        known = [self._index.last_indexed_offset()]
+        for topic in queues.topics():
+            known += [queues.consume_queue(topic, qid).last_phy() for qid in queues.queue_ids(topic)]
         after = [k for k in known if k is not None and k > position]
         return max(after) if after else None
 
@@ -176,12 +200,13 @@ class CommitLogTail:
         self.skipped: list[str] = []
 
     @classmethod
-    def of(cls, store: Store, cache: LogWalkCache, *, permissive: bool = False) -> CommitLogTail:
+    def of(cls, store: OpenedStore, cache: LogWalkCache, *, permissive: bool = False) -> CommitLogTail:
         """The tail of a freshly opened `store` (its segment listing), its own file handles, the
         store's consume queues and `abort` file as the confirmer (rules c and d). A DLedger log
         (§2.13) is refused by name: this walk knows no entry framing."""
         refuse(store.location, store.shape, DLEDGER, "streaming")
-        return cls(list(store.segments), OpenFiles(store.fs).get, SealConfirmer(store), cache,
+        confirmer = SealConfirmer(store.queues, store.index, store.config)
+        return cls(list(store.log.segments), OpenFiles(store.fs).get, confirmer, cache,
                    permissive=permissive)
 
     @property

@@ -14,7 +14,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from functools import cached_property
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -27,14 +28,13 @@ from rmqstore.format.layout import (
     OFF_PHYSICALOFFSET,
     OFF_TOTALSIZE,
 )
-from rmqstore.store.commitlog import PROBE_BYTES
+from rmqstore.store.cache_identity import CacheIdentity
+from rmqstore.store.commitlog import PROBE_BYTES, CommitLog
 from rmqstore.store.contract_store import TIMELINE_CACHE_KIND, TIMELINE_CACHE_VERSION
 from rmqstore.store.errors import PERMISSIVE
+from rmqstore.store.records import RecordReader
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segments import Segment
-
-if TYPE_CHECKING:
-    from rmqstore.store.store import Store
 
 MAX_RUNS = 256
 """A segment with more runs than this is summarized as one unordered run."""
@@ -48,6 +48,17 @@ SUMMARY_COLUMNS = (*RUN_COLUMNS, "bodyCrc", "bornTimestamp")
 UNKNOWN_FIRST_MS, UNKNOWN_LAST_MS = -(2**63), 2**63 - 1
 """The times of a run whose times are not known yet (a remote segment not summarized yet)."""
 _I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
+
+
+class TimedLog(Protocol):
+    """What the functions below read: the log, its records and the identity its cache files are kept by."""
+
+    @property
+    def log(self) -> CommitLog: ...
+    @property
+    def records(self) -> RecordReader: ...
+    @property
+    def cache_identity(self) -> CacheIdentity: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +124,59 @@ class _Runs:
         return _Summary(tuple(runs), self.last)
 
 
-def time_runs(store: Store) -> list[TimeRun]:
+class Timeline:
+    """Seeks and windows by store time over `log` (module docstring), its summaries cached outside the
+    store under `cache_identity` and kept per instance."""
+
+    def __init__(self, log: CommitLog, records: RecordReader, cache_identity: CacheIdentity) -> None:
+        self.log = log
+        self.records = records
+        self.cache_identity = cache_identity
+
+    @cached_property
+    def _time_runs(self) -> list[TimeRun]:
+        return time_runs(self)
+
+    def seek_time(self, ts_ms: int) -> int:
+        """Physical offset of the first record (log order) with storeTimestamp >= ts_ms, else max_offset.
+
+        Exact also when the broker's clock stepped back, by any amount: the log's store times are
+        summarized per segment (module docstring: one walk of the storeTimestamp column per segment,
+        cached on disk outside the store and kept per store), then bisected.
+        """
+        return first_at_or_after(self, self._time_runs, ts_ms)
+
+    @cached_property
+    def _window_runs(self) -> WindowRuns:
+        return window_runs(self)
+
+    def time_ranges(self, begin_ms: int | None, end_ms: int | None) -> list[tuple[int, int]]:
+        """Commit-log byte ranges, in log order, holding every record with begin_ms <= storeTimestamp
+        <= end_ms (inclusive; None: unbounded), and few others (clock steps included; see `seek_time`).
+
+        On a remote store, the segments whose store times are not summarized yet are taken whole
+        (`unsummarized_spans`) instead of downloaded to be summarized: the scan of them summarizes them
+        (`summarizing`).
+        """
+        return time_ranges(self, self._window_runs.runs, begin_ms, end_ms)
+
+    def unsummarized_spans(self) -> list[tuple[int, int]]:
+        """The parts of the log [start, end), one per segment, that `time_ranges` takes whole because
+        their store times are not summarized yet (remote stores only)."""
+        return list(self._window_runs.unknown)
+
+    def walked_spans(self) -> list[tuple[int, int]]:
+        """The parts of the log, one per segment, whose store times `time_ranges` walked because the
+        tasks of an earlier plan were asked to summarize them and no summary came back (remote stores)."""
+        return list(self._window_runs.walked)
+
+    def ask_summaries(self, spans: Sequence[tuple[int, int]]) -> None:
+        """Note that a plan's tasks summarize these `unsummarized_spans`: a later plan that finds no
+        summary of them walks them (`window_runs`)."""
+        ask_summaries(self, spans)
+
+
+def time_runs(store: TimedLog) -> list[TimeRun]:
     """The runs of every segment holding records, in log order (from the cache where still valid,
     else walked)."""
     live, summaries, _ = _summaries(store, walk=True)
@@ -130,7 +193,7 @@ class WindowRuns(NamedTuple):
     """The spans of the segments walked because their tasks were asked and no summary came back."""
 
 
-def window_runs(store: Store) -> WindowRuns:
+def window_runs(store: TimedLog) -> WindowRuns:
     """The runs a window plan uses, the spans [start, end) of the segments among them whose times are
     not known yet, and those walked by the rule below (`WindowRuns`): on a remote store whose listing
     gives modification times, a segment with no cached summary (or pieces covering it) is one
@@ -155,7 +218,7 @@ def window_runs(store: Store) -> WindowRuns:
     return WindowRuns(runs, unknown, [_span(store, seg) for seg in walked])
 
 
-def ask_summaries(store: Store, spans: Iterable[tuple[int, int]]) -> None:
+def ask_summaries(store: TimedLog, spans: Iterable[tuple[int, int]]) -> None:
     """Note in the cache directory that the tasks of a plan were asked to summarize the segments
     holding `spans` (unknown spans of `window_runs`): the next plan walks those it still lacks."""
     cache = _cache(store)
@@ -164,14 +227,14 @@ def ask_summaries(store: Store, spans: Iterable[tuple[int, int]]) -> None:
     for start, _ in spans:
         seg = store.log.segment_at(start)
         if seg is not None:
-            cache.save_asked(store, seg)
+            cache.save_asked(store.log, seg)
 
 
-def summarizing(store: Store, start: int, end: int,
+def summarizing(store: TimedLog, start: int, end: int,
                 batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """`batches` (a scan of [start, end), inside one segment, decoding `SUMMARY_COLUMNS`) passed on;
-    once all were read, and the read met no damaged record (`store.stats.skipped`: then it returned the
-    records a walk returns), their summary is cached as the piece [start, end) of the segment's."""
+    once all were read, and the read met no damaged record (`StoreStats.skipped`: then it returned
+    the records a walk returns), their summary is cached as the piece [start, end) of the segment's."""
     runs = _Runs()
     for batch in batches:
         runs.add_batch(batch)
@@ -180,35 +243,35 @@ def summarizing(store: Store, start: int, end: int,
         yield batch
     seg = store.log.segment_at(start)
     cache = _cache(store)
-    if seg is None or cache is None or store.stats.skipped or not _by_pieces(store, cache):
+    if seg is None or cache is None or store.records.stats.skipped or not _by_pieces(store, cache):
         return
-    cache.save_piece(store, seg, start, end, runs.summary().to_entry())
+    cache.save_piece(store.log, seg, start, end, runs.summary().to_entry())
 
 
-def _cache(store: Store) -> SegmentCache | None:
+def _cache(store: TimedLog) -> SegmentCache | None:
     return SegmentCache.for_store(store, TIMELINE_CACHE_KIND, TIMELINE_CACHE_VERSION, content_checked=True)
 
 
-def _by_pieces(store: Store, cache: SegmentCache) -> bool:
+def _by_pieces(store: TimedLog, cache: SegmentCache) -> bool:
     """Summaries may be joined from pieces: a remote store whose segments have modification times."""
-    return not cache.local and all(seg.mtime_ns is not None for seg in store.segments)
+    return not cache.local and all(seg.mtime_ns is not None for seg in store.log.segments)
 
 
-def _span(store: Store, seg: Segment) -> tuple[int, int]:
+def _span(store: TimedLog, seg: Segment) -> tuple[int, int]:
     """The segment's part of the log (what its summary covers)."""
-    return max(store.min_offset, seg.base_offset), min(seg.end_offset, store.max_offset)
+    return max(store.log.min_offset, seg.base_offset), min(seg.end_offset, store.log.max_offset)
 
 
-def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _Summary], list[Segment]]:
+def _summaries(store: TimedLog, *, walk: bool) -> tuple[list[Segment], dict[int, _Summary], list[Segment]]:
     """The live segments and, by base offset, their summaries: cached, else joined from cached pieces
     (where pieces are used), else walked (with `walk`, where pieces are not used, or where tasks were
     asked for pieces: `window_runs`, the segments returned third); what is new is cached. On a remote
     store each one is checked to still end with the record it ends with."""
-    live = [s for s in store.segments if s.base_offset < store.max_offset]
+    live = [s for s in store.log.segments if s.base_offset < store.log.max_offset]
     cache = _cache(store)
     pieces = cache is not None and _by_pieces(store, cache)
     found = {base: _Summary.from_entry(entry) for base, entry in
-             (cache.load(store, live) if cache else {}).items()}
+             (cache.load(store.log, live) if cache else {}).items()}
     if cache and not cache.local:  # maybe no mtime: the segment must still end with the same record
         found = {base: summary for base, summary in found.items() if _checked(store, base, summary)}
     joined = {}
@@ -222,26 +285,26 @@ def _summaries(store: Store, *, walk: bool) -> tuple[list[Segment], dict[int, _S
     asked: list[Segment] = []
     if not walk and pieces:  # only those whose tasks were asked (`window_runs`)
         assert cache is not None
-        lacking = asked = [s for s in lacking if cache.asked(store, s)]
+        lacking = asked = [s for s in lacking if cache.asked(store.log, s)]
     fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None) for s in lacking}
     found.update(fresh)
     if cache and (fresh or joined):
-        cache.save(store, [(s, found[s.base_offset].to_entry()) for s in live if s.base_offset in found])
+        cache.save(store.log, [(s, found[s.base_offset].to_entry()) for s in live if s.base_offset in found])
         for seg in live:
             if pieces and (seg.base_offset in joined or seg.base_offset in fresh):
                 cache.drop_pieces(seg)  # in the segment's entry now
     return live, found, asked
 
 
-def _checked(store: Store, base: int, summary: _Summary) -> bool:
+def _checked(store: TimedLog, base: int, summary: _Summary) -> bool:
     """The segment at `base` still ends with the record the summary ends with (or it has none)."""
     seg = store.log.segment_at(base)
     return summary.last is None or (seg is not None and _still_ends(store, seg, summary))
 
 
-def _joined(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
+def _joined(store: TimedLog, cache: SegmentCache, seg: Segment) -> _Summary | None:
     """The summary of `seg` from cached pieces that cover its part of the log one after another."""
-    pieces = cache.pieces(store, seg)
+    pieces = cache.pieces(store.log, seg)
     start, end = _span(store, seg)
     runs = _Runs()
     while start < end:
@@ -255,7 +318,7 @@ def _joined(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
     return runs.summary() if start == end else None
 
 
-def _grown(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
+def _grown(store: TimedLog, cache: SegmentCache, seg: Segment) -> _Summary | None:
     """The cached summary of `seg` from when it held the valid end, if the segment has only grown
     since: the broker appends and never rewrites records before its valid end, so the cached runs
     still hold when the record they end with is still there (same identity)."""
@@ -266,18 +329,18 @@ def _grown(store: Store, cache: SegmentCache, seg: Segment) -> _Summary | None:
     summary = _Summary.from_entry(entry)
     if size != seg.size or records_end is None or summary.last is None:
         return None
-    if min(seg.end_offset, store.max_offset) < summary.runs[-1].end:
+    if min(seg.end_offset, store.log.max_offset) < summary.runs[-1].end:
         return None
     return summary if _still_ends(store, seg, summary) else None
 
 
-def _still_ends(store: Store, seg: Segment, summary: _Summary) -> bool:
+def _still_ends(store: TimedLog, seg: Segment, summary: _Summary) -> bool:
     """The record the summary ends with is still there (same identity)."""
     assert summary.last is not None
     return _identity(store, seg, summary.last[0]) == summary.last
 
 
-def _identity(store: Store, seg: Segment, offset: int) -> tuple[int, ...]:
+def _identity(store: TimedLog, seg: Segment, offset: int) -> tuple[int, ...]:
     """PHYSICALOFFSET, TOTALSIZE, BODYCRC and BORNTIMESTAMP of the record at `offset`, from one small
     read of its header (spec §2.2): tells a record from any other one (another store's, a rewrite)."""
     head = bytes.fromhex(store.log.record_header(seg, offset - seg.base_offset))
@@ -294,15 +357,15 @@ def _row_identity(batch: pa.RecordBatch, row: int) -> tuple[int, ...]:
             pc.cast(batch.column("bornTimestamp").slice(row, 1), pa.int64())[0].as_py() // 1000)
 
 
-def first_at_or_after(store: Store, runs: Sequence[TimeRun], ts_ms: int) -> int:
+def first_at_or_after(store: TimedLog, runs: Sequence[TimeRun], ts_ms: int) -> int:
     """Physical offset of the first record with storeTimestamp >= ts_ms, `max_offset` if none."""
     for run in runs:
         if run.last_ms >= ts_ms:
             return _first_in_run(store, run, ts_ms)
-    return store.max_offset
+    return store.log.max_offset
 
 
-def time_ranges(store: Store, runs: Sequence[TimeRun], begin_ms: int | None,
+def time_ranges(store: TimedLog, runs: Sequence[TimeRun], begin_ms: int | None,
                 end_ms: int | None) -> list[tuple[int, int]]:
     """Commit-log byte ranges [start, end), in log order, holding every record with begin_ms <=
     storeTimestamp <= end_ms (None: unbounded): in each run whose times reach into the window, its
@@ -331,14 +394,14 @@ def time_ranges(store: Store, runs: Sequence[TimeRun], begin_ms: int | None,
     return out
 
 
-def _summarize(store: Store, seg: Segment, grown: _Summary | None) -> _Summary:
+def _summarize(store: TimedLog, seg: Segment, grown: _Summary | None) -> _Summary:
     """The runs of one segment's records (module docstring), from a walk of its store times (only of
     the records after those of `grown`, the cached summary of a segment that has grown since)."""
     runs = _Runs(list(grown.runs), grown.last) if grown else _Runs()
     start = grown.runs[-1].end if grown else seg.base_offset
     last = None
-    for batch in store.scan(start, min(seg.end_offset, store.max_offset), RUN_COLUMNS, mode=PERMISSIVE,
-                            decompress=False):
+    end = min(seg.end_offset, store.log.max_offset)
+    for batch in store.records.scan(start, end, RUN_COLUMNS, mode=PERMISSIVE, decompress=False):
         runs.add_batch(batch)
         last = batch.column("commitLogOffset")[-1].as_py() if batch.num_rows else last
     if last is not None:
@@ -346,13 +409,13 @@ def _summarize(store: Store, seg: Segment, grown: _Summary | None) -> _Summary:
     return runs.summary()
 
 
-def _first_in_run(store: Store, run: TimeRun, ts_ms: int) -> int:
+def _first_in_run(store: TimedLog, run: TimeRun, ts_ms: int) -> int:
     """Offset of the first record of `run` with time >= ts_ms (`run.end` if none): a bisection when
     the run is ordered, then a walk forward through windows of growing size."""
     start, window = (_bisect(store, run, ts_ms) if run.ordered else run.start), SEEK_FIRST_WINDOW
     while start < run.end:  # ranges [start, stop): each record is in exactly one
         stop = min(start + window, run.end)
-        for batch in store.scan(start, stop, ["commitLogOffset", "storeTimestamp"], mode=PERMISSIVE):
+        for batch in store.records.scan(start, stop, ["commitLogOffset", "storeTimestamp"], mode=PERMISSIVE):
             hit = np.flatnonzero(_millis(batch) >= ts_ms)
             if hit.size:
                 return int(batch.column("commitLogOffset")[int(hit[0])].as_py())
@@ -360,7 +423,7 @@ def _first_in_run(store: Store, run: TimeRun, ts_ms: int) -> int:
     return run.end
 
 
-def _bisect(store: Store, run: TimeRun, ts_ms: int) -> int:
+def _bisect(store: TimedLog, run: TimeRun, ts_ms: int) -> int:
     """A record start of the ordered `run` at or before its first record with time >= ts_ms."""
     seg = store.log.segment_at(run.start)
     assert seg is not None  # runs are made of the records of a segment

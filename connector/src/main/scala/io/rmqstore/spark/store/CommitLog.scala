@@ -521,7 +521,7 @@ private[store] object CommitLog {
   /** First read of a resync: the next record start is usually within a few kilobytes. */
   final val ResyncFirstWindow: Int = 8 << 10
 
-  /** `rangeChunks` reads ranges up to this size together (python/rmqstore/store/store.py `GATHER_RANGE_BYTES`). */
+  /** `rangeChunks` reads ranges up to this size together (python/rmqstore/store/records.py `GATHER_RANGE_BYTES`). */
   final val GatherRangeBytes: Long = 1L << 20
 
   /** First read at a single record: most records fit, bigger ones get a second read. */
