@@ -148,9 +148,8 @@ def test_topics_option_reads_an_lmq_queue(spark: SparkSession, engine_format: st
     def read(**options: str) -> DataFrameReader:
         return spark.read.format(engine_format).options(**options)
 
-    for queue in ("%LMQ%q1", "%LMQ%q2"):
-        rows = _rows(read(topics=queue, startingOffsets="group:shape-group"), store, pushdown)
-        assert rows == _getmessage_rows(name, {queue}), queue
+    rows = _rows(read(topics="%LMQ%q1", startingOffsets="group:shape-group"), store, pushdown)
+    assert rows == _getmessage_rows(name, {"%LMQ%q1"})
     rows = _rows(read(topics="%LMQ%q1"), store, pushdown, where="queueOffset >= 3")
     assert rows == [r for r in _queue_rows(name, "%LMQ%q1") if r[3] >= 3]
     both = _rows(read(topics="TopicLmq,%LMQ%q1"), store, pushdown, where="key IN ('lmq-4', 'lmq-5')")
