@@ -218,11 +218,9 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return self.opts.topics
         spec = self.opts.starting_offsets
         if spec.kind == "queues":
-            topics = tuple(sorted(spec.queues or {}))
-        else:
-            committed = store.consumer_offsets()
-            topics = tuple(sorted({topic for topic, group in committed if group == spec.group}))
-        return topics
+            return tuple(sorted(spec.queues or {}))
+        committed = store.consumer_offsets()
+        return tuple(sorted({topic for topic, group in committed if group == spec.group}))
 
     def _queue_bounds(self, store: Store, broker: str, *,
                       within_target: bool = True) -> dict[QueueKey, tuple[int, int]]:
