@@ -11,14 +11,12 @@ object OptionPredicates {
 
   def forStore(options: RmqOptions, store: Store): Seq[Predicate] = {
     val preds = Seq.newBuilder[Predicate]
-    var starting = queueOffsets(options.startingOffsets, store)
+    // an LMQ queue's records keep their own topic: naming one makes the read a queue read (§4.6)
+    val lmqRead = options.topics.filter(_.exists(_.startsWith(MultiDispatch.LmqPrefix)))
+    val given = queueOffsets(options.startingOffsets, store)
+    val starting = lmqRead.map(_.map(_ -> Map.empty[Int, Long]).toMap ++ given.getOrElse(Map.empty)).orElse(given)
     val ending = queueOffsets(options.endingOffsets, store)
-    options.topics.foreach { ts =>
-      // an LMQ queue's records keep their own topic: naming one makes the read a queue read (§4.6)
-      if (ts.exists(_.startsWith(MultiDispatch.LmqPrefix)))
-        starting = Some(ts.map(_ -> Map.empty[Int, Long]).toMap ++ starting.getOrElse(Map.empty))
-      else preds += InSet("topic", ts)
-    }
+    if (lmqRead.isEmpty) options.topics.foreach(ts => preds += InSet("topic", ts))
     options.keys.foreach(ks => preds += KeysContainAny(ks))
     options.startingTimestamp.foreach(ms => preds += Compare("storeTimestamp", Predicate.Ge, ms * 1000L))
     options.endingTimestamp.foreach(ms => preds += Compare("storeTimestamp", Predicate.Lt, ms * 1000L))
