@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 from oracle import MAIN, ORACLES, QUEUE_SHAPES, open_store, store_dir
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrameReader, SparkSession
 
 from rmqstore.cli import main as cli_main
 
 SHAPES = QUEUE_SHAPES
-GROUPS = sorted({(name, b["group"]) for name in SHAPES for b in ORACLES[name]["backlogs"]
-                 if not name.endswith("-lmq")})
-"""Consumer groups of the BatchCQ and cqext fixtures (reading LMQ queues by name is not done yet)."""
+LMQ = [n for n in SHAPES if n.endswith("-lmq")]
+GROUPS = sorted({(name, b["group"]) for name in SHAPES for b in ORACLES[name]["backlogs"] if name not in LMQ})
+"""Consumer groups of the BatchCQ and cqext fixtures (the LMQ fixture's rows are read through several
+queues: `test_lmq_group_start_reads_every_queue_backlog`)."""
+ROW = ("commitLogOffset", "topic", "queueId", "queueOffset")
 
 
 def _backlog_rows(name: str) -> dict[tuple[str, int], list[int]]:
@@ -94,24 +96,86 @@ def test_query_topic_reads_an_lmq_queue(name: str, capsys: pytest.CaptureFixture
         assert rows == [{"topic": r["topic"], "commitLogOffset": r["commitLogOffset"]} for r in wanted], q
 
 
+def _getmessage_rows(name: str, topics: set[str] | None = None) -> list[tuple]:
+    """RocketMQ's getMessage answers from the committed offsets, as rows (commitLogOffset, topic, queueId,
+    queueOffset): the record's own topic and queue, whichever queue it was read through (§4.6)."""
+    records = {r["commitLogOffset"]: r for r in ORACLES[name]["records"]}
+    return sorted((phy, records[phy]["topic"], records[phy]["queueId"], queue_offset)
+                  for b in ORACLES[name]["backlogs"] if topics is None or b["topic"] in topics
+                  for phy, queue_offset in zip(b["getMessage"], b["getMessageQueueOffsets"], strict=True))
+
+
+def _queue_rows(name: str, queue: str) -> list[tuple]:
+    """The rows of every record in `queue` (its own topic, or an LMQ queue its properties name)."""
+    return sorted((r["commitLogOffset"], r["topic"], r["queueId"], r["queueOffset"])
+                  for r in ORACLES[name]["records"]
+                  if queue in (r["topic"], *r["properties"].get("INNER_MULTI_DISPATCH", "").split(",")))
+
+
+def _rows(reader, store: str, pushdown: bool, where: str | None = None) -> list[tuple]:
+    if not pushdown:
+        reader = reader.option("pushdown", "false")
+    frame = reader.load(store)
+    if where is not None:
+        frame = frame.where(where)
+    return sorted(tuple(row) for row in frame.select(*ROW).collect())
+
+
 @pytest.mark.spark
-@pytest.mark.parametrize("name", [n for n in SHAPES if n.endswith("-lmq")])
-def test_lmq_queues_by_name_are_refused_and_other_queues_read(
-    spark: SparkSession, engine_format: str, name: str
+@pytest.mark.parametrize("pushdown", [True, False], ids=["pushdown", "no-pushdown"])
+@pytest.mark.parametrize("name", LMQ)
+def test_lmq_group_start_reads_every_queue_backlog(
+    spark: SparkSession, engine_format: str, name: str, pushdown: bool
 ) -> None:
-    """A read selecting `%LMQ%` queues by name fails naming them (their records keep their own topic, so
-    it would silently select none, docs/format.md §4.6); the group's other queues read with `topics`."""
+    """`group:` reads the group's LMQ queues too (consumerOffset.json `%LMQ%q1@group`): one row per queue
+    unit getMessage returns, so a record in two of the group's queues is two rows (docs/format.md §4.6)."""
+    rows = _rows(spark.read.format(engine_format).option("startingOffsets", "group:shape-group"),
+                 str(store_dir(name)), pushdown)
+    assert rows == _getmessage_rows(name)
+    assert len(set(rows)) < len(rows)  # the fixture has records in two of the group's queues
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("pushdown", [True, False], ids=["pushdown", "no-pushdown"])
+@pytest.mark.parametrize("name", LMQ)
+def test_topics_option_reads_an_lmq_queue(spark: SparkSession, engine_format: str, name: str,
+                                          pushdown: bool) -> None:
+    """`topics=%LMQ%q` reads the queue's records as stored; its offsets are the queue's own (the group's
+    committed one, JSON ones), while SQL on the `topic` / `queueOffset` columns sees the stored values,
+    pushed down or not."""
     store = str(store_dir(name))
-    by_topic = spark.read.format(engine_format).option("topics", "%LMQ%q1").load(store)
-    with pytest.raises(Exception, match=r"rmqstore option 'topics': \['%LMQ%q1'\] are LMQ queues"):
-        by_topic.collect()
-    by_group = spark.read.format(engine_format).option("startingOffsets", "group:shape-group").load(store)
-    with pytest.raises(Exception, match=r"'startingOffsets': \['%LMQ%q1', '%LMQ%q2'\] are LMQ queues"):
-        by_group.collect()
-    rows = (spark.read.format(engine_format).option("startingOffsets", "group:shape-group")
-            .option("topics", "TopicLmq").load(store).select("queueId", "commitLogOffset").collect())
-    found: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for row in rows:
-        found[("TopicLmq", row.queueId)].append(row.commitLogOffset)
-    expected = {q: offsets for q, offsets in _backlog_rows(name).items() if q[0] == "TopicLmq" and offsets}
-    assert {q: sorted(offsets) for q, offsets in found.items()} == expected
+
+    def read(**options: str) -> DataFrameReader:
+        return spark.read.format(engine_format).options(**options)
+
+    rows = _rows(read(topics="%LMQ%q1", startingOffsets="group:shape-group"), store, pushdown)
+    assert rows == _getmessage_rows(name, {"%LMQ%q1"})
+    rows = _rows(read(topics="%LMQ%q1"), store, pushdown, where="queueOffset >= 3")
+    assert rows == [r for r in _queue_rows(name, "%LMQ%q1") if r[3] >= 3]
+    both = _rows(read(topics="TopicLmq,%LMQ%q1"), store, pushdown, where="key IN ('lmq-4', 'lmq-5')")
+    assert both == sorted([r for r in _queue_rows(name, "TopicLmq") + _queue_rows(name, "%LMQ%q1")
+                           if r[0] in (1055, 1451)])  # lmq-4 is in both queues: two rows
+    window = read(startingOffsets='{"%LMQ%q2": {"0": 7}}', endingOffsets='{"%LMQ%q2": {"0": 8}}')
+    assert _rows(window, store, pushdown) == [(2944, "TopicLmq", 1, 5)]  # q2 offset 7 (properties)
+    assert _rows(read(), store, pushdown, where="topic = '%LMQ%q1'") == []  # no record's topic is an LMQ name
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", LMQ)
+def test_lmq_stream_reads_the_queue_backlog(spark: SparkSession, engine_format: str, name: str,
+                                            tmp_path: Path) -> None:
+    """An AvailableNow stream over a group's queues, LMQ ones included, returns the batch's rows; its
+    offsets are keyed by the LMQ queue's name and queue id 0, in the queue's own offsets."""
+    query_name = f"lmq_{engine_format.replace('.', '_')}"
+    query = (spark.readStream.format(engine_format).option("startingOffsets", "group:shape-group")
+             .load(str(store_dir(name))).writeStream.format("memory").queryName(query_name)
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination(120)
+        assert query.exception() is None
+        rows = sorted(tuple(r) for r in spark.sql(f"SELECT {', '.join(ROW)} FROM {query_name}").collect())
+        end = json.loads(query.lastProgress["sources"][0]["endOffset"])
+    finally:
+        query.stop()
+    assert rows == _getmessage_rows(name)
+    assert end[next(iter(end))]["queueOffsets"]["%LMQ%q1"] == {"0": 10}

@@ -78,7 +78,8 @@ def _placeholders(manifest: dict | None) -> dict[str, str]:
 def oracle_offsets(fixture: str, filters: list[list], topics: str | None = None) -> list[int]:
     """The commitLogOffsets of the fixture's records (RocketMQ's decoding, oracle.json) that pass
     `filters` (SQL semantics: null matches nothing; storeTimestamp in epoch ms), in `topics` when
-    given; a crash copy's records end at RocketMQ's recovered end."""
+    given, once per named queue holding it (its topic's, and the `%LMQ%` queues its INNER_MULTI_DISPATCH
+    names: docs/format.md §4.6); a crash copy's records end at RocketMQ's recovered end."""
     oracle = json.loads((FIXTURES / fixture / "oracle.json").read_text())
     records = oracle.get("records")
     if "recordsFrom" in oracle:
@@ -86,13 +87,18 @@ def oracle_offsets(fixture: str, filters: list[list], topics: str | None = None)
         records = [r for r in source if r["commitLogOffset"] < oracle["recoveredMaxPhyOffset"]]
     wanted_topics = set(topics.split(",")) if topics else None
 
+    def copies(record: dict) -> int:
+        if wanted_topics is None:
+            return 1
+        dispatched = record["properties"].get("INNER_MULTI_DISPATCH", "").split(",")
+        return (record["topic"] in wanted_topics) + len(wanted_topics.intersection(
+            q for q in dispatched if q.startswith("%LMQ%")))
+
     def passes(record: dict) -> bool:
-        if wanted_topics is not None and record["topic"] not in wanted_topics:
-            return False
         for column, op, value in filters:
             have = record[column]
             if have is None or not _OPS[op](have, value):
                 return False
         return True
 
-    return sorted(r["commitLogOffset"] for r in records if passes(r))
+    return sorted(r["commitLogOffset"] for r in records if passes(r) for _ in range(copies(r)))

@@ -46,11 +46,12 @@ from rmqstore.format.layout import (
     TRANSACTION_ROLLBACK,
 )
 from rmqstore.format.record import (
-    LMQ_PREFIX,
+    MULTI_DISPATCH_SKIPPED,
     PROPERTY_INNER_MULTI_DISPATCH,
     PROPERTY_INNER_MULTI_QUEUE_OFFSET,
     SCHEDULE_TOPIC,
     check_record,
+    dispatched_queues,
 )
 from rmqstore.store import Store
 from rmqstore.store.consumequeue import BatchConsumeQueue
@@ -70,8 +71,6 @@ _LOG_COLUMNS = [
     "storeTimestamp",
     "properties",
 ]
-_MULTI_DISPATCH_SKIPPED = ("%RETRY%", "rmq_sys_", SCHEDULE_TOPIC)
-"""Topic prefixes `MultiDispatchUtils.isNeedHandleMultiDispatch` never multi-dispatches (§4.6)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -293,21 +292,10 @@ def _expected_units(
                 code = codes[tags] = tags_code(tags)
         unit = (phy, int(records.size[i]), code)
         expected.setdefault((topic, records.queue_id[i]), {})[records.queue_offset[i]] = unit
-        if i in records.dispatch and not topic.startswith(_MULTI_DISPATCH_SKIPPED):
-            for queue, offset in _dispatched(*records.dispatch[i], records.queue_id[i]):
+        if i in records.dispatch and not topic.startswith(MULTI_DISPATCH_SKIPPED):
+            for queue, offset in dispatched_queues(*records.dispatch[i], records.queue_id[i]):
                 expected.setdefault(queue, {})[offset] = unit
     return expected
-
-
-def _dispatched(queues: str, offsets: str, queue_id: int) -> list[tuple[tuple[str, int], int]]:
-    """((queue name, queue id), queue offset) of each queue a multi-dispatched record went to: an
-    `%LMQ%` queue's id is 0, another's the record's own; names with a path separator are skipped, and
-    lists of different lengths dispatch nothing (`ConsumeQueue.multiDispatchLmqQueue`, §4.6)."""
-    names, numbers = queues.split(","), offsets.split(",")
-    if not queues.strip() or not offsets.strip() or len(names) != len(numbers):
-        return []
-    return [((name, 0 if name.startswith(LMQ_PREFIX) else queue_id), int(number))
-            for name, number in zip(names, numbers, strict=True) if "/" not in name and "\\" not in name]
 
 
 def check_consume_queues(store: Store, records: LogRecords, findings: Findings) -> None:

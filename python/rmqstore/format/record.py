@@ -50,6 +50,8 @@ PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
 """Multi-dispatch (§4.6): the record's queue offset in each of those queues, in the same order."""
 LMQ_PREFIX = "%LMQ%"
 """Light message queues (`enableLmq`, §4.6): dispatched to queue id 0 whatever the record's queue."""
+MULTI_DISPATCH_SKIPPED = ("%RETRY%", "rmq_sys_", SCHEDULE_TOPIC)
+"""Topic prefixes `MultiDispatchUtils.isNeedHandleMultiDispatch` never multi-dispatches (§4.6)."""
 KEY_SEPARATOR = " "
 
 MAX_V1_TOPIC_LENGTH = 127
@@ -562,3 +564,19 @@ def encode_blank(size: int) -> bytes:
     if not END_FILE_MIN_BLANK_LENGTH <= size <= _INT_MAX:
         raise ValueError(f"a BLANK covers at least {END_FILE_MIN_BLANK_LENGTH} bytes, got {size}")
     return struct.pack(">iI", size, BLANK_MAGIC)
+
+
+def dispatched_queues(queues: str, offsets: str, queue_id: int) -> list[tuple[tuple[str, int], int]]:
+    """((queue name, queue id), queue offset) of each queue a multi-dispatched record went to, from its
+    INNER_MULTI_DISPATCH and INNER_MULTI_QUEUE_OFFSET: an `%LMQ%` queue's id is 0, another's the record's
+    own `queue_id`; names with a path separator are skipped, and lists of different lengths dispatch
+    nothing (`ConsumeQueue.multiDispatchLmqQueue`, §4.6); offsets that are not numbers (the broker writes
+    them) are read as no dispatch."""
+    names, numbers = queues.split(","), offsets.split(",")
+    if not queues.strip() or not offsets.strip() or len(names) != len(numbers):
+        return []
+    try:
+        return [((name, 0 if name.startswith(LMQ_PREFIX) else queue_id), int(number))
+                for name, number in zip(names, numbers, strict=True) if "/" not in name and "\\" not in name]
+    except ValueError:
+        return []

@@ -6,7 +6,8 @@ what the broker's index lacks); `topic` queue slices plus a scan of the bytes no
 (`Store.uncovered_ranges`), kept out of the queue tasks (`exclude`); commit-log and `storeTimestamp`
 ranges; else the whole log in pieces of its segments (`rmqstore.plan.tasks.split_spans`). The first
 path that applies is used, the others only bound it, and the reader confirms every row against all
-predicates. A fallback (missing or damaged index) is said in `notes`.
+predicates; queue windows naming an `%LMQ%` queue always take the queue path (one row per queue unit
+read, §4.6). A fallback (missing or damaged index) is said in `notes`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import numpy as np
 
 from rmqstore.cachedir import CACHE_DIR_ENV
 from rmqstore.format.consumequeue import CQ_UNIT_SIZE
+from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.plan.contract_plan import DENSE_SHARE, MIN_QUEUE_TASK_BYTES
 from rmqstore.plan.predicates import Bounds, Predicate, ProbeKind, bounds
-from rmqstore.plan.queues import queue_windows_slices
+from rmqstore.plan.queues import queue_windows_slices, reading_groups
 from rmqstore.plan.tasks import (
     KeyProbeTask,
     OffsetsTask,
@@ -93,6 +95,8 @@ def _plan_store(index: int, store: Store, b: Bounds, settings: PlanSettings,
     lo, hi = (ranges[0][0], ranges[-1][1]) if ranges else (0, 0)
     if b.empty or lo >= hi:
         return "empty", []
+    if b.windows is not None and b.windows.lmq:  # one row per queue unit read, in every plan (§4.6)
+        return "queues", _queue_tasks(index, b, _queue_slices(store, b), (lo, hi), (), settings)
     if b.points is not None:
         offsets = sorted(o for o in b.points if lo <= o < hi)
         return "offsets", _offset_tasks(index, offsets, settings, user_points=True)
@@ -368,10 +372,10 @@ def _queue_slices(store: Store, b: Bounds) -> list[QueueSlice]:
     """The queue slices a topic or queue-window plan reads, clipped to the queue-offset bounds."""
     known = set(store.topics())
     slices: list[QueueSlice] = []
-    if b.windows is not None:
+    if b.windows is not None:  # an LMQ queue's rows show their own topic and queue (§4.6)
         slices = [s for s in queue_windows_slices(store, b.windows)
-                  if (b.topics is None or s.topic in b.topics)
-                  and (b.queue_ids is None or s.queue_id in b.queue_ids)]
+                  if _is_lmq(s) or ((b.topics is None or s.topic in b.topics)
+                                    and (b.queue_ids is None or s.queue_id in b.queue_ids))]
     else:
         for topic in sorted(b.topics & known):
             for queue_id in store.queue_ids(topic):
@@ -380,20 +384,26 @@ def _queue_slices(store: Store, b: Bounds) -> list[QueueSlice]:
                     slices.append(QueueSlice(topic, queue_id, cq.min_offset, cq.max_offset))
     clipped = []
     for s in slices:
-        start = s.start if b.queue_lo is None else max(s.start, b.queue_lo)
-        end = s.end if b.queue_hi is None else min(s.end, b.queue_hi)
+        start = s.start if b.queue_lo is None or _is_lmq(s) else max(s.start, b.queue_lo)
+        end = s.end if b.queue_hi is None or _is_lmq(s) else min(s.end, b.queue_hi)
         clipped += [QueueSlice(s.topic, s.queue_id, a, z)
                     for a, z in store.consume_queue(s.topic, s.queue_id).spans(start, end)]
     return clipped
 
 
+def _is_lmq(s: QueueSlice) -> bool:
+    return s.topic.startswith(LMQ_PREFIX)
+
+
 def _queue_tasks(index: int, b: Bounds, clipped: Sequence[QueueSlice], bounds: tuple[int, int],
                  exclude: Sequence[tuple[int, int]], settings: PlanSettings) -> list[ReadTask]:
-    """`QueueSliceTask`s over the slices, at most `UNITS_PER_QUEUE_TASK` units each."""
+    """`QueueSliceTask`s over the slices, at most `UNITS_PER_QUEUE_TASK` units each, an LMQ queue's
+    slices in tasks of their own (`reading_groups`)."""
     total_units = sum(s.end - s.start for s in clipped)
     units_per_task = task_size(total_units, UNITS_PER_QUEUE_TASK, settings.min_partitions)
     tags = None if b.tags is None else tuple(sorted(b.tags))
     lo, hi = bounds
-    return [QueueSliceTask(index, tuple(QueueSlice(clipped[i].topic, clipped[i].queue_id, start, end)
-                                        for i, start, end in group), tags, lo, hi, tuple(exclude))
-            for group in pack_ranges([(s.start, s.end) for s in clipped], units_per_task)]
+    return [QueueSliceTask(index, tuple(QueueSlice(group[i].topic, group[i].queue_id, start, end)
+                                        for i, start, end in packed), tags, lo, hi, tuple(exclude))
+            for group in reading_groups(clipped)
+            for packed in pack_ranges([(s.start, s.end) for s in group], units_per_task)]

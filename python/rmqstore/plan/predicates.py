@@ -26,6 +26,13 @@ import pyarrow.compute as pc
 
 from rmqstore.format.layout import QUEUED_TRANSACTION_TYPES, SYSFLAG_TRANSACTION_MASK
 from rmqstore.format.msgid import decode_offset_msg_id
+from rmqstore.format.record import (
+    LMQ_PREFIX,
+    MULTI_DISPATCH_SKIPPED,
+    PROPERTY_INNER_MULTI_DISPATCH,
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET,
+    dispatched_queues,
+)
 from rmqstore.format.table import COLUMNS
 
 Op = Literal["=", "<", "<=", ">", ">="]
@@ -86,10 +93,16 @@ class QueueWindow:
 @dataclass(frozen=True)
 class QueueWindows:
     """Queue units (not PREPARED / ROLLBACK records, §4.1) whose (topic, queueId, queueOffset) falls in
-    one of the windows (resolved offsets): at most one window per queue, so that intersecting two
-    sets of windows is intersecting each queue's pair."""
+    one of the windows (resolved offsets), or, for the window of an `%LMQ%` queue, whose multi-dispatch
+    properties put them in it (the record keeps its own topic, §4.6): at most one window per queue, so
+    that intersecting two sets of windows is intersecting each queue's pair."""
 
     windows: tuple[QueueWindow, ...]
+
+    @property
+    def lmq(self) -> tuple[QueueWindow, ...]:
+        """The windows of LMQ queues."""
+        return tuple(w for w in self.windows if w.topic.startswith(LMQ_PREFIX))
 
     def __post_init__(self) -> None:
         queues = [(w.topic, w.queue_id) for w in self.windows]
@@ -348,7 +361,28 @@ class _MaskVisitor(PredicateVisitor[pa.Array]):
         mask = np.zeros(batch.num_rows, dtype=bool)
         for w in p.windows:
             mask |= (topics == w.topic) & (queue_ids == w.queue_id) & (offsets >= w.start) & (offsets < w.end)
+        if p.lmq:
+            mask |= _in_lmq_windows(batch, p.lmq)
         return pa.array(mask & np.isin(transaction, QUEUED_TRANSACTION_TYPES))
+
+
+def _in_lmq_windows(batch: pa.RecordBatch, windows: Sequence[QueueWindow]) -> np.ndarray:
+    """Rows whose INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET put them in one of the LMQ `windows`
+    (§4.6; records of the topics RocketMQ never multi-dispatches are in none)."""
+    props = batch.column("properties")
+    queues = pc.map_lookup(props, PROPERTY_INNER_MULTI_DISPATCH, "first").to_pylist()
+    numbers = pc.map_lookup(props, PROPERTY_INNER_MULTI_QUEUE_OFFSET, "first").to_pylist()
+    topics = batch.column("topic").to_pylist()
+    by_queue = {(w.topic, w.queue_id): w for w in windows}
+    mask = np.zeros(batch.num_rows, dtype=bool)
+    for row, (names, offsets, topic) in enumerate(zip(queues, numbers, topics, strict=True)):
+        if names is None or offsets is None or topic is None or topic.startswith(MULTI_DISPATCH_SKIPPED):
+            continue
+        for queue, offset in dispatched_queues(names, offsets, 0):
+            w = by_queue.get(queue)
+            if w is not None and w.start <= offset < w.end:
+                mask[row] = True
+    return mask
 
 
 def mask(batch: pa.RecordBatch, predicates: Sequence[Predicate]) -> pa.Array:
@@ -375,7 +409,7 @@ class _ColumnsVisitor(PredicateVisitor[tuple[str, ...]]):
         return ("keys",)
 
     def visit_queue_windows(self, p: QueueWindows) -> tuple[str, ...]:
-        return ("topic", "queueId", "queueOffset", "sysFlag")
+        return ("topic", "queueId", "queueOffset", "sysFlag", *(("properties",) if p.lmq else ()))
 
 
 def predicate_columns(predicates: Sequence[Predicate]) -> tuple[str, ...]:

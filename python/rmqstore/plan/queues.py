@@ -2,12 +2,14 @@
 
 Offsets per (topic, queueId) follow Kafka's JSON convention: a queue offset, -2 = earliest,
 -1 = latest. Queues of a listed topic that are not named start at earliest and end at latest.
+An `%LMQ%` queue is named like a topic (queue id 0) and counts in its own offsets (§4.6).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
+from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.plan.predicates import QueueWindow, QueueWindows
 from rmqstore.plan.tasks import QueueSlice
 from rmqstore.store import Store
@@ -45,3 +47,14 @@ def _resolve(offset: int, earliest: int, latest: int) -> int:
 def queue_windows_slices(store: Store, windows: QueueWindows) -> list[QueueSlice]:
     """The windows as consume-queue slices (windows are already resolved against the store)."""
     return [QueueSlice(w.topic, w.queue_id, w.start, w.end) for w in windows.windows]
+
+
+def reading_groups(slices: Sequence[QueueSlice]) -> list[list[QueueSlice]]:
+    """The slices that may share a read task: those of ordinary queues together, and each `%LMQ%`
+    queue's alone. A task reads a record once however many of its slices point at it; a record in an
+    LMQ queue is in its own topic's queue (and maybe other LMQ queues) too, so this keeps one row per
+    queue unit read, in every plan (§4.6)."""
+    groups: dict[str, list[QueueSlice]] = {}
+    for s in slices:
+        groups.setdefault(s.topic if s.topic.startswith(LMQ_PREFIX) else "", []).append(s)
+    return [groups[name] for name in sorted(groups)]

@@ -7,7 +7,7 @@ A stream batch of one store is one of
   equal pieces of at most `max_bytes_per_partition` bytes (`grid_spans`, `split_spans`);
 - queue mode, `QueueWindows` (per queue, queue offsets [start, end)): `QueueSliceTask`s of whole
   windows, grouped in queue order into tasks of at most `max_bytes_per_partition` record bytes (a
-  heavier window gets a task of its own; `group_items`).
+  heavier window gets a task of its own; `group_items`), an `%LMQ%` queue's apart (§4.6).
 Log mode is cut as the JVM engine cuts it. Offsets are taken as given, never clipped to what the store
 still holds: data retention deleted is reported by the stream reader when a task runs (failOnDataLoss).
 A unit of a window that points at no valid record is damage, as in a batch queue slice (damage.md §3).
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from rmqstore.plan.planner import PlanSettings, ReadPlan
 from rmqstore.plan.predicates import Bounds, Predicate, QueueWindows, bounds, describe
-from rmqstore.plan.queues import queue_windows_slices
+from rmqstore.plan.queues import queue_windows_slices, reading_groups
 from rmqstore.plan.tasks import (
     QueueSliceTask,
     RangeTask,
@@ -59,8 +59,11 @@ def _log_tasks(index: int, store: Store, start: int, end: int, settings: PlanSet
 
 
 def _window_tasks(index: int, store: Store, windows: QueueWindows, settings: PlanSettings) -> list[ReadTask]:
-    slices = [s for s in queue_windows_slices(store, windows) if s.start < s.end]
-    sizes = [int(store.consume_queue(s.topic, s.queue_id).units(s.start, s.end)["size"].sum())
-             for s in slices]
-    return [QueueSliceTask(index, tuple(slices[i] for i in group), None, None, None)
-            for group in group_items(sizes, at_most=settings.max_bytes_per_partition)]
+    """Whole windows grouped by record bytes, an LMQ queue's in tasks of its own (`reading_groups`)."""
+    tasks: list[ReadTask] = []
+    for slices in reading_groups([s for s in queue_windows_slices(store, windows) if s.start < s.end]):
+        sizes = [int(store.consume_queue(s.topic, s.queue_id).units(s.start, s.end)["size"].sum())
+                 for s in slices]
+        tasks += [QueueSliceTask(index, tuple(slices[i] for i in group), None, None, None)
+                  for group in group_items(sizes, at_most=settings.max_bytes_per_partition)]
+    return tasks

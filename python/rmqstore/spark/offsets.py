@@ -5,7 +5,8 @@ One offset per store (keyed by broker name, in option order), in one of two mode
   `{"broker-a": {"commitLogOffset": 1048576}}`. A position is always a record start or a segment
   start, never the middle of a record.
 - queue mode (`topics`, per-queue `startingOffsets` or `group:`): the next queue offset of every
-  (topic, queueId), `{"broker-a": {"queueOffsets": {"TopicA": {"0": 12, "1": 7}}}}`.
+  (topic, queueId), `{"broker-a": {"queueOffsets": {"TopicA": {"0": 12, "1": 7}}}}`; an `%LMQ%`
+  queue is keyed by its name and queue id 0, in its own offsets (§4.6).
 Keys come out in a fixed order (brokers as given, topics sorted, queue ids ascending) because Spark
 compares offsets as JSON strings.
 
@@ -22,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from rmqstore.format.layout import MIN_RECORD_SIZE
-from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.spark.options import OffsetSpec, OptionError
 from rmqstore.store import Store, UnknownNameError
 from rmqstore.store.tail import NO_LIMITS, Limits
@@ -41,18 +41,6 @@ def check_group_known(stores: Iterable[Store], spec: OffsetSpec, option: str) ->
         except UnknownNameError as exc:
             unknown.append(str(exc))
     raise OptionError(option, "; ".join(unknown))
-
-
-def check_not_lmq(names: Iterable[str], option: str) -> None:
-    """OptionError when `option` makes a read select the queues of `%LMQ%` names (§4.6): their records
-    keep their own topic, so a queue read by that name would silently select none of them."""
-    lmq = sorted(n for n in names if n.startswith(LMQ_PREFIX))
-    if lmq:
-        raise OptionError(option, f"{lmq} are LMQ queues (docs/format.md §4.6), whose records keep their own "
-                          "topic: a read by queue name is not supported yet; select a queue's rows with "
-                          "array_contains(split(properties['INNER_MULTI_DISPATCH'], ','), '<queue>'), or "
-                          "print them with `rmqstore query --topic <queue>`; name the other topics in "
-                          "'topics' to read a group's other queues")
 
 
 LOG_KEY = "commitLogOffset"

@@ -21,6 +21,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
+from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.format.table import COLUMN_NAMES
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
@@ -36,12 +37,12 @@ from rmqstore.plan.predicates import (
 )
 from rmqstore.plan.queues import resolve_windows
 from rmqstore.plan.tasks import RangesTask, RangeTask, ReadTask
-from rmqstore.spark.contract_options import ENDING_OFFSETS, STARTING_OFFSETS, TOPICS
+from rmqstore.spark.contract_options import ENDING_OFFSETS, STARTING_OFFSETS
 from rmqstore.spark.errors import cause_first
 from rmqstore.spark.filters import to_predicate
 from rmqstore.spark.guard import application_key, claim, new_plan_token
 from rmqstore.spark.notes import note_once
-from rmqstore.spark.offsets import check_group_known, check_not_lmq
+from rmqstore.spark.offsets import check_group_known
 from rmqstore.spark.options import OffsetSpec, OptionError, RmqOptions
 from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch
 from rmqstore.spark.stores import open_store
@@ -171,7 +172,12 @@ def _check_batch_offsets(options: RmqOptions) -> None:
 def _option_predicates(options: RmqOptions, store: Store) -> tuple[Predicate, ...]:
     """Row restrictions given as options (part of the DataFrame, not pushed filters)."""
     preds: list[Predicate] = []
-    if options.topics is not None:
+    starting = _queue_offsets(options.starting_offsets, store)
+    ending = _queue_offsets(options.ending_offsets, store)
+    if options.topics is not None and any(t.startswith(LMQ_PREFIX) for t in options.topics):
+        # an LMQ queue's records keep their own topic: naming one makes the read a queue read (§4.6)
+        starting = {**{t: {} for t in options.topics}, **(starting or {})}
+    elif options.topics is not None:
         preds.append(InSet("topic", options.topics))
     if options.keys is not None:
         preds.append(KeysContainAny(options.keys))
@@ -181,11 +187,6 @@ def _option_predicates(options: RmqOptions, store: Store) -> tuple[Predicate, ..
         preds.append(Compare("commitLogOffset", ">=", options.starting_offsets.physical))
     if options.ending_offsets.kind == "physical":
         preds.append(Compare("commitLogOffset", "<", options.ending_offsets.physical))
-    starting = _queue_offsets(options.starting_offsets, store)
-    ending = _queue_offsets(options.ending_offsets, store)
-    check_not_lmq(options.topics or (), TOPICS)
-    named = set(starting or {}) | set(ending or {})
-    check_not_lmq(named if options.topics is None else named & set(options.topics), STARTING_OFFSETS)
     if starting is not None or ending is not None:
         preds.append(resolve_windows(store, starting, ending, options.topics))
     return tuple(preds)

@@ -37,13 +37,12 @@ from rmqstore.plan.planner import PlanSettings
 from rmqstore.plan.predicates import Compare, Predicate, QueueWindow, QueueWindows
 from rmqstore.plan.stream import plan_stream_batch
 from rmqstore.plan.tasks import RangeTask, ReadTask
-from rmqstore.spark.contract_options import ENDING_OFFSETS, ENDING_TIMESTAMP, STARTING_OFFSETS, TOPICS
+from rmqstore.spark.contract_options import ENDING_OFFSETS, ENDING_TIMESTAMP, STARTING_OFFSETS
 from rmqstore.spark.offsets import (
     QueueKey,
     StoreOffset,
     admit_queue_units,
     check_group_known,
-    check_not_lmq,
     offsets_from_json,
     offsets_to_json,
 )
@@ -216,16 +215,12 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _topics(self, store: Store) -> tuple[str, ...]:
         if self.opts.topics:
-            check_not_lmq(self.opts.topics, TOPICS)
             return self.opts.topics
         spec = self.opts.starting_offsets
         if spec.kind == "queues":
-            topics = tuple(sorted(spec.queues or {}))
-        else:
-            committed = store.consumer_offsets()
-            topics = tuple(sorted({topic for topic, group in committed if group == spec.group}))
-        check_not_lmq(topics, STARTING_OFFSETS)
-        return topics
+            return tuple(sorted(spec.queues or {}))
+        committed = store.consumer_offsets()
+        return tuple(sorted({topic for topic, group in committed if group == spec.group}))
 
     def _queue_bounds(self, store: Store, broker: str, *,
                       within_target: bool = True) -> dict[QueueKey, tuple[int, int]]:

@@ -285,6 +285,18 @@ class PlannerSuite extends AnyFunSuite {
       Files.walk(copy).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(p => Files.delete(p))
   }
 
+  test("an %LMQ% queue named by `topics` is read through its units whatever else bounds the read (§4.6)") {
+    val path = storeDir("rmq-5.4.0-lmq")
+    // record 1055 is TopicLmq/0 offset 2 and %LMQ%q1 offset 3: one row per queue unit read
+    val both = read(path, Seq(Compare("commitLogOffset", Predicate.Eq, 1055L)), "topics" -> "TopicLmq,%LMQ%q1")
+    assert(both.access == "queues" && both.rows == Seq(1055L, 1055L), both.notes)
+    val groups = both.tasks.collect { case t: QueueSliceTask => t.slices.map(_.topic).distinct }
+    assert(groups.sortBy(_.head) == Seq(Seq("%LMQ%q1"), Seq("TopicLmq")), both.tasks)
+    // queueOffset compares the stored offset (5, 6, 6 here; q1 offsets 7, 8, 9): no clipping of q1's units
+    val stored = read(path, Seq(Compare("queueOffset", Predicate.Ge, 5L)), "topics" -> "%LMQ%q1")
+    assert(stored.rows.sorted == Seq(2719L, 3159L, 3559L), stored.notes)
+  }
+
   private def copyTree(from: Path, to: Path): Unit =
     Files.walk(from).forEach { p =>
       val target = to.resolve(from.relativize(p).toString)

@@ -1,6 +1,6 @@
 package io.rmqstore.spark.plan
 
-import io.rmqstore.spark.format.{Layout, RecordView}
+import io.rmqstore.spark.format.{Layout, MultiDispatch, RecordView}
 
 /** Exact evaluation of predicates on one decoded record (the confirmation step, design §3.1), as
   * python/rmqstore/plan/confirm.py does on batches. Index hashes collide and index times are whole
@@ -41,9 +41,17 @@ object Confirm {
     case QueueWindows(windows) =>
       val (topic, queueId, offset) = (record.topic, record.queueId, record.queueOffset)
       Layout.isQueued(record.sysFlag) &&
-      windows.exists(w => w.topic == topic && w.queueId == queueId && offset >= w.start && offset < w.end)
+      (windows.exists(w => w.topic == topic && w.queueId == queueId && offset >= w.start && offset < w.end) ||
+        inLmqWindows(record, windows.filter(_.isLmq)))
     case AnyOf(branches) => branches.exists(b => matches(record, b))
   }
+
+  /** The record's multi-dispatch properties put it in one of the LMQ `windows` (§4.6). */
+  private def inLmqWindows(record: RecordView, windows: IndexedSeq[QueueWindow]): Boolean =
+    windows.nonEmpty && MultiDispatch.queues(record.topic, record.properties, record.queueId).exists {
+      case ((name, id), offset) =>
+        windows.exists(w => w.topic == name && w.queueId == id && offset >= w.start && offset < w.end)
+    }
 
   private def compare(actual: Any, expected: Any, op: Predicate.Op): Boolean = {
     val c = (actual, expected) match {

@@ -1,6 +1,7 @@
 package io.rmqstore.spark.plan
 
-import io.rmqstore.spark.{OffsetSpec, RmqOptionException, RmqOptions}
+import io.rmqstore.spark.{OffsetSpec, RmqOptions}
+import io.rmqstore.spark.format.MultiDispatch
 import io.rmqstore.spark.store.Store
 
 /** Row restrictions given as options (part of the DataFrame, not pushed filters), per store, as
@@ -10,7 +11,12 @@ object OptionPredicates {
 
   def forStore(options: RmqOptions, store: Store): Seq[Predicate] = {
     val preds = Seq.newBuilder[Predicate]
-    options.topics.foreach(ts => preds += InSet("topic", ts))
+    // an LMQ queue's records keep their own topic: naming one makes the read a queue read (§4.6)
+    val lmqRead = options.topics.filter(_.exists(_.startsWith(MultiDispatch.LmqPrefix)))
+    val given = queueOffsets(options.startingOffsets, store)
+    val starting = lmqRead.map(_.map(_ -> Map.empty[Int, Long]).toMap ++ given.getOrElse(Map.empty)).orElse(given)
+    val ending = queueOffsets(options.endingOffsets, store)
+    if (lmqRead.isEmpty) options.topics.foreach(ts => preds += InSet("topic", ts))
     options.keys.foreach(ks => preds += KeysContainAny(ks))
     options.startingTimestamp.foreach(ms => preds += Compare("storeTimestamp", Predicate.Ge, ms * 1000L))
     options.endingTimestamp.foreach(ms => preds += Compare("storeTimestamp", Predicate.Lt, ms * 1000L))
@@ -22,34 +28,10 @@ object OptionPredicates {
       case OffsetSpec.Physical(o) => preds += Compare("commitLogOffset", Predicate.Lt, o)
       case _ =>
     }
-    val starting = queueOffsets(options.startingOffsets, store)
-    val ending = queueOffsets(options.endingOffsets, store)
-    checkNotLmq(options.topics.getOrElse(Nil), RmqOptions.Topics)
-    val named = starting.fold(Set.empty[String])(_.keySet) ++ ending.fold(Set.empty[String])(_.keySet)
-    checkNotLmq(options.topics.fold(named)(ts => named.filter(ts.contains)).toSeq, RmqOptions.StartingOffsets)
     if (starting.isDefined || ending.isDefined)
       preds += resolveWindows(store, starting.getOrElse(Map.empty), ending.getOrElse(Map.empty), options.topics)
     preds.result()
   }
-
-  /** Refuses an option that makes a read select `%LMQ%` queues by name (docs/format.md §4.6): their records keep
-    * their own topic, so the read would silently select none of them (python/rmqstore/spark/offsets.py
-    * `check_not_lmq`, same message).
-    */
-  def checkNotLmq(names: Iterable[String], option: String): Unit = {
-    val lmq = names.filter(_.startsWith(LmqPrefix)).toSeq.sorted
-    if (lmq.nonEmpty)
-      throw new RmqOptionException(
-        option,
-        s"${lmq.map(n => s"'$n'").mkString("[", ", ", "]")} are LMQ queues (docs/format.md §4.6), whose records " +
-          "keep their own topic: a read by queue name is not supported yet; select a queue's rows with " +
-          "array_contains(split(properties['INNER_MULTI_DISPATCH'], ','), '<queue>'), or print them with " +
-          "`rmqstore query --topic <queue>`; name the other topics in 'topics' to read a group's other queues"
-      )
-  }
-
-  /** Queue names of light message queues (`MixAll.LMQ_PREFIX`). */
-  final val LmqPrefix = "%LMQ%"
 
   private def queueOffsets(spec: OffsetSpec, store: Store): Option[Map[String, Map[Int, Long]]] = spec match {
     case OffsetSpec.Queues(queues) => Some(queues)

@@ -1,5 +1,7 @@
 package io.rmqstore.spark.plan
 
+import io.rmqstore.spark.format.MultiDispatch
+
 /** Predicates the planner understands, the model of python/rmqstore/plan/predicates.py:
   * comparisons, IN lists and NOT NULL on table columns, RocketMQ's key meaning (`KeysContainAny`)
   * and resolved queue windows. Values: String for string columns, Long for int/long columns and
@@ -35,7 +37,7 @@ object Predicate {
     case i: InSet => Seq(i.column)
     case n: NotNull => Seq(n.column)
     case _: KeysContainAny => Seq("keys")
-    case _: QueueWindows => Seq("topic", "queueId", "queueOffset", "sysFlag")
+    case q: QueueWindows => Seq("topic", "queueId", "queueOffset", "sysFlag") ++ q.lmq.headOption.map(_ => "properties")
     case a: AnyOf => columns(a.branches.flatten).toSeq
   }.toSet
 
@@ -70,12 +72,17 @@ final case class NotNull(column: String) extends Predicate
 final case class KeysContainAny(values: IndexedSeq[String]) extends Predicate
 
 /** Queue offsets [start, end) of one consume queue. */
-final case class QueueWindow(topic: String, queueId: Int, start: Long, end: Long)
+final case class QueueWindow(topic: String, queueId: Int, start: Long, end: Long) {
+  def isLmq: Boolean = topic.startsWith(MultiDispatch.LmqPrefix)
+}
 
 /** Queue units (not PREPARED / ROLLBACK records, §4.1) whose (topic, queueId, queueOffset) falls in one of
-  * the windows (resolved offsets).
+  * the windows (resolved offsets), or, for the window of an `%LMQ%` queue, whose multi-dispatch properties
+  * put them in it (the record keeps its own topic, §4.6).
   */
-final case class QueueWindows(windows: IndexedSeq[QueueWindow]) extends Predicate
+final case class QueueWindows(windows: IndexedSeq[QueueWindow]) extends Predicate {
+  def lmq: IndexedSeq[QueueWindow] = windows.filter(_.isLmq)
+}
 
 /** OR of AND-branches, each branch made of pushable predicates. */
 final case class AnyOf(branches: IndexedSeq[IndexedSeq[Predicate]]) extends Predicate

@@ -1,6 +1,6 @@
 package io.rmqstore.spark.plan
 
-import io.rmqstore.spark.format.MsgId
+import io.rmqstore.spark.format.{MsgId, MultiDispatch}
 import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
 
 /** Predicates -> read tasks, per store: the JVM twin of python/rmqstore/plan/planner.py (design §3.1).
@@ -26,6 +26,7 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   * 5. Otherwise the whole log, its segment spans cut by `Split.splitSpans` (`maxBytesPerPartition`,
   *    `minPartitions`).
   * Index candidates are hash matches: the reader confirms every row of every task against all predicates.
+  * Queue windows naming an `%LMQ%` queue always take path 3 (one row per queue unit read, §4.6).
   */
 object ScanPlanner extends ContractPlan {
   val OffsetsPerTask = 200000
@@ -181,6 +182,8 @@ object ScanPlanner extends ContractPlan {
     if (ranges.isEmpty || b.empty) return ("empty", Seq.empty)
     val (lo, hi) = (ranges.head._1, ranges.last._2)
     def inRanges(o: Long) = ranges.exists { case (a, z) => a <= o && o < z }
+    if (b.windows.exists(_.exists(_.isLmq))) // one row per queue unit read, in every plan (§4.6)
+      return ("queues", queueTasks(index, store, b, lo, hi, IndexedSeq.empty, settings))
     if (b.points.isDefined)
       return ("offsets", offsetTasks(index, b.points.get.filter(inRanges).toArray.sorted, settings, userPoints = true))
     val keyIndex = if (b.probes.nonEmpty) {
@@ -412,7 +415,9 @@ object ScanPlanner extends ContractPlan {
     Split.splitSpans(store.segmentSpans, maxBytes).flatMap { case (start, end) => Ranges.within(ranges, start, end) }
   }
 
-  /** The slices of `topicSlices`, packed into tasks of at most `UnitsPerQueueTask` units (`Split.packRanges`). */
+  /** The slices of `topicSlices`, packed into tasks of at most `UnitsPerQueueTask` units (`Split.packRanges`), an
+    * LMQ queue's slices in tasks of their own (`readingGroups`).
+    */
   private def queueTasks(
       index: Int,
       store: Store,
@@ -425,19 +430,36 @@ object ScanPlanner extends ContractPlan {
     val clipped = topicSlices(store, b)
     val unitsPerTask = Split.taskSize(clipped.map(s => s.end - s.start).sum, UnitsPerQueueTask, settings.minPartitions)
     val tags = b.tags.map(_.toSeq.sorted)
-    Split.packRanges(clipped.map(s => (s.start, s.end)), unitsPerTask).map { group =>
-      val slices = group.map { case (i, start, end) => QueueSlice(clipped(i).topic, clipped(i).queueId, start, end) }
-      QueueSliceTask(index, slices, tags, lo, hi, exclude)
+    readingGroups(clipped)(_.topic).flatMap { slices =>
+      Split.packRanges(slices.map(s => (s.start, s.end)), unitsPerTask).map { group =>
+        QueueSliceTask(
+          index,
+          group.map { case (i, a, z) => QueueSlice(slices(i).topic, slices(i).queueId, a, z) },
+          tags,
+          lo,
+          hi,
+          exclude
+        )
+      }
     }
   }
+
+  /** The items (queue slices) that may share a read task: those of ordinary queues together, and each
+    * `%LMQ%` queue's alone. A task reads a record once however many of its slices point at it; a record in an
+    * LMQ queue is in its own topic's queue (and maybe other LMQ queues) too, so this keeps one row per queue
+    * unit read, in every plan (§4.6); python/rmqstore/plan/queues.py `reading_groups`.
+    */
+  def readingGroups[T](items: IndexedSeq[T])(topic: T => String): IndexedSeq[IndexedSeq[T]] =
+    items.groupBy(i => if (topic(i).startsWith(MultiDispatch.LmqPrefix)) topic(i) else "").toIndexedSeq
+      .sortBy(_._1).map(_._2)
 
   /** The queue slices a topic or queue-window plan reads (windows, or every queue of the topics), clipped to
     * the queue-offset bounds and the queues' files.
     */
   private def topicSlices(store: Store, b: Bounds): IndexedSeq[QueueSlice] = {
     val slices = b.windows match {
-      case Some(ws) =>
-        ws.filter(w => b.topics.forall(_.contains(w.topic)) && b.queueIds.forall(_.contains(w.queueId)))
+      case Some(ws) => // an LMQ queue's rows show their own topic and queue (§4.6)
+        ws.filter(w => w.isLmq || (b.topics.forall(_.contains(w.topic)) && b.queueIds.forall(_.contains(w.queueId))))
           .map(w => QueueSlice(w.topic, w.queueId, w.start, w.end))
       case None =>
         val known = store.topics.toSet
@@ -450,8 +472,9 @@ object ScanPlanner extends ContractPlan {
         }
     }
     slices.flatMap { s =>
-      val start = b.queueLo.fold(s.start)(math.max(s.start, _))
-      val end = b.queueHi.fold(s.end)(math.min(s.end, _))
+      val lmq = s.topic.startsWith(MultiDispatch.LmqPrefix)
+      val start = b.queueLo.filterNot(_ => lmq).fold(s.start)(math.max(s.start, _))
+      val end = b.queueHi.filterNot(_ => lmq).fold(s.end)(math.min(s.end, _))
       store.queueSpans(s.topic, s.queueId, start, end).map { case (a, z) => QueueSlice(s.topic, s.queueId, a, z) }
     }
   }

@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 import io.rmqstore.spark.{OffsetSpec, RmqInputPartition, RmqOptionException, RmqOptions, RmqScan, RmqStores}
-import io.rmqstore.spark.plan.{OffsetsTask, OptionPredicates, RangeTask, ScanPlanner, Split}
+import io.rmqstore.spark.plan.{OffsetsTask, RangeTask, ScanPlanner, Split}
 import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,
@@ -122,19 +122,15 @@ final class RmqMicroBatchStream(
   }
 
   private def topics(store: Store): Seq[String] = options.topics match {
-    case Some(ts) =>
-      OptionPredicates.checkNotLmq(ts, RmqOptions.Topics)
-      ts
+    case Some(ts) => ts
     case None =>
-      val ts = options.startingOffsets match {
+      options.startingOffsets match {
         case OffsetSpec.Queues(given) => given.keys.toSeq.sorted(PyJson.StringOrder)
         case OffsetSpec.Group(group) =>
           store.consumerOffsets.keys.collect { case (t, g) if g == group => t }.toSeq.distinct
             .sorted(PyJson.StringOrder)
         case _ => Seq.empty
       }
-      OptionPredicates.checkNotLmq(ts, RmqOptions.StartingOffsets)
-      ts
   }
 
   /** (min, max) queue offset of each queue of the stream's topics; max within an availableNow target. */
@@ -306,8 +302,8 @@ final class RmqMicroBatchStream(
     }
   }
 
-  /** The batch's queue slices grouped into partitions of about `maxBytesPerPartition` record bytes, each
-    * reading its units' records in commit-log order. A queue that appeared after `first` starts at its
+  /** The batch's queue slices grouped into partitions of about `maxBytesPerPartition` record bytes (an `%LMQ%`
+    * queue's apart, `ScanPlanner.readingGroups`), each reading its units' records in commit-log order. A queue that appeared after `first` starts at its
     * earliest offset (like a new Kafka partition).
     */
   private def queuePartitions(broker: String, index: Int, store: Store, first: StoreOffset, last: StoreOffset)
@@ -316,10 +312,12 @@ final class RmqMicroBatchStream(
       (queue, stop) <- last.queues.toSeq.sortBy(_._1)(StoreOffset.QueueOrder)
       begin = first.queues.getOrElse(queue, store.queueRange(queue._1, queue._2)._1) if stop > begin
     } yield ((queue._1, queue._2, begin, stop), store.queueUnits(queue._1, queue._2, begin, stop).toSeq)
-    val bytes = queues.map(_._2.map(_._3.toDouble).sum)
-    val groups = Split.groupItems(bytes, atMost = Some(options.maxBytesPerPartition.toDouble)).map(_.map { i =>
-      (queues(i)._1, queues(i)._2.map(_._2))
-    })
+    val groups = ScanPlanner.readingGroups(queues.toIndexedSeq)(_._1._1).flatMap { together =>
+      val bytes = together.map(_._2.map(_._3.toDouble).sum)
+      Split.groupItems(bytes, atMost = Some(options.maxBytesPerPartition.toDouble)).map(_.map { i =>
+        (together(i)._1, together(i)._2.map(_._2))
+      })
+    }
     val logEnd = store.logEnd
     groups.flatMap { group =>
       val slices = group.map(_._1).toSeq
