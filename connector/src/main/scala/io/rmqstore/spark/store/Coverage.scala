@@ -35,7 +35,7 @@ final case class SegmentVerdict(
   * topic of PREPARED records only has no queue, yet is in the index).
   *
   * Verdicts are cached in memory per JVM by segment identity (path, size, last-modified time, where its
-  * records end) and the set of queues, and on disk outside the store (`Store.diskCache`) in the files of
+  * records end) and the set of queues, and on disk outside the store (`CacheIdentity`) in the files of
   * python/rmqstore/store/coverage.py (`SegmentCache` kind `coverage`, salted with the sha256 of the JSON list
   * of queue names), so a new JVM, or the Python engine, does not read every consume queue again. While those
   * are the same, queues can only gain units, so a cached gap may since have been filled: it is scanned for
@@ -101,7 +101,7 @@ private[store] object Coverage {
 
   /** coverage.py's salt: the sha256 (hex) of the JSON list of queue names, sorted. */
   private def queuesDigest(names: Seq[String]): String =
-    MessageDigest.getInstance("SHA-256").digest(SegmentCache.pythonJson(names).getBytes(UTF_8))
+    MessageDigest.getInstance("SHA-256").digest(CacheIdentity.pythonJson(names).getBytes(UTF_8))
       .map(b => f"$b%02x").mkString
 
   /** Verdicts for `segments` (in log order) from the units of every queue. */

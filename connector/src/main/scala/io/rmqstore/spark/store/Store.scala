@@ -365,11 +365,9 @@ final class Store private (
     * listing gives every segment a modification time (None otherwise).
     */
   private[store] def diskCache(kind: String, version: Int, salt: String): Option[SegmentCache] =
-    if (fs.isInstanceOf[io.rmqstore.spark.io.LocalFileSystem])
-      Some(SegmentCache.forLocalStore(root, commitlogDir, kind, version, salt))
-    else if (segments.forall(_.modifiedMs > 0))
-      Some(SegmentCache.forRemoteStore(location.path, commitlogDir, kind, version, salt))
-    else None
+    cacheIdentity.map(_.cache(kind, version, salt))
+
+  private val cacheIdentity = CacheIdentity.of(fs, location.path, root, commitlogDir, segmentList)
 
   private[store] def commitLog: CommitLog = log
 
