@@ -50,7 +50,7 @@ private[store] object WalkStop {
   * windows start `lead` bytes early so the walk checks each header (`DLedgerEntry.problem`), a DLedger blank
   * ends a segment like a BLANK, and the valid end is where the first bad entry starts.
   */
-private[store] final class CommitLog(
+private[spark] final class CommitLog(
     fs: StoreFileSystem,
     val segments: IndexedSeq[Segment],
     checkCrcAtEnd: Boolean,
@@ -412,7 +412,7 @@ private[store] final class CommitLog(
   /** The records of `chunks(a, b)` for each of `ranges` (sorted and disjoint), in log order: for many small
     * ranges starting at record starts (the bytes no consume queue covers, what the index lacks). The ranges of
     * one segment of at most `GatherRangeBytes` each are read together (`readRanges`, batches of up to
-    * `Store.ReadBatchBytes`: a remote file fetches them in one vectored read, not one request and
+    * `ReadBatchBytes`: a remote file fetches them in one vectored read, not one request and
     * `TailSlack` each) and walked; a range whose walk does not reach exactly its end (a BLANK, an invalid
     * record, a record reaching past it, no record start at its start) is read by `chunks` instead, with
     * its errors and counters (python/rmqstore/store/store.py `scan_ranges`).
@@ -437,7 +437,7 @@ private[store] final class CommitLog(
           var j = i + 1
           var bytes = wanted(i)._2 - wanted(i)._1
           while (
-            j < wanted.length && gathered(seg, wanted(j)) && bytes + wanted(j)._2 - wanted(j)._1 <= Store.ReadBatchBytes
+            j < wanted.length && gathered(seg, wanted(j)) && bytes + wanted(j)._2 - wanted(j)._1 <= ReadBatchBytes
           ) {
             bytes += wanted(j)._2 - wanted(j)._1
             j += 1
@@ -490,6 +490,9 @@ private[store] final class CommitLog(
     resume
   }
 
+  /** A segment opened for positioned reads of its own (`mapped`: memory-mapped, for files no longer written). */
+  def openSegment(seg: Segment, mapped: Boolean): RandomAccess = fs.open(seg.path, mapped)
+
   def close(): Unit = {
     files.values.foreach(_.close())
     files.clear()
@@ -497,6 +500,9 @@ private[store] final class CommitLog(
 }
 
 private[store] object CommitLog {
+
+  /** `rangeChunks` and `RecordReader.readAt` fetch reads of one segment in batches of at most this many bytes. */
+  final val ReadBatchBytes: Long = 8L << 20
 
   /** `f(v)`, where a body that cannot be decompressed raises StoreCorruptionException naming the file
     * and the record's offset (FAILFAST) or leaves the record out and counts it (PERMISSIVE). `f` must
