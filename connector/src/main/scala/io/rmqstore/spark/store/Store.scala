@@ -1,11 +1,9 @@
 package io.rmqstore.spark.store
 
-import scala.collection.mutable
-
 import org.apache.hadoop.conf.Configuration
 
 import io.rmqstore.spark.format.{DLedgerEntry, Layout, RecordView}
-import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
+import io.rmqstore.spark.io.StoreFileSystem
 
 /** Where a store lives: a local path or a Hadoop URI (serializable, cheap to ship to executors). */
 final case class StoreLocation(path: String)
@@ -70,6 +68,7 @@ final class Store private (
   private[spark] val queues = new Queues(fs, root, log, config)
   private val cacheIdentity = CacheIdentity.of(fs, location.path, root, commitlogDir, segmentList)
   private[spark] val coverage = new Coverage(log, queues, cacheIdentity)
+  private[spark] val sideIndex = new SideIndex(log, records, index, coverage, cacheIdentity)
   private[spark] lazy val timeline = new Timeline(log)
 
   // ---- the log ------------------------------------------------------------------------------------
@@ -98,6 +97,10 @@ final class Store private (
     try config.topicsDocument
     catch { case _: StoreException => None }
   )
+
+  /** The commit-log tail that streaming walks (`Tail`), reading through this store's services. */
+  def tail(cache: LogWalkCache, permissive: Boolean): Tail =
+    new Tail(location.path, shape, log, index, queues, config, cache, permissive)
 
   // ---- records (`RecordReader`) -------------------------------------------------------------------
 
@@ -139,82 +142,20 @@ final class Store private (
     */
   def indexProbes: Long = index.probes
 
-  /** IndexUnavailableException when the index cannot answer a lookup completely: an index file is unusable,
-    * or the index lacks more than `ContractStore.IndexTailScanLimit` bytes besides ROLLBACK records (records past its end
-    * or of lost index files, `SideIndex.indexHoles`; e.g. no index at all): scan instead
-    * (python/rmqstore/store/store.py `side_index`).
-    */
-  def checkIndexAnswers(): Unit = {
-    val bad = index.problems
-    if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
-    val holes = indexHoles
-    val lacking = holes.map { case (a, b) => b - a }.sum
-    if (lacking > ContractStore.IndexTailScanLimit)
-      throw new IndexUnavailableException(
-        s"the index lacks $lacking bytes of the log in ${holes.size} range(s) from physical offset " +
-          s"${holes.head._1} (records past its end or of lost index files; limit ${ContractStore.IndexTailScanLimit}): scan instead"
-      )
-  }
+  def checkIndexAnswers(): Unit = sideIndex.checkIndexAnswers()
 
-  /** The parts of [minOffset, logEnd) outside every usable index file's span: records past the newest
-    * file's end or of lost files, sorted and disjoint (`SideIndex.indexHoles`).
-    */
-  lazy val indexHoles: IndexedSeq[(Long, Long)] = SideIndex.indexHoles(this)
+  def indexHoles: IndexedSeq[(Long, Long)] = sideIndex.indexHoles
 
-  /** The commit-log ranges whose records may be missing from the broker's index, sorted and disjoint:
-    * `unindexedRanges` (ROLLBACK records), the log past the index's end and the records of lost index files
-    * (`SideIndex.lackingRanges`).
-    */
-  def lackingRanges: IndexedSeq[(Long, Long)] = SideIndex.lackingRanges(this)
+  def lackingRanges: IndexedSeq[(Long, Long)] = sideIndex.lackingRanges
 
-  private var side: SideIndexParts = _
+  def sideIndex(lacking: Seq[(Long, Long)]): SideIndexParts = sideIndex.parts(lacking)
 
-  /** The side index of `lacking` (`lackingRanges`, here or on the driver), opened once per Store: from the
-    * cache directory where it holds, else built from a scan of only those ranges (counted in `lookupStats`)
-    * and cached; its `note` says when it was built (`SideIndex`).
-    */
-  def sideIndex(lacking: Seq[(Long, Long)]): SideIndexParts = {
-    if (side == null) side = SideIndex.open(this, lacking)
-    side
-  }
+  def lookupStats: ScanStats = sideIndex.lookupStats
 
-  /** Commit-log bytes and records read by key lookups through this Store besides the records they return:
-    * side index builds and the index headers' last records (`bytesRead` of the planning or probing task).
-    */
-  val lookupStats: ScanStats = ScanStats()
+  def indexLookup(topics: Seq[String], keys: Seq[String], lacking: Seq[(Long, Long)]): Array[Long] =
+    sideIndex.lookup(topics, keys, lacking)
 
-  /** Offsets of the records that may have one of `keys` as a KEYS token or UNIQ_KEY in one of `topics`,
-    * sorted and distinct, unconfirmed: the hash candidates of `topic#key` (§5.6) in the index files and in
-    * the side index of `lacking` (`sideIndex`). Raises IndexUnavailableException as `checkIndexAnswers`.
-    */
-  def indexLookup(topics: Seq[String], keys: Seq[String], lacking: Seq[(Long, Long)]): Array[Long] = {
-    checkIndexAnswers()
-    val extra = sideIndex(lacking)
-    val found = mutable.ArrayBuilder.make[Long]
-    val probes = for (topic <- topics; key <- keys) yield (topic, key)
-    index.prefetch(probes)
-    for ((topic, key) <- probes) {
-      found ++= index.candidates(topic, key)
-      found ++= extra.candidates(topic, key)
-    }
-    found.result().distinct.sorted
-  }
-
-  /** The topics a key lookup without a topic predicate probes, sorted: `indexedTopics` and the topics of
-    * the side index's records.
-    */
-  def keyTopics(side: SideIndexParts): Seq[String] = (indexedTopics ++ side.topics).distinct.sorted
-
-  /** The cache of `kind` in the cache directory (`SegmentCache`): a local store's, or a remote one's whose
-    * listing gives every segment a modification time (None otherwise).
-    */
-  private[store] def diskCache(kind: String, version: Int, salt: String): Option[SegmentCache] =
-    cacheIdentity.map(_.cache(kind, version, salt))
-
-  private[store] def commitLog: CommitLog = log
-
-  /** A commit-log segment opened for positioned reads (`mapped`: memory-mapped, for files no longer written). */
-  private[store] def openSegment(seg: Segment, mapped: Boolean): RandomAccess = log.openSegment(seg, mapped)
+  def keyTopics(side: SideIndexParts): Seq[String] = sideIndex.keyTopics(side)
 
   // ---- consume queues (`Queues`) ------------------------------------------------------------------
 
