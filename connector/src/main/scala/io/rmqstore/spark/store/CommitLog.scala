@@ -30,7 +30,7 @@ private[store] object WalkStop {
   *     abnormal recovery ends (§6.3): the walk starts at the first record of the last segment whose first record
   *     is valid with a store time in (0, getMinTimestamp()] (else the first segment), goes on through BLANKs into
   *     the next segments and stops at the first invalid record; never at E (a record before E can be where
-  *     recovery stops). It may resume in each segment where an earlier such walk in this JVM stopped (`EndCache`,
+  *     recovery stops). It may resume in each segment where an earlier such walk in this JVM stopped (`LogEndCache`,
   *     kept apart from the walks from E, which leave the records before E unchecked).
   *   - After a clean shutdown the last segment whose first record is valid (or a BLANK) holds the end; later
   *     segments are pre-allocated or stale. That segment is walked from the last record the broker's index has
@@ -38,7 +38,7 @@ private[store] object WalkStop {
   *     E passes the same check (PHYSICALOFFSET == E included), else from 0 (no index file, E elsewhere, or an
   *     index that outlived lost commit-log pages); records before the start are checked when read, like those
   *     of older segments (FAILFAST / PERMISSIVE). A walk of the same file in this JVM resumes where the last
-  *     one stopped when that is further (`EndCache`: the log is append-only).
+  *     one stopped when that is further (`LogEndCache`: the log is append-only).
   *
   * The walk reads windows growing from `ResumeWindow`, so a short one reads little. The same rule as
   * python/rmqstore/store/commitlog.py `CommitLog.end`. Segments wholly before the end are finished and
@@ -100,7 +100,7 @@ private[spark] final class CommitLog(
         val stop = new WalkStop
         val from = math.max(
           math.max(walkStart(seg, stats), lead.toLong),
-          EndCache.resumeAt(seg, checkCrcAtEnd, recovery = false)(pos =>
+          LogEndCache.resumeAt(seg, checkCrcAtEnd, recovery = false)(pos =>
             recordAt(seg, pos, checkCrcAtEnd, stats, false)._2
           )
         )
@@ -110,7 +110,7 @@ private[spark] final class CommitLog(
             lastStart = v.physicalOffset - seg.baseOffset
             true
         }
-        if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = false, lastStart, stop.position)
+        if (lastStart >= 0) LogEndCache.remember(seg, checkCrcAtEnd, recovery = false, lastStart, stop.position)
         if (stop.kind == WalkStop.Invalid) {
           val what = if (lead > 0) "DLedger entry" else "record"
           endReason = s"${seg.path}: first invalid $what at position ${stop.position - lead}: ${stop.reason}"
@@ -133,7 +133,7 @@ private[spark] final class CommitLog(
     while (found < 0) {
       val seg = segments(i)
       val from =
-        EndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats, false)._2)
+        LogEndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats, false)._2)
       val stop = new WalkStop
       var lastStart = -1L
       walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, if (from > 0) ResumeWindow else 0) {
@@ -141,7 +141,7 @@ private[spark] final class CommitLog(
           lastStart = v.physicalOffset - seg.baseOffset
           true
       }
-      if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = true, lastStart, stop.position)
+      if (lastStart >= 0) LogEndCache.remember(seg, checkCrcAtEnd, recovery = true, lastStart, stop.position)
       if (stop.kind == WalkStop.Blank && i + 1 < segments.length) i += 1
       else {
         if (stop.kind == WalkStop.Invalid) {
