@@ -12,8 +12,16 @@ import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
-import io.rmqstore.spark.{OffsetSpec, RmqInputPartition, RmqOptionException, RmqOptions, RmqScan, RmqStores}
-import io.rmqstore.spark.plan.{OffsetsTask, OptionPredicates, RangeTask, ScanPlanner, Split}
+import io.rmqstore.spark.{
+  OffsetSpec,
+  OptionPredicates,
+  RmqInputPartition,
+  RmqOptionException,
+  RmqOptions,
+  RmqScan,
+  RmqStores
+}
+import io.rmqstore.spark.plan.{OffsetsTask, RangeTask, ScanPlanner, Split}
 import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,

@@ -1,7 +1,7 @@
-package io.rmqstore.spark.plan
+package io.rmqstore.spark
 
-import io.rmqstore.spark.{OffsetSpec, RmqOptionException, RmqOptions}
-import io.rmqstore.spark.store.Store
+import plan.{Compare, InSet, KeysContainAny, Predicate, QueueWindow, QueueWindows}
+import store.Store
 
 /** Row restrictions given as options (part of the DataFrame, not pushed filters), per store, as
   * python/rmqstore/spark/reader.py `_option_predicates` and plan/queues.py `resolve_windows`.
