@@ -19,7 +19,7 @@ import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
   * returns: path 3 the bytes no consume queue covers (`Store.uncoveredRanges`: transaction PREPARED /
   * ROLLBACK records, queues behind the log, topics without queue files) in range tasks, which the queue
   * tasks leave out (`exclude`); path 2 probes the side index of what the broker's index lacks
-  * (`Store.sideIndex`: ROLLBACK records, §5.4, the log past the index's end, lost index files) beside the
+  * (`SideIndex`: ROLLBACK records, §5.4, the log past the index's end, lost index files) beside the
   * index, built and cached once (a note says so), as Python's `Store.index_candidates`. Queue windows
   * (startingOffsets / endingOffsets) are positions in the queues: they select queue units only.
   * 4. `commitLogOffset` ranges and `storeTimestamp` ranges: commit-log byte ranges (`Store.timeRanges`).
@@ -331,7 +331,7 @@ object ScanPlanner extends ContractPlan {
 
   /** Index probes of `probes` (kind -> values, their offsets united with `points`), on the driver or, for
     * many values of one kind, on executors; each probe also probes the side index of what the index lacks
-    * (`Store.sideIndex`, built here when needed).
+    * (`SideIndex.forLookup`, built here when needed).
     * None (and a note) when the index cannot answer.
     */
   private def keyIndexTasks(
@@ -346,19 +346,19 @@ object ScanPlanner extends ContractPlan {
       notes: collection.mutable.Builder[String, Vector[String]]
   ): Option[Seq[ReadTask]] = {
     val kinds = probes.map(_._1).distinct.mkString("/")
-    try store.checkIndexAnswers()
-    catch {
-      case e: IndexUnavailableException =>
-        notes += s"store ${store.root}: index cannot answer the $kinds lookup (${e.getMessage}); scanning instead"
-        return None
-    }
     // the side index of what the broker's index lacks (ROLLBACK records, the log past its end, lost index
     // files): built here, once, before executors probe it
-    val lacking = store.lackingRanges
-    val side = store.sideIndex(lacking)
-    side.note.foreach(n => notes += s"store ${store.root}: $n")
+    val lookup =
+      try store.sideIndex.forLookup()
+      catch {
+        case e: IndexUnavailableException =>
+          notes += s"store ${store.root}: index cannot answer the $kinds lookup (${e.getMessage}); scanning instead"
+          return None
+      }
+    val lacking = lookup.lacking
+    lookup.side.note.foreach(n => notes += s"store ${store.root}: $n")
     // without a topic predicate, every topic that can have indexed records
-    val topics = b.topics.fold(store.keyTopics(side).toIndexedSeq)(_.toIndexedSeq.sorted)
+    val topics = b.topics.fold(lookup.topics.toIndexedSeq)(_.toIndexedSeq.sorted)
     val probeTasks = probes match {
       case Seq((kind, values)) if values.size > settings.keyProbePartitionThreshold && points.isEmpty =>
         val buckets =

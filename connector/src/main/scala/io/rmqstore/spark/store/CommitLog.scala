@@ -30,7 +30,7 @@ private[store] object WalkStop {
   *     abnormal recovery ends (§6.3): the walk starts at the first record of the last segment whose first record
   *     is valid with a store time in (0, getMinTimestamp()] (else the first segment), goes on through BLANKs into
   *     the next segments and stops at the first invalid record; never at E (a record before E can be where
-  *     recovery stops). It may resume in each segment where an earlier such walk in this JVM stopped (`EndCache`,
+  *     recovery stops). It may resume in each segment where an earlier such walk in this JVM stopped (`LogEndCache`,
   *     kept apart from the walks from E, which leave the records before E unchecked).
   *   - After a clean shutdown the last segment whose first record is valid (or a BLANK) holds the end; later
   *     segments are pre-allocated or stale. That segment is walked from the last record the broker's index has
@@ -38,7 +38,7 @@ private[store] object WalkStop {
   *     E passes the same check (PHYSICALOFFSET == E included), else from 0 (no index file, E elsewhere, or an
   *     index that outlived lost commit-log pages); records before the start are checked when read, like those
   *     of older segments (FAILFAST / PERMISSIVE). A walk of the same file in this JVM resumes where the last
-  *     one stopped when that is further (`EndCache`: the log is append-only).
+  *     one stopped when that is further (`LogEndCache`: the log is append-only).
   *
   * The walk reads windows growing from `ResumeWindow`, so a short one reads little. The same rule as
   * python/rmqstore/store/commitlog.py `CommitLog.end`. Segments wholly before the end are finished and
@@ -50,7 +50,7 @@ private[store] object WalkStop {
   * windows start `lead` bytes early so the walk checks each header (`DLedgerEntry.problem`), a DLedger blank
   * ends a segment like a BLANK, and the valid end is where the first bad entry starts.
   */
-private[store] final class CommitLog(
+private[spark] final class CommitLog(
     fs: StoreFileSystem,
     val segments: IndexedSeq[Segment],
     checkCrcAtEnd: Boolean,
@@ -100,7 +100,7 @@ private[store] final class CommitLog(
         val stop = new WalkStop
         val from = math.max(
           math.max(walkStart(seg, stats), lead.toLong),
-          EndCache.resumeAt(seg, checkCrcAtEnd, recovery = false)(pos =>
+          LogEndCache.resumeAt(seg, checkCrcAtEnd, recovery = false)(pos =>
             recordAt(seg, pos, checkCrcAtEnd, stats, false)._2
           )
         )
@@ -110,7 +110,7 @@ private[store] final class CommitLog(
             lastStart = v.physicalOffset - seg.baseOffset
             true
         }
-        if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = false, lastStart, stop.position)
+        if (lastStart >= 0) LogEndCache.remember(seg, checkCrcAtEnd, recovery = false, lastStart, stop.position)
         if (stop.kind == WalkStop.Invalid) {
           val what = if (lead > 0) "DLedger entry" else "record"
           endReason = s"${seg.path}: first invalid $what at position ${stop.position - lead}: ${stop.reason}"
@@ -133,7 +133,7 @@ private[store] final class CommitLog(
     while (found < 0) {
       val seg = segments(i)
       val from =
-        EndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats, false)._2)
+        LogEndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats, false)._2)
       val stop = new WalkStop
       var lastStart = -1L
       walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, if (from > 0) ResumeWindow else 0) {
@@ -141,7 +141,7 @@ private[store] final class CommitLog(
           lastStart = v.physicalOffset - seg.baseOffset
           true
       }
-      if (lastStart >= 0) EndCache.remember(seg, checkCrcAtEnd, recovery = true, lastStart, stop.position)
+      if (lastStart >= 0) LogEndCache.remember(seg, checkCrcAtEnd, recovery = true, lastStart, stop.position)
       if (stop.kind == WalkStop.Blank && i + 1 < segments.length) i += 1
       else {
         if (stop.kind == WalkStop.Invalid) {
@@ -412,7 +412,7 @@ private[store] final class CommitLog(
   /** The records of `chunks(a, b)` for each of `ranges` (sorted and disjoint), in log order: for many small
     * ranges starting at record starts (the bytes no consume queue covers, what the index lacks). The ranges of
     * one segment of at most `GatherRangeBytes` each are read together (`readRanges`, batches of up to
-    * `Store.ReadBatchBytes`: a remote file fetches them in one vectored read, not one request and
+    * `ReadBatchBytes`: a remote file fetches them in one vectored read, not one request and
     * `TailSlack` each) and walked; a range whose walk does not reach exactly its end (a BLANK, an invalid
     * record, a record reaching past it, no record start at its start) is read by `chunks` instead, with
     * its errors and counters (python/rmqstore/store/store.py `scan_ranges`).
@@ -437,7 +437,7 @@ private[store] final class CommitLog(
           var j = i + 1
           var bytes = wanted(i)._2 - wanted(i)._1
           while (
-            j < wanted.length && gathered(seg, wanted(j)) && bytes + wanted(j)._2 - wanted(j)._1 <= Store.ReadBatchBytes
+            j < wanted.length && gathered(seg, wanted(j)) && bytes + wanted(j)._2 - wanted(j)._1 <= ReadBatchBytes
           ) {
             bytes += wanted(j)._2 - wanted(j)._1
             j += 1
@@ -490,6 +490,9 @@ private[store] final class CommitLog(
     resume
   }
 
+  /** A segment opened for positioned reads of its own (`mapped`: memory-mapped, for files no longer written). */
+  def openSegment(seg: Segment, mapped: Boolean): RandomAccess = fs.open(seg.path, mapped)
+
   def close(): Unit = {
     files.values.foreach(_.close())
     files.clear()
@@ -497,6 +500,9 @@ private[store] final class CommitLog(
 }
 
 private[store] object CommitLog {
+
+  /** `rangeChunks` and `RecordReader.readAt` fetch reads of one segment in batches of at most this many bytes. */
+  final val ReadBatchBytes: Long = 8L << 20
 
   /** `f(v)`, where a body that cannot be decompressed raises StoreCorruptionException naming the file
     * and the record's offset (FAILFAST) or leaves the record out and counts it (PERMISSIVE). `f` must

@@ -35,12 +35,41 @@ final case class SegmentVerdict(
   * topic of PREPARED records only has no queue, yet is in the index).
   *
   * Verdicts are cached in memory per JVM by segment identity (path, size, last-modified time, where its
-  * records end) and the set of queues, and on disk outside the store (`Store.diskCache`) in the files of
+  * records end) and the set of queues, and on disk outside the store (`CacheIdentity`) in the files of
   * python/rmqstore/store/coverage.py (`SegmentCache` kind `coverage`, salted with the sha256 of the JSON list
   * of queue names), so a new JVM, or the Python engine, does not read every consume queue again. While those
   * are the same, queues can only gain units, so a cached gap may since have been filled: it is scanned for
   * nothing, never a record missed.
   */
+/** The verdicts of one store (design §3.2): its `log` against its `queues`, cached where the store has a
+  * `cache` identity (design §8). A service of the store facade (docs/design.md §1).
+  */
+private[spark] final class Coverage(log: CommitLog, queues: Queues, cache: Option[CacheIdentity]) {
+
+  private lazy val verdicts: IndexedSeq[SegmentVerdict] =
+    Coverage.verdicts(
+      log,
+      for (t <- queues.topics; q <- queues.queueIds(t)) yield (s"$t/$q", queues.queue(t, q)),
+      digest => cache.map(_.cache(Coverage.CacheKind, Coverage.CacheVersion, digest))
+    )
+
+  /** Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to: transaction
+    * PREPARED / ROLLBACK records (§4.1), records the queues have not caught up with and records of topics
+    * without a queue directory; everything else is found through the queues.
+    */
+  def uncoveredRanges: IndexedSeq[(Long, Long)] = verdicts.flatMap(_.gaps)
+
+  /** The parts of `uncoveredRanges` that key and uniqKey lookups cannot find through the index: ROLLBACK
+    * records (the only type the broker does not index, §5.4) and bytes holding no valid record.
+    */
+  def unindexedRanges: IndexedSeq[(Long, Long)] = verdicts.flatMap(_.unindexed)
+
+  /** Every topic that can have records in the index, sorted: the queues' topics and those of the indexed
+    * records in `uncoveredRanges` (a topic of transaction PREPARED records only has no queue directory, §5.4).
+    */
+  def indexedTopics: Seq[String] = (queues.topics ++ verdicts.flatMap(_.topics)).distinct.sorted
+}
+
 private[store] object Coverage {
 
   /** The same files as python/rmqstore/store/coverage.py `segment_verdicts` (docs/design.md §8.3). */
@@ -61,7 +90,7 @@ private[store] object Coverage {
 
   /** A verdict for every segment holding records (base offset below the valid end), in log order.
     * `queues`: every consume queue of the store, named "topic/queueId"; `diskCache`: the store's cache of
-    * kind `CacheKind` salted with the given digest of the queue names (None where there is none, `Store.diskCache`).
+    * kind `CacheKind` salted with the given digest of the queue names (None where there is none, `CacheIdentity.of`).
     */
   def verdicts(
       log: CommitLog,
@@ -101,7 +130,7 @@ private[store] object Coverage {
 
   /** coverage.py's salt: the sha256 (hex) of the JSON list of queue names, sorted. */
   private def queuesDigest(names: Seq[String]): String =
-    MessageDigest.getInstance("SHA-256").digest(SegmentCache.pythonJson(names).getBytes(UTF_8))
+    MessageDigest.getInstance("SHA-256").digest(CacheIdentity.pythonJson(names).getBytes(UTF_8))
       .map(b => f"$b%02x").mkString
 
   /** Verdicts for `segments` (in log order) from the units of every queue. */

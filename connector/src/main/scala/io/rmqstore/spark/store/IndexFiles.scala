@@ -26,7 +26,7 @@ final case class IndexFileInfo(
   * a probe its slot and the entries its chain walk visits (design §3), never the whole file unless its
   * geometry has to be searched for (a file of other than the default size, geometry not given).
   */
-private[store] final class IndexFiles(fs: StoreFileSystem, directory: String, geometry: Option[(Int, Int)])
+private[spark] final class IndexFiles(fs: StoreFileSystem, directory: String, geometry: Option[(Int, Int)])
     extends AutoCloseable {
   import IndexFiles._
 

@@ -1,29 +1,26 @@
 package io.rmqstore.spark.store
 
-import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{AtomicMoveNotSupportedException, Files, Path, Paths, StandardCopyOption}
-import java.security.MessageDigest
-import java.util.concurrent.TimeUnit
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
-/** Facts about the commit-log segments of a local store cached on disk outside the store, in the files of
-  * python/rmqstore/store/segment_cache.py, so that what one engine built serves the other.
+/** Facts about the commit-log segments of a store cached on disk outside the store, in the files of
+  * python/rmqstore/store/segment_cache.py, so that what one engine built serves the other (docs/design.md §8).
   *
   * The entries of one store live in one JSON file, `<kind>/<sha256 of the store's identity>.json` under
-  * `SegmentCache.root` (never inside the store), keyed by segment file name: `{"version", "salt",
-  * "segments": {name: [size, mtime in ns, records' end or null, *entry]}}`. An entry is reused while its
-  * segment has the same size and mtime and, for the segment holding the valid end, the same records' end,
-  * and while the salt and the version are the same. The identity is Python's `json.dumps([realpath of the
-  * root, [realpath of the commit-log directory]])`. A remote store's is `json.dumps([location as given,
-  * [commit-log directory as pyarrow names it]])`, its segments keyed by the modification time the listing
-  * gave (an S3 object's upload time: a new upload is another file). `mtimeNs`: a segment's mtime in ns.
+  * `SegmentCache.root` (never inside the store; the identity: `CacheIdentity`), keyed by segment file name:
+  * `{"version", "salt", "segments": {name: [size, mtime in ns, records' end or null, *entry]}}`. An entry is
+  * reused while its segment has the same size and mtime and, for the segment holding the valid end, the same
+  * records' end, and while the salt and the version are the same.
   */
-private[store] final class SegmentCache(val path: Path, version: Int, salt: String, mtimeNs: Segment => Long) {
+private[spark] final class SegmentCache(identity: CacheIdentity, kind: String, version: Int, salt: String) {
   import SegmentCache._
+
+  /** `<kind>/<identity's digest>.json` under `root`. */
+  val path: Path = root.resolve(kind).resolve(identity.digest + ".json")
 
   /** Base offset -> cached entry (the JSON values after the key), for the segments of `live` whose entry
     * is still valid; `logEnd`: the store's valid end.
@@ -71,7 +68,7 @@ private[store] final class SegmentCache(val path: Path, version: Int, salt: Stri
 
   /** Size, mtime (ns) and, for the segment holding the valid end, where its records end. */
   private def key(seg: Segment, logEnd: Long): Seq[Any] =
-    Seq(seg.size, mtimeNs(seg), if (seg.contains(logEnd)) logEnd - seg.baseOffset else null)
+    Seq(seg.size, identity.mtimeNs(seg), if (seg.contains(logEnd)) logEnd - seg.baseOffset else null)
 
   private def keyMatches(entry: IndexedSeq[JsonNode], wanted: Seq[Any]): Boolean =
     entry.take(3).zip(wanted).forall {
@@ -81,7 +78,7 @@ private[store] final class SegmentCache(val path: Path, version: Int, salt: Stri
     }
 }
 
-private[store] object SegmentCache {
+private[spark] object SegmentCache {
 
   /** python/rmqstore/cachedir.py: where rmqstore keeps caches of its own. */
   final val CacheDirEnv = "RMQSTORE_CACHE_DIR"
@@ -102,30 +99,6 @@ private[store] object SegmentCache {
       .getOrElse(Paths.get(set("HOME").getOrElse(userHome), ".cache", "rmqstore"))
   }
 
-  /** The cache of kind `kind` of the local store at `root` whose log is in `commitlogDir`. */
-  def forLocalStore(root: String, commitlogDir: String, kind: String, version: Int, salt: String = ""): SegmentCache = {
-    val real = (p: String) => Paths.get(p).toRealPath().toString
-    val mtime = (seg: Segment) => Files.getLastModifiedTime(Paths.get(seg.path)).to(TimeUnit.NANOSECONDS)
-    named(Seq[Any](real(root), Seq(real(commitlogDir))), kind, version, salt, mtime)
-  }
-
-  /** The cache of kind `kind` of the remote store at `location` (as the user gave it) whose log is in
-    * `commitlogDir` (a URI): python/rmqstore/store/segment_cache.py's name for it, where pyarrow names the
-    * directory without its scheme (`bucket/key` for s3:// and gs://, the path for others).
-    */
-  def forRemoteStore(location: String, commitlogDir: String, kind: String, version: Int, salt: String): SegmentCache = {
-    val at = commitlogDir.indexOf("://")
-    val (scheme, rest) = (commitlogDir.take(math.max(at, 0)), commitlogDir.drop(at + 3))
-    val dir = if (Seq("s3", "gs").contains(scheme)) rest else rest.drop(math.max(rest.indexOf('/'), 0))
-    named(Seq[Any](location, Seq(dir)), kind, version, salt, seg => seg.modifiedMs * 1000000L)
-  }
-
-  private def named(identity: Seq[Any], kind: String, version: Int, salt: String, mtime: Segment => Long) = {
-    val text = pythonJson(identity)
-    val digest = MessageDigest.getInstance("SHA-256").digest(text.getBytes(UTF_8)).map(b => f"$b%02x").mkString
-    new SegmentCache(SegmentCache.root.resolve(kind).resolve(digest + ".json"), version, salt, mtime)
-  }
-
   /** Byte ranges cached as `[[start, end], ...]`, None when `node` is not that shape. */
   def ranges(node: JsonNode): Option[IndexedSeq[(Long, Long)]] = {
     val pairs = node.elements.asScala.toIndexedSeq
@@ -140,28 +113,6 @@ private[store] object SegmentCache {
     catch {
       case _: AtomicMoveNotSupportedException => Files.move(source, target, StandardCopyOption.REPLACE_EXISTING)
     }
-
-  /** Python's `json.dumps` of strings and lists with the identity's separator and `ensure_ascii` (docs/design.md
-    * §8.2).
-    */
-  private[store] def pythonJson(value: Any): String = value match {
-    case s: String =>
-      val out = new StringBuilder("\"")
-      s.foreach {
-        case '"' => out ++= "\\\""
-        case '\\' => out ++= "\\\\"
-        case '\n' => out ++= "\\n"
-        case '\r' => out ++= "\\r"
-        case '\t' => out ++= "\\t"
-        case '\b' => out ++= "\\b"
-        case '\f' => out ++= "\\f"
-        case c if c < 0x20 || c > 0x7e => out ++= f"\\u${c.toInt}%04x"
-        case c => out += c
-      }
-      out.append('"').toString
-    case items: Seq[_] => items.map(pythonJson).mkString("[", ContractStore.CacheIdentitySeparator, "]")
-    case other => throw new IllegalArgumentException(s"not a string or a list: $other")
-  }
 
   private def toJava(value: Any): Any = value match {
     case items: Seq[_] => items.map(toJava).asJava

@@ -31,11 +31,105 @@ final case class SideIndexParts(
   }
 }
 
-/** A side index of the records the broker's index lacks (design §3.4; spec §5.3, §5.4, §5.7): the rule of
+/** What the planner needs for a key lookup (`SideIndex.forLookup`): the ranges the broker's index lacks, the
+  * side index of them, and the topics a lookup without a topic predicate probes.
+  */
+final case class KeyLookup(lacking: IndexedSeq[(Long, Long)], side: SideIndexParts, topics: Seq[String])
+
+/** Key lookups of one store: the broker's index files and the side index of what they lack (design §3.4),
+  * like python/rmqstore/store/side_index.py. A service of the store facade (docs/design.md §1): it reads the
+  * log through `records`, knows the unindexed ranges from `coverage` and keeps its arrays in the store's
+  * `cache` (design §8). Not thread-safe: one per Store.
+  */
+private[spark] final class SideIndex(
+    log: CommitLog,
+    records: RecordReader,
+    index: IndexFiles,
+    coverage: Coverage,
+    cache: Option[CacheIdentity]
+) {
+
+  /** Commit-log bytes and records read by key lookups besides the records they return: side index builds and
+    * the index headers' last records (`bytesRead` of the planning or probing task).
+    */
+  val lookupStats: ScanStats = ScanStats()
+
+  /** The one call of a plan (design §3.1): IndexUnavailableException when the index cannot answer
+    * (`checkIndexAnswers`), else the ranges it lacks, their side index (built here when needed) and the topics
+    * a lookup without a topic predicate probes.
+    */
+  def forLookup(): KeyLookup = {
+    checkIndexAnswers()
+    val lacking = lackingRanges
+    val side = parts(lacking)
+    KeyLookup(lacking, side, keyTopics(side))
+  }
+
+  /** IndexUnavailableException when the index cannot answer a lookup completely: an index file is unusable,
+    * or the index lacks more than `ContractStore.IndexTailScanLimit` bytes besides ROLLBACK records (records past
+    * its end or of lost index files, `indexHoles`; e.g. no index at all): scan instead
+    * (python/rmqstore/store/store.py `side_index`).
+    */
+  def checkIndexAnswers(): Unit = {
+    val bad = index.problems
+    if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
+    val holes = indexHoles
+    val lacking = holes.map { case (a, b) => b - a }.sum
+    if (lacking > ContractStore.IndexTailScanLimit)
+      throw new IndexUnavailableException(
+        s"the index lacks $lacking bytes of the log in ${holes.size} range(s) from physical offset " +
+          s"${holes.head._1} (records past its end or of lost index files; limit ${ContractStore.IndexTailScanLimit}): scan instead"
+      )
+  }
+
+  /** The parts of [minOffset, logEnd) outside every usable index file's span (`SideIndex.indexHoles`). */
+  lazy val indexHoles: IndexedSeq[(Long, Long)] = SideIndex.indexHoles(log, index.infos, lookupStats)
+
+  /** The commit-log ranges whose records may be missing from the broker's index, sorted and disjoint:
+    * `Coverage.unindexedRanges` (ROLLBACK records), the log past the index's end and the records of lost index
+    * files (`indexHoles`).
+    */
+  def lackingRanges: IndexedSeq[(Long, Long)] = Ranges.union(coverage.unindexedRanges ++ indexHoles)
+
+  private var opened: SideIndexParts = _
+
+  /** The side index of `lacking` (`lackingRanges`, here or on the driver), opened once: from the cache
+    * directory where it holds, else built from a scan of only those ranges (counted in `lookupStats`) and
+    * cached; its `note` says when it was built.
+    */
+  def parts(lacking: Seq[(Long, Long)]): SideIndexParts = {
+    if (opened == null) opened = SideIndex.open(log, records, cache, lookupStats, lacking)
+    opened
+  }
+
+  /** The topics a key lookup without a topic predicate probes, sorted: `Coverage.indexedTopics` and the
+    * topics of the side index's records.
+    */
+  def keyTopics(side: SideIndexParts): Seq[String] = (coverage.indexedTopics ++ side.topics).distinct.sorted
+
+  /** Offsets of the records that may have one of `keys` as a KEYS token or UNIQ_KEY in one of `topics`,
+    * sorted and distinct, unconfirmed: the hash candidates of `topic#key` (§5.6) in the index files and in
+    * the side index of `lacking` (`parts`). Raises IndexUnavailableException as `checkIndexAnswers`.
+    */
+  def lookup(topics: Seq[String], keys: Seq[String], lacking: Seq[(Long, Long)]): Array[Long] = {
+    checkIndexAnswers()
+    val extra = parts(lacking)
+    val found = mutable.ArrayBuilder.make[Long]
+    val probes = for (topic <- topics; key <- keys) yield (topic, key)
+    index.prefetch(probes)
+    for ((topic, key) <- probes) {
+      found ++= index.candidates(topic, key)
+      found ++= extra.candidates(topic, key)
+    }
+    found.result().distinct.sorted
+  }
+}
+
+/** The side index's rule and files (design §3.4; spec §5.3, §5.4, §5.7): the rule of
   * python/rmqstore/store/side_index.py, in the same cache files, so what one engine built the other uses.
   *
   * The broker's index has every record of the log but (`lackingRanges`) ROLLBACK-typed records (§5.4,
-  * `Store.unindexedRanges`), the records after the newest index file's endPhyOffset (dispatch lagging, a
+  * `Coverage.unindexedRanges`), the records after the newest index file's endPhyOffset (dispatch lagging, a
   * file not flushed before a crash) and the records of index files lost in recovery (§5.7,
   * apache/rocketmq#8007): the log before the oldest file's beginPhyOffset and between one file's end and
   * the next one's beginPhyOffset (`indexHoles`). The side index holds, for every record in those ranges,
@@ -48,7 +142,7 @@ final case class SideIndexParts(
   * array of shape (2, n) next to the cache's JSON). A segment's entries are reused while its cache key
   * holds and the ranges they index include every range the segment lacks now. A remote store's are cached
   * too, keyed by the modification times its listing gives (so executor tasks and later plans on this
-  * machine read them instead of the log); without those it keeps its side index per Store.
+  * machine read them instead of the log); without those it keeps its side index per store.
   */
 private[store] object SideIndex {
   final val CacheKind = ContractStore.SideIndexCacheKind
@@ -59,9 +153,6 @@ private[store] object SideIndex {
   final val BuiltNote = "built a side index of the records the broker's index lacks (transaction ROLLBACK " +
     "records, records past the index's end or of lost index files) from a scan of only those"
 
-  /** The commit-log ranges whose records may be missing from the broker's index, sorted and disjoint. */
-  def lackingRanges(store: Store): IndexedSeq[(Long, Long)] = Ranges.union(store.unindexedRanges ++ store.indexHoles)
-
   /** The parts of [minOffset, logEnd) outside every usable index file's span: records past the newest
     * file's end or of lost files, sorted and disjoint. A file that fills up in the middle of a record's
     * entries has the rest put into the next file, which begins with that record (RocketMQ's
@@ -70,22 +161,22 @@ private[store] object SideIndex {
     * a file's beginPhyOffset unless the file before ends with it or the record before it, or it is the
     * log's first record.
     */
-  def indexHoles(store: Store): IndexedSeq[(Long, Long)] = {
-    val spans = store.indexFiles.flatMap { info =>
+  def indexHoles(log: CommitLog, indexFiles: Seq[IndexFileInfo], stats: ScanStats): IndexedSeq[(Long, Long)] = {
+    val spans = indexFiles.flatMap { info =>
       info.header.filter(h => info.problem.isEmpty && h.entryCount > 0).map { h =>
         (h.beginPhyOffset, h.endPhyOffset, info.geometry.exists(g => h.indexCount >= g._2))
       }
     }.sorted
     val holes = mutable.ArrayBuffer.empty[(Long, Long)]
-    var position = store.minOffset + store.commitLog.lead // the first record (§2.13)
-    val end = store.logEnd
+    var position = log.minOffset + log.lead // the first record (§2.13)
+    val end = log.end
     var previous: Option[(Long, Long)] = None // the last file's endPhyOffset and where the next record starts
     for ((begin, last, full) <- spans) {
       if (previous.exists(_._2 == begin)) position = math.max(position, begin) // its last record was whole
       val whole = previous.fold(begin <= position)(p => begin == p._1 || begin == p._2)
-      val start = if (whole) begin else afterRecord(store, begin)
+      val start = if (whole) begin else afterRecord(log, stats, begin)
       if (start > position) holes += ((position, math.min(start, end)))
-      val after = afterRecord(store, last)
+      val after = afterRecord(log, stats, last)
       previous = Some((last, after))
       position = math.max(position, if (full) last else after)
     }
@@ -97,28 +188,33 @@ private[store] object SideIndex {
     * TOTALSIZE and MAGICCODE (§2.2) and the log's entry framing (§2.13); `offset` itself when no message starts
     * there (a hole then starts with it).
     */
-  private def afterRecord(store: Store, offset: Long): Long =
-    Segments.find(store.segments, offset) match {
-      case Some(seg) if offset < store.logEnd =>
-        val head =
-          store.commitLog.read(seg, offset - seg.baseOffset, 8, store.lookupStats, store.commitLog.isSealed(seg))
+  private def afterRecord(log: CommitLog, stats: ScanStats, offset: Long): Long =
+    Segments.find(log.segments, offset) match {
+      case Some(seg) if offset < log.end =>
+        val head = log.read(seg, offset - seg.baseOffset, 8, stats, log.isSealed(seg))
         if (head.limit() < 8) offset
         else {
           val (total, magic) = (head.getInt(0), head.getInt(Layout.OffMagic))
-          val fits = total > 0 && total <= math.min(seg.endOffset, store.logEnd) - offset
-          if (fits && (magic == Layout.MagicV1 || magic == Layout.MagicV2)) offset + total + store.commitLog.lead
+          val fits = total > 0 && total <= math.min(seg.endOffset, log.end) - offset
+          if (fits && (magic == Layout.MagicV1 || magic == Layout.MagicV2)) offset + total + log.lead
           else offset
         }
       case _ => offset
     }
 
-  /** The side index of `ranges` (`lackingRanges`), from the cache where it still holds. */
-  def open(store: Store, ranges: Seq[(Long, Long)]): SideIndexParts = {
-    val live = store.segments.filter(_.baseOffset < store.logEnd)
+  /** The side index of `ranges` (`lackingRanges`), from the cache where it still holds; scans counted in `stats`. */
+  def open(
+      log: CommitLog,
+      records: RecordReader,
+      identity: Option[CacheIdentity],
+      stats: ScanStats,
+      ranges: Seq[(Long, Long)]
+  ): SideIndexParts = {
+    val live = log.segments.filter(_.baseOffset < log.end)
     val needed = live.map(seg => seg -> Ranges.within(ranges, seg.baseOffset, seg.endOffset)).filter(_._2.nonEmpty)
-    val cache = store.diskCache(CacheKind, CacheVersion, salt = "")
+    val cache = identity.map(_.cache(CacheKind, CacheVersion, salt = ""))
     val known = cache.fold(Map.empty[Long, IndexedSeq[com.fasterxml.jackson.databind.JsonNode]])(
-      _.load(live, store.logEnd)
+      _.load(live, log.end)
     )
     val entries = mutable.ArrayBuffer.empty[(Segment, Seq[Any])]
     val parts = mutable.ArrayBuffer.empty[(Array[Long], Array[Long])]
@@ -132,7 +228,7 @@ private[store] object SideIndex {
         } yield (covered, entry(1).elements.asScala.map(_.asText).toIndexedSeq, entry(2).asText, part)
       }
       val (covered, segTopics, name, part) = cached.getOrElse {
-        val (part, segTopics) = build(store, wanted)
+        val (part, segTopics) = build(records, stats, wanted)
         builtRanges += wanted.size
         (wanted, segTopics, cache.fold(arrayName(seg))(save(_, seg, part)), part)
       }
@@ -148,7 +244,7 @@ private[store] object SideIndex {
       val referenced = entries.map(_._2(2).asInstanceOf[String]).toSet
       val stale = unreferenced(c, referenced)
       if (builtRanges > 0 || stale.nonEmpty) {
-        c.save(entries.toSeq, store.logEnd)
+        c.save(entries.toSeq, log.end)
         unreferenced(c, referenced).foreach(name => Files.deleteIfExists(arrayDir(c).resolve(name)))
       }
     }
@@ -158,11 +254,15 @@ private[store] object SideIndex {
   }
 
   /** Entries (hashes ascending, offsets) of the records in `ranges`, and their topics, sorted. */
-  private def build(store: Store, ranges: Seq[(Long, Long)]): ((Array[Long], Array[Long]), IndexedSeq[String]) = {
+  private def build(
+      records: RecordReader,
+      stats: ScanStats,
+      ranges: Seq[(Long, Long)]
+  ): ((Array[Long], Array[Long]), IndexedSeq[String]) = {
     val hashes = mutable.ArrayBuilder.make[Long]
     val offsets = mutable.ArrayBuilder.make[Long]
     val topics = mutable.SortedSet.empty[String]
-    store.lookupStats.add(store.scanRanges(ranges, verifyCrc = false, permissive = true) { v =>
+    stats.add(records.scanRanges(ranges, verifyCrc = false, permissive = true) { v =>
       val topic = v.topic
       topics += topic
       val keys = Option(v.uniqKey).toSeq ++ Option(v.keys).toSeq.flatten

@@ -54,21 +54,30 @@ final class LogWalkCache {
   * over (TOTALSIZE by TOTALSIZE), the others are read by positioned reads in windows, and their records
   * beyond `cache.sealedUntil` get the full check and the seal test.
   */
-final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends AutoCloseable {
+final class Tail private[store] (
+    location: String,
+    shape: Shape,
+    log: CommitLog,
+    index: IndexFiles,
+    queues: Queues,
+    config: StoreConfig,
+    cache: LogWalkCache,
+    permissive: Boolean
+) extends AutoCloseable {
   import Tail._
   import Layout._
 
   // A DLedger log (§2.13) is refused by name: this walk knows no entry framing.
-  Shape.refuse(store.location.path, store.shape, Shape.Dledger, "streaming")
+  Shape.refuse(location, shape, Shape.Dledger, "streaming")
 
-  val segments: IndexedSeq[Segment] = store.segments
+  val segments: IndexedSeq[Segment] = log.segments
   private val windows = mutable.HashMap.empty[Int, Window]
 
   /** Places a PERMISSIVE walk stepped over in sealed segments (the read steps over them too). */
   val skipped: mutable.ArrayBuffer[String] = mutable.ArrayBuffer.empty
 
   private val started: IndexedSeq[Boolean] = segments.map { seg =>
-    val file = store.openSegment(seg, mapped = false)
+    val file = log.openSegment(seg, mapped = false)
     try writeStarted(file.read(0, HeaderBytes), 0, seg.size)
     finally file.close()
   }
@@ -80,7 +89,7 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
   private def isSealedSegment(i: Int): Boolean = i < lastStarted
 
   private def window(i: Int): Window =
-    windows.getOrElseUpdate(i, new Window(store.openSegment(segments(i), mapped = isSealedSegment(i))))
+    windows.getOrElseUpdate(i, new Window(log.openSegment(segments(i), mapped = isSealedSegment(i))))
 
   private def segmentIndex(position: Long): Option[Int] =
     segments.indices.find(i => segments(i).contains(position))
@@ -201,7 +210,7 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
     val at = w.at(rel, total + HeaderBytes)
     val buf = w.buffer
     if (rel + total + HeaderBytes <= size && writeStarted(buf, at + total, size - rel - total)) return true
-    unitConfirms(buf, at, position, total) || !store.abortPresent
+    unitConfirms(buf, at, position, total) || !config.abortPresent
   }
 
   /** A record of the active segment that fails its checks (docs/damage.md §2): None when it is still being
@@ -240,7 +249,7 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
     * and what follows it was written since (a live broker, not damage).
     */
   private def wholeNow(seg: Segment, rel: Long): Boolean = {
-    val file = store.openSegment(seg, mapped = false)
+    val file = log.openSegment(seg, mapped = false)
     try {
       val head = file.read(rel, HeaderBytes)
       val total = if (head.limit() >= HeaderBytes) head.getInt(0) else 0
@@ -266,8 +275,9 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
       else None
     }
     leads.orElse {
-      val named = (store.indexedEnd +: store.topics.flatMap(t => store.queueIds(t).flatMap(store.queueLastPhy(t, _))))
-        .filter(_ > base + rel)
+      val named =
+        (index.indexedEnd +: queues.topics.flatMap(t => queues.queueIds(t).flatMap(queues.queueLastPhy(t, _))))
+          .filter(_ > base + rel)
       if (named.isEmpty) None
       else {
         val known = named.max
@@ -286,9 +296,9 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
       val record = new RecordView().reset(buf, at, position)
       if (!Layout.isQueued(record.sysFlag)) false // never gets a unit (§4.1)
       else {
-        val (low, high) = store.queueRange(record.topic, record.queueId)
+        val (low, high) = queues.queueRange(record.topic, record.queueId)
         val qo = record.queueOffset
-        qo >= low && qo < high && (store.queueUnits(record.topic, record.queueId, qo, qo + 1).toSeq match {
+        qo >= low && qo < high && (queues.queueUnits(record.topic, record.queueId, qo, qo + 1).toSeq match {
           case Seq((_, phy, unitSize, _)) => phy == position && unitSize == total
           case _ => false
         })
@@ -296,7 +306,7 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
     } catch { case _: IOException | _: StoreException | _: IllegalArgumentException => false }
 
   /** Bad bytes inside a sealed segment: an error (FAILFAST), or (PERMISSIVE) this walk moves on to the
-    * next segment while the read of that range steps over the damaged bytes (`Store.scan`).
+    * next segment while the read of that range steps over the damaged bytes (`RecordReader.scan`).
     */
   private def invalid(i: Int, rel: Long, segSealed: Boolean, advance: Advance, cause: String): Boolean = {
     val seg = segments(i)

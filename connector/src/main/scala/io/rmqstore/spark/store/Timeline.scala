@@ -22,7 +22,7 @@ final case class TimeRun(start: Long, end: Long, firstMs: Long, lastMs: Long, or
   * is cached in memory per JVM by segment identity (path, size, last-modified time, where its records
   * end); unlike Python there is no on-disk cache, so a new JVM walks each segment once again.
   */
-private[store] final class Timeline(log: CommitLog) {
+private[spark] final class Timeline(log: CommitLog) {
   import Timeline._
 
   /** The runs of every segment holding records, in log order. */

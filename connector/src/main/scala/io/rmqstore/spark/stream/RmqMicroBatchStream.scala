@@ -53,7 +53,7 @@ final class RmqMicroBatchStream(
   }
 
   private def withTail[T](broker: String, store: Store)(f: Tail => T): T = {
-    val tail = new Tail(store, walkCaches.getOrElseUpdate(broker, new LogWalkCache), options.permissive)
+    val tail = store.tail(walkCaches.getOrElseUpdate(broker, new LogWalkCache), options.permissive)
     try f(tail)
     finally tail.close()
   }

@@ -12,7 +12,6 @@ import io.rmqstore.spark.store.Names
   * (topic, queueId)); python/rmqstore/spark/offsets.py `StoreOffset`.
   */
 final case class StoreOffset(position: Option[Long] = None, queues: Map[(String, Int), Long] = Map.empty) {
-  def isLog: Boolean = position.isDefined
 
   /** The JSON object of this store, as the Python engine writes it (topics sorted, queue ids ascending). */
   def toJson: PyJson.Obj = position match {

@@ -8,10 +8,10 @@ import org.apache.spark.sql.types.{LongType, StructField, StructType}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.rmqstore.spark.{RmqColumnarReader, RmqInputPartition, RmqOptions, RmqStores}
+import io.rmqstore.spark.{OptionPredicates, RmqColumnarReader, RmqInputPartition, RmqOptions, RmqStores}
 import io.rmqstore.spark.format.IndexFile
 import io.rmqstore.spark.io.{CachedPages, CountingFileSystem}
-import io.rmqstore.spark.plan.{Compare, OptionPredicates, Predicate, ScanPlanner}
+import io.rmqstore.spark.plan.{Compare, Predicate, ScanPlanner}
 
 /** What a cold key lookup reads from a store behind a Hadoop file system (as on S3: no cache directory, a new
   * JVM), planned and read as Spark runs it, counted per file by `CountingFileSystem`: the walk for the valid

@@ -49,14 +49,14 @@ class SideIndexSuite extends AnyFunSuite {
   test("a store's cache file is named by Python's json.dumps of its identity") {
     // json.dumps(['/tmp/ключ "x"\\', ['/a\x7f\t鍵🔑']])
     val python = "[\"/tmp/\\u043a\\u043b\\u044e\\u0447 \\\"x\\\"\\\\\", [\"/a\\u007f\\t\\u9375\\ud83d\\udd11\"]]"
-    assert(SegmentCache.pythonJson(Seq[Any]("/tmp/ключ \"x\"\\", Seq("/a\u007f\t鍵🔑"))) == python)
+    assert(CacheIdentity.pythonJson(Seq[Any]("/tmp/ключ \"x\"\\", Seq("/a\u007f\t鍵🔑"))) == python)
     // the identity vectors both engines' tests read (docs/design.md §8.2)
     val vectors =
       new ObjectMapper().readTree(Paths.get("tests/vectors/format_vectors.json").toFile).get("cache_identity")
     assert(vectors.size == 3)
     for (v <- vectors.elements().asScala) {
       def strings(node: JsonNode): Any = if (node.isArray) node.elements().asScala.map(strings).toSeq else node.asText
-      val json = SegmentCache.pythonJson(strings(v.get("identity")))
+      val json = CacheIdentity.pythonJson(strings(v.get("identity")))
       assert(json == v.get("json").asText)
       val digest = MessageDigest.getInstance("SHA-256").digest(json.getBytes(UTF_8)).map(b => f"$b%02x").mkString
       assert(digest + ".json" == v.get("file").asText)
@@ -71,7 +71,7 @@ class SideIndexSuite extends AnyFunSuite {
         "hdfs://nn:8020/rmq" -> "7c3b0b9d295a461a1726a911896506e1d744596452d2e9ddf5f09bd44ad4c7a8" // /rmq/commitlog
       )
     ) {
-      val cache = SegmentCache.forRemoteStore(location, location + "/commitlog", SideIndex.CacheKind, 1, "")
+      val cache = CacheIdentity.remote(location, location + "/commitlog").cache(SideIndex.CacheKind, 1, "")
       assert(cache.path == SegmentCache.root.resolve(SideIndex.CacheKind).resolve(digest + ".json"), location)
     }
   }

@@ -70,7 +70,7 @@ class TailSuite extends AnyFunSuite with BeforeAndAfterAll {
     def stop(): Unit = Files.deleteIfExists(root.resolve("abort"))
 
     def tail(cache: LogWalkCache = new LogWalkCache, permissive: Boolean = false): Tail =
-      new Tail(Store.open(StoreLocation(root.toString), null, None, checkCrcAtEnd = false), cache, permissive)
+      Store.open(StoreLocation(root.toString), null, None, checkCrcAtEnd = false).tail(cache, permissive)
 
     def end(i: Int): Long = offsets(i)._1 + offsets(i)._2
   }

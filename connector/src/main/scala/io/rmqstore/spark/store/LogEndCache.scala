@@ -1,6 +1,6 @@
 package io.rmqstore.spark.store
 
-/** Where walks for the valid end (§2.12) of a segment got to, remembered per JVM, so that opening the
+/** Where walks for the valid end (§2.12, design §4.2) of a segment got to, remembered per JVM, so that opening the
   * same store again resumes the walk instead of re-reading (and re-checking the BODYCRC of) every record
   * of the segment holding the end: a key lookup opens the store once per query.
   *
@@ -12,7 +12,7 @@ package io.rmqstore.spark.store
   * (`recovery`, §6.3: every record of a segment before the end they remember checked) are kept apart from the
   * walks from the index's end (which leave the records before it unchecked).
   */
-private[store] object EndCache {
+private[store] object LogEndCache {
 
   /** Segments remembered (least recently used dropped first). */
   final val CachedSegments = 1 << 10

@@ -1,8 +1,8 @@
-package io.rmqstore.spark.plan
+package io.rmqstore.spark
 
-import io.rmqstore.spark.{OffsetSpec, RmqOptions}
-import io.rmqstore.spark.format.MultiDispatch
-import io.rmqstore.spark.store.Store
+import plan.{Compare, InSet, KeysContainAny, Predicate, QueueWindow, QueueWindows}
+import format.MultiDispatch
+import store.Store
 
 /** Row restrictions given as options (part of the DataFrame, not pushed filters), per store, as
   * python/rmqstore/spark/reader.py `_option_predicates` and plan/queues.py `resolve_windows`.
