@@ -228,8 +228,9 @@ def index_queries(name: str) -> list[IndexQuery]:
 
 
 NO_MESSAGE = 208
-"""ResponseCode.NO_MESSAGE: the admin client's "found nothing"; other codes (17 TOPIC_NOT_EXIST for
-SCHEDULE_TOPIC_XXXX, which the name server does not route) mean the admin path could not ask."""
+"""ResponseCode.NO_MESSAGE: the admin client's "found nothing"; other codes (e.g. 17 TOPIC_NOT_EXIST: the
+name server had no route for the topic) mean the admin path could not ask. The broker generator waits
+for a route to every topic it asks about, SCHEDULE_TOPIC_XXXX included (tests/conformance/README.md)."""
 
 
 def _admin_offsets(answer: dict[str, Any]) -> frozenset[int] | None:

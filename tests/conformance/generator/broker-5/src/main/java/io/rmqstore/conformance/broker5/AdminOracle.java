@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.rocketmq.client.QueryResult;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.common.message.MessageConst;
@@ -70,6 +71,14 @@ final class AdminOracle {
         out.put("uniqKeyQueries", uniqAnswers);
         out.put("msgIdQueries", idAnswers);
         return out;
+    }
+
+    /** The topics {@link #answers} names: every record's topic and the probes' topics. */
+    static Set<String> topicsAsked(Oracle.Walk walk, List<String[]> keyProbes) {
+        Set<String> topics = new LinkedHashSet<>();
+        walk.records().forEach(d -> topics.add(d.stored().getTopic()));
+        keyProbes.forEach(p -> topics.add(p[0]));
+        return topics;
     }
 
     private List<MessageExt> uniqKeyQuery(String topic, String uniqKey) throws Exception {

@@ -8,6 +8,7 @@ import io.rmqstore.conformance.rmq5.Rmq5Driver;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -100,7 +101,7 @@ public final class BrokerFixture {
         producer.start();
         admin.start();
         try {
-            createTopics(admin, cluster.brokerAddr());
+            createTopics(admin, cluster);
             BrokerScenario scenario = new BrokerScenario(producer);
             scenario.sendAll();
             store.awaitDispatched();
@@ -123,6 +124,7 @@ public final class BrokerFixture {
             oracle.put("blanks", walk.blanks());
             oracle.put("queues", FixtureGenerator.queues(store, walk));
             List<String> msgIds = msgIdProbes(walk, scenario.sharedUniqKey());
+            awaitRoutes(admin, cluster, AdminOracle.topicsAsked(walk, keyProbes()));
             oracle.put("admin", new AdminOracle(admin).answers(walk, keyProbes(), msgIds));
             oracle.put("queries", Oracle.queries(store, walk, keyProbes()));
             oracle.put("msgIdQueries", Oracle.msgIdQueries(store, msgIds));
@@ -163,16 +165,31 @@ public final class BrokerFixture {
     }
 
     /** mqadmin updateTopic for the scenario's topics, then waits until the name server routes them. */
-    private static void createTopics(DefaultMQAdminExt admin, String brokerAddr) throws Exception {
-        for (String topic : List.of(BrokerScenario.TOPIC, BrokerScenario.HOT_TOPIC)) {
-            admin.createAndUpdateTopicConfig(brokerAddr, new TopicConfig(topic, BrokerScenario.QUEUES,
+    private static void createTopics(DefaultMQAdminExt admin, LoopbackCluster cluster) throws Exception {
+        List<String> topics = List.of(BrokerScenario.TOPIC, BrokerScenario.HOT_TOPIC);
+        for (String topic : topics) {
+            admin.createAndUpdateTopicConfig(cluster.brokerAddr(), new TopicConfig(topic, BrokerScenario.QUEUES,
                 BrokerScenario.QUEUES, PermName.PERM_READ | PermName.PERM_WRITE));
-            long deadline = System.currentTimeMillis() + ROUTE_TIMEOUT_MILLIS;
+        }
+        awaitRoutes(admin, cluster, topics);
+    }
+
+    /**
+     * Registers the broker's current topic configs with the name server (what its periodic registerBrokerAll does)
+     * until the name server routes every one of {@code topics}, so the admin answers do not depend on when that
+     * periodic task last ran.
+     */
+    private static void awaitRoutes(DefaultMQAdminExt admin, LoopbackCluster cluster, Collection<String> topics)
+        throws InterruptedException {
+        long deadline = System.currentTimeMillis() + ROUTE_TIMEOUT_MILLIS;
+        cluster.broker().registerBrokerAll(true, false, true);
+        for (String topic : topics) {
             while (!routed(admin, topic)) {
                 if (System.currentTimeMillis() > deadline) {
                     throw new IllegalStateException("no route for " + topic + " after " + ROUTE_TIMEOUT_MILLIS + " ms");
                 }
                 Thread.sleep(50);
+                cluster.broker().registerBrokerAll(true, false, true);
             }
         }
     }

@@ -6,10 +6,12 @@ import java.net.ServerSocket;
 import java.nio.file.Path;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.namesrv.NamesrvConfig;
 import org.apache.rocketmq.namesrv.NamesrvController;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
+import org.apache.rocketmq.remoting.protocol.route.BrokerData;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 
@@ -73,17 +75,24 @@ final class LoopbackCluster {
 
     /**
      * BrokerController.start() registers with the name server, but a failed first attempt is only retried by the
-     * 10 s periodic task, and topic registrations are refused until the broker is known; so register until known.
+     * 10 s periodic task. A one-topic registration (registerIncrementBrokerData) from a broker the name server does
+     * not know leaves an empty BrokerData behind and is refused (RouteInfoManager.registerBroker), so "known" means
+     * the broker's address is listed, i.e. a full registration (all its topic configs) was accepted.
      */
     private static void awaitRegistration(NamesrvController namesrv, BrokerController broker) throws InterruptedException {
         long deadline = System.currentTimeMillis() + REGISTRATION_TIMEOUT_MILLIS;
-        while (namesrv.getRouteInfoManager().getAllClusterInfo().getBrokerAddrTable().get(BROKER_NAME) == null) {
+        while (!registered(namesrv)) {
             if (System.currentTimeMillis() > deadline) {
                 throw new IllegalStateException("broker not registered with the name server");
             }
             Thread.sleep(200);
             broker.registerBrokerAll(true, false, true);
         }
+    }
+
+    private static boolean registered(NamesrvController namesrv) {
+        BrokerData data = namesrv.getRouteInfoManager().getAllClusterInfo().getBrokerAddrTable().get(BROKER_NAME);
+        return data != null && data.getBrokerAddrs().containsKey(MixAll.MASTER_ID);
     }
 
     String namesrvAddr() {
