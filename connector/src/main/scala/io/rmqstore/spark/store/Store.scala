@@ -497,10 +497,17 @@ final class Store private (
   /** Physical offsets of the units with queue offset in [start, end) ∩ `queueRange`, in queue order; with
     * `tags`, only units whose tagsCode may belong to one of them (hashes collide: confirm TAGS on the
     * record). A tagsCode that is not a tag hash is kept: ConsumeQueueExt addresses (§4.4) and every unit of
-    * SCHEDULE_TOPIC_XXXX (a delivery time, §4.2).
+    * SCHEDULE_TOPIC_XXXX (a delivery time, §4.2). The slice's damaged units go to `damage` (docs/damage.md §3).
     */
-  def queueOffsets(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]): Iterator[Long] =
-    selectedUnits(topic, queueId, start, end, tags).map(_.phyOffset)
+  def queueOffsets(
+      topic: String,
+      queueId: Int,
+      start: Long,
+      end: Long,
+      tags: Option[Seq[String]],
+      damage: UnitDamage => Unit
+  ): Iterator[Long] =
+    selectedUnits(topic, queueId, start, end, tags, damage).map(_.phyOffset)
 
   /** The units `queueOffsets` keeps (queue offset, physical offset, size): what a plan reading them selects. */
   def queueSelection(
@@ -510,10 +517,17 @@ final class Store private (
       end: Long,
       tags: Option[Seq[String]]
   ): Iterator[QueueUnit] =
-    selectedUnits(topic, queueId, start, end, tags)
+    selectedUnits(topic, queueId, start, end, tags, _ => ())
 
-  private def selectedUnits(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]) = {
-    val units = queue(topic, queueId).sliceUnits(start, end)
+  private def selectedUnits(
+      topic: String,
+      queueId: Int,
+      start: Long,
+      end: Long,
+      tags: Option[Seq[String]],
+      damage: UnitDamage => Unit
+  ) = {
+    val units = queue(topic, queueId).sliceUnits(start, end, damage)
     val codes = tags.map(_.map(JavaHash.tagsCode).toSet)
     codes match {
       case Some(c) if topic != Layout.ScheduleTopic =>
