@@ -162,7 +162,8 @@ def test_zeroed_unit_is_damage_not_the_queue_end(spark, engine_format, zeroed_un
 
     def read(**options: str) -> list[int]:
         if how == "stream":
-            return _stream(spark, engine_format, root, tmp_path / f"ck{len(options)}", topics="T", **options)[0]
+            checkpoint = tmp_path / f"ck{len(options)}"
+            return _stream(spark, engine_format, root, checkpoint, topics="T", **options)[0]
         df = spark.read.format(engine_format).options(**WINDOWS, **options).load(str(root))
         return sorted(r.commitLogOffset for r in df.select("commitLogOffset").collect())
 
@@ -171,10 +172,11 @@ def test_zeroed_unit_is_damage_not_the_queue_end(spark, engine_format, zeroed_un
     assert read(mode="PERMISSIVE") == offsets[: 2 * ZEROED] + offsets[2 * ZEROED + 1 :]
 
 
-def test_zeroed_unit_costs_no_row_in_a_topic_plan(spark, engine, engine_format, zeroed_unit, stats_dir) -> None:
+def test_zeroed_unit_costs_no_row_in_a_topic_plan(spark, engine_format, zeroed_unit, stats_dir) -> None:
     """docs/damage.md §3: `topic = 'T'` scans the bytes no unit covers, the zeroed unit's record among them:
     every row, no error and nothing skipped, on both engines."""
     root, offsets, _ = zeroed_unit
-    df = spark.read.format(engine_format).options(statsDir=str(stats_dir)).load(str(root)).where("topic = 'T'")
+    df = (spark.read.format(engine_format).options(statsDir=str(stats_dir)).load(str(root))
+          .where("topic = 'T'"))
     assert sorted(r.commitLogOffset for r in df.select("commitLogOffset").collect()) == offsets
     assert sum(r["invalid_records_skipped"] for r in read_stats(stats_dir) if r["event"] == "read") == 0

@@ -129,7 +129,8 @@ def test_end_bound_counts_units_by_file_names_and_a_bisection_of_the_last_file(t
     assert cq.end_bound() == cq.max_offset
 
 
-@pytest.mark.parametrize(("zeros", "end"), [(1, 11), (UNIT_DAMAGE_LOOKAHEAD - 1, 1033), (UNIT_DAMAGE_LOOKAHEAD, 3)])
+@pytest.mark.parametrize(("zeros", "end"),
+                         [(1, 11), (UNIT_DAMAGE_LOOKAHEAD - 1, 1033), (UNIT_DAMAGE_LOOKAHEAD, 3)])
 def test_an_invalid_unit_that_valid_units_follow_is_damage(tmp_path, zeros, end):
     """docs/damage.md §2, §3: fewer than `UNIT_DAMAGE_LOOKAHEAD` invalid units with valid ones after them are
     damage inside the queue, which ends at its last valid unit; as many end the queue. A queue slice read
@@ -150,7 +151,8 @@ def test_an_invalid_unit_that_valid_units_follow_is_damage(tmp_path, zeros, end)
             return
         assert damage[0].path.endswith(f"T{os.sep}0{os.sep}{0:020d}") and damage[0].position == 60
         task = QueueSliceTask(0, (QueueSlice("T", 0, 0, end),), None, None, None)
-        with pytest.raises(StoreCorruptionError, match=r"00000000000000000000: at physical offset 60: .*offset 3 "):
+        named = r"00000000000000000000: at physical offset 60: .*offset 3 "
+        with pytest.raises(StoreCorruptionError, match=named):
             list(run_task(task, store, ["commitLogOffset"], ReadSettings()))
         rows = [r for b in run_task(task, store, ["commitLogOffset"], ReadSettings(mode="PERMISSIVE"))
                 for r in b.column(0).to_pylist()]
