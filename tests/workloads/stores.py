@@ -85,7 +85,8 @@ def build(recipe: dict, root: Path) -> dict:
             unit_at = r.queue_offset * CQ_UNIT_SIZE
             path = root / "consumequeue" / r.topic / str(r.queue_id) / offset_file_name(0)
             nowhere = d["kind"] == "cqUnitNowhere"
-            _patch(path, unit_at, (r.physical_offset + 4).to_bytes(8, "big") if nowhere else bytes(CQ_UNIT_SIZE))
+            patch = (r.physical_offset + 4).to_bytes(8, "big") if nowhere else bytes(CQ_UNIT_SIZE)
+            _patch(path, unit_at, patch)
             damaged.append(r.physical_offset + 4 if nowhere else r.physical_offset)
             continue
         damaged.append(r.physical_offset)
