@@ -87,9 +87,9 @@ private[store] abstract class QueueFiles(
   * Queue offset q lives at byte q*20 of the queue's own address space, in the segment named by the
   * offset of its first byte. A unit is valid when phyOffset >= 0 and size > 0 (recovery's test); the queue runs
   * to its last valid unit that `DamageLookahead` invalid units follow, so an invalid unit before it is damage,
-  * not the queue's end (docs/damage.md §2, §3); pre-blank fillers are skipped; units pointing before the commit log's min offset
-  * are gone (retention), units at or past the log's valid end are truncated by recovery, so neither is
-  * returned. The last file may still be written by the broker, so it is read by positioned reads. Finding
+  * not the queue's end (docs/damage.md §2, §3); pre-blank fillers are skipped; units pointing before the commit
+  * log's min offset are gone (retention), units at or past the log's valid end are truncated by recovery, so
+  * neither is returned. The last file may still be written by the broker, so it is read by positioned reads. Finding
   * a queue's first and last unit reads a remote file in growing windows (`windows`), not the zeros the
   * broker pre-allocated past the queue's end.
   */
