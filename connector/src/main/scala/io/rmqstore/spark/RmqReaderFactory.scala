@@ -45,7 +45,8 @@ final class RmqColumnarReader(
     partition: RmqInputPartition,
     schema: StructType,
     options: RmqOptions,
-    hadoopConf: org.apache.hadoop.conf.Configuration
+    hadoopConf: org.apache.hadoop.conf.Configuration,
+    damaged: Seq[UnitDamage] = Nil
 ) extends PartitionReader[ColumnarBatch] {
   import RmqColumnarReader._
 
@@ -55,6 +56,7 @@ final class RmqColumnarReader(
   private var decoded = 0L
   private var rejected = 0L
   private val stats = ScanStats()
+  damaged.foreach(d => stats.skip(d.file, d.position, 0, d.cause)) // a stream's, skipped PERMISSIVE (damage.md §3)
   private var rows = 0L
   private var current: ColumnarBatch = _
 

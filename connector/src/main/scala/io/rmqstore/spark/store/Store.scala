@@ -515,9 +515,10 @@ final class Store private (
       queueId: Int,
       start: Long,
       end: Long,
-      tags: Option[Seq[String]]
+      tags: Option[Seq[String]],
+      damage: UnitDamage => Unit = _ => ()
   ): Iterator[QueueUnit] =
-    selectedUnits(topic, queueId, start, end, tags, _ => ())
+    selectedUnits(topic, queueId, start, end, tags, damage)
 
   private def selectedUnits(
       topic: String,

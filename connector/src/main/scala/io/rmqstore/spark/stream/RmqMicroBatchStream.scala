@@ -14,7 +14,7 @@ import org.apache.spark.util.SerializableConfiguration
 
 import io.rmqstore.spark.{OffsetSpec, RmqInputPartition, RmqOptionException, RmqOptions, RmqScan, RmqStores}
 import io.rmqstore.spark.plan.{OffsetsTask, OptionPredicates, RangeTask, ScanPlanner, Split}
-import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail}
+import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail, UnitDamage}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,
   * availableNow and data-loss handling as the Python engine's stream reader (python/rmqstore/spark/stream.py,
@@ -308,34 +308,43 @@ final class RmqMicroBatchStream(
 
   /** The batch's queue slices grouped into partitions of about `maxBytesPerPartition` record bytes, each
     * reading its units' records in commit-log order. A queue that appeared after `first` starts at its
-    * earliest offset (like a new Kafka partition).
+    * earliest offset (like a new Kafka partition). A group's damaged units go with its first partition
+    * (docs/damage.md §3).
     */
   private def queuePartitions(broker: String, index: Int, store: Store, first: StoreOffset, last: StoreOffset)
       : Seq[StreamPartition] = {
     val queues = for {
       (queue, stop) <- last.queues.toSeq.sortBy(_._1)(StoreOffset.QueueOrder)
       begin = first.queues.getOrElse(queue, store.queueRange(queue._1, queue._2)._1) if stop > begin
-    } yield ((queue._1, queue._2, begin, stop), store.queueUnits(queue._1, queue._2, begin, stop).toSeq)
-    val bytes = queues.map(_._2.map(_._3.toDouble).sum)
+    } yield {
+      val damaged = mutable.ArrayBuffer.empty[UnitDamage]
+      val units = store.queueSelection(queue._1, queue._2, begin, stop, None, damaged += _).toSeq
+      ((queue._1, queue._2, begin, stop), units, damaged.toSeq)
+    }
+    val bytes = queues.map(_._2.map(_.size.toDouble).sum)
     val groups = Split.groupItems(bytes, atMost = Some(options.maxBytesPerPartition.toDouble)).map(_.map { i =>
-      (queues(i)._1, queues(i)._2.map(_._2))
+      (queues(i)._1, queues(i)._2.map(_.phyOffset), queues(i)._3)
     })
     val logEnd = store.logEnd
     groups.flatMap { group =>
       val slices = group.map(_._1).toSeq
-      group.flatMap(_._2).toArray.sorted.grouped(ScanPlanner.OffsetsPerTask).map { offsets =>
-        StreamPartition(
-          RmqInputPartition(
-            0,
-            OffsetsTask(index, offsets),
-            paths(broker),
-            broker,
-            logEnd,
-            Seq.empty
-          ),
-          -1L,
-          slices
-        )
+      val damaged = group.flatMap(_._3).toSeq
+      val chunks = group.flatMap(_._2).toArray.sorted.grouped(ScanPlanner.OffsetsPerTask).toSeq
+      (if (chunks.isEmpty && damaged.nonEmpty) Seq(Array.empty[Long]) else chunks).zipWithIndex.map {
+        case (offsets, i) =>
+          StreamPartition(
+            RmqInputPartition(
+              0,
+              OffsetsTask(index, offsets),
+              paths(broker),
+              broker,
+              logEnd,
+              Seq.empty
+            ),
+            -1L,
+            slices,
+            if (i == 0) damaged else Nil
+          )
       }
     }
   }
