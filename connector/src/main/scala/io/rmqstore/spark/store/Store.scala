@@ -507,7 +507,7 @@ final class Store private (
       tags: Option[Seq[String]],
       damage: UnitDamage => Unit
   ): Iterator[Long] =
-    selectedUnits(topic, queueId, start, end, tags, damage).map(_.phyOffset)
+    queueSelection(topic, queueId, start, end, tags, damage).map(_.phyOffset)
 
   /** The units `queueOffsets` keeps (queue offset, physical offset, size): what a plan reading them selects. */
   def queueSelection(
@@ -517,17 +517,7 @@ final class Store private (
       end: Long,
       tags: Option[Seq[String]],
       damage: UnitDamage => Unit = _ => ()
-  ): Iterator[QueueUnit] =
-    selectedUnits(topic, queueId, start, end, tags, damage)
-
-  private def selectedUnits(
-      topic: String,
-      queueId: Int,
-      start: Long,
-      end: Long,
-      tags: Option[Seq[String]],
-      damage: UnitDamage => Unit
-  ) = {
+  ): Iterator[QueueUnit] = {
     val units = queue(topic, queueId).sliceUnits(start, end, damage)
     val codes = tags.map(_.map(JavaHash.tagsCode).toSet)
     codes match {
