@@ -72,3 +72,22 @@ def test_verify_groups_consequences_under_the_damage(known_store: KnownStore, ga
     assert cause.endswith(f"pointing into it: {len(lost)} consume-queue units, 1 gap in the record sequence, "
                           f"{entries} index entries"), cause
     assert report["counts"]["records"] == len(known_store.records) - len(lost)
+
+
+def test_verify_names_an_invalid_unit_that_valid_units_follow(known_store: KnownStore, tmp_path: Path,
+                                                              run_cli) -> None:
+    """docs/damage.md §2: a zeroed consume-queue unit with valid units after it is named as such (and its
+    record as having no unit), not taken for the queue's end."""
+    copy = tmp_path / "copy"
+    shutil.copytree(known_store.path, copy)
+    topic = known_store.records[0].topic
+    cq = copy / "consumequeue" / topic / "0" / f"{0:020d}"
+    data = bytearray(cq.read_bytes())
+    assert data[40:60] != bytes(20), "the queue needs a valid unit after the zeroed one"
+    data[20:40] = bytes(20)
+    cq.write_bytes(bytes(data))
+    status, out, _ = run_cli("verify", copy, "--json", "--no-progress", "--index-geometry", GEOMETRY_ARG)
+    report = json.loads(out)
+    assert status == 1 and report["errors"]["consume queues"] == 2, report["errorExamples"]
+    assert (f"{topic}/0 offset 1: unit (0, 0, 0) is invalid and valid units follow it (damage.md §2)"
+            in report["errorExamples"]["consume queues"])

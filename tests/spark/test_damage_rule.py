@@ -132,3 +132,51 @@ def test_index_entry_at_no_record(spark, engine_format, bad_unit, stats_dir) -> 
     assert df.collect() == []
     reads = [r for r in read_stats(stats_dir) if r["event"] == "read"]
     assert sum(r["invalid_records_skipped"] for r in reads) == 1
+
+
+@pytest.fixture(scope="module")
+def zeroed_unit(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int], Path]:
+    """T's queue 0 unit of queue offset `ZEROED` zeroed, valid units after it in the same file: (store, every
+    record's offset, the consume-queue file)."""
+    root = tmp_path_factory.mktemp("damage-rule") / "zeroed-unit"
+    offsets = _write(root)
+    cq = root / "consumequeue" / "T" / "0" / f"{0:020d}"
+    data = bytearray(cq.read_bytes())
+    data[ZEROED * 20 : ZEROED * 20 + 20] = bytes(20)
+    cq.write_bytes(bytes(data))
+    return root, offsets, cq
+
+
+ZEROED = 5
+"""Queue offset of the zeroed unit: the record `2 * ZEROED` (queue 0 holds the even ones)."""
+WINDOWS = {"endingOffsets": '{"T":{"0":-1,"1":-1}}'}
+"""A batch read of T's queue windows: read through the units only (no coverage scan)."""
+
+
+@pytest.mark.parametrize("how", ["stream", "batch"])
+def test_zeroed_unit_is_damage_not_the_queue_end(spark, engine_format, zeroed_unit, how, tmp_path) -> None:
+    """docs/damage.md §2, §3: an invalid unit that valid units follow fails FAILFAST naming the consume-queue
+    file and the unit's byte in it; PERMISSIVE keeps every record but the unit's (a `topics` stream, a batch
+    of queue windows)."""
+    root, offsets, cq = zeroed_unit
+
+    def read(**options: str) -> list[int]:
+        if how == "stream":
+            checkpoint = tmp_path / f"ck{len(options)}"
+            return _stream(spark, engine_format, root, checkpoint, topics="T", **options)[0]
+        df = spark.read.format(engine_format).options(**WINDOWS, **options).load(str(root))
+        return sorted(r.commitLogOffset for r in df.select("commitLogOffset").collect())
+
+    with pytest.raises(Exception, match=f"{cq}: at physical offset {ZEROED * 20}: .*queue offset {ZEROED}"):
+        read()
+    assert read(mode="PERMISSIVE") == offsets[: 2 * ZEROED] + offsets[2 * ZEROED + 1 :]
+
+
+def test_zeroed_unit_costs_no_row_in_a_topic_plan(spark, engine_format, zeroed_unit, stats_dir) -> None:
+    """docs/damage.md §3: `topic = 'T'` scans the bytes no unit covers, the zeroed unit's record among them:
+    every row, no error and nothing skipped, on both engines."""
+    root, offsets, _ = zeroed_unit
+    df = (spark.read.format(engine_format).options(statsDir=str(stats_dir)).load(str(root))
+          .where("topic = 'T'"))
+    assert sorted(r.commitLogOffset for r in df.select("commitLogOffset").collect()) == offsets
+    assert sum(r["invalid_records_skipped"] for r in read_stats(stats_dir) if r["event"] == "read") == 0

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from helpers.store_builder import StoreBuilder, fill
-from rmqstore.format.consumequeue import encode_unit
+from rmqstore.format.consumequeue import UNIT_DAMAGE_LOOKAHEAD, encode_unit
 from rmqstore.format.javahash import tags_code
-from rmqstore.store import InvalidTopicError, Store
+from rmqstore.plan.execute import ReadSettings, run_task
+from rmqstore.plan.tasks import QueueSlice, QueueSliceTask
+from rmqstore.store import InvalidTopicError, Store, StoreCorruptionError
 
 
 @pytest.fixture
@@ -123,3 +127,33 @@ def test_end_bound_counts_units_by_file_names_and_a_bisection_of_the_last_file(t
     assert reads(lambda: cq.end_bound(100)) == (128, 0, 0)  # the last file starts past 100
     assert reads(lambda: cq.end_bound(1000)) == (150, 7, 7 * 20)
     assert cq.end_bound() == cq.max_offset
+
+
+@pytest.mark.parametrize(("zeros", "end"),
+                         [(1, 11), (UNIT_DAMAGE_LOOKAHEAD - 1, 1033), (UNIT_DAMAGE_LOOKAHEAD, 3)])
+def test_an_invalid_unit_that_valid_units_follow_is_damage(tmp_path, zeros, end):
+    """docs/damage.md §2, §3: fewer than `UNIT_DAMAGE_LOOKAHEAD` invalid units with valid ones after them are
+    damage inside the queue, which ends at its last valid unit; as many end the queue. A queue slice read
+    fails FAILFAST naming the file, the unit's byte and queue offset, or counts one record each PERMISSIVE."""
+    b = StoreBuilder(str(tmp_path / "store"), cq_units_per_segment=2048)
+    written = [b.append("T").offset for _ in range(10)]
+    units = b.queues[("T", 0)]
+    b.queues[("T", 0)] = units[:3] + [encode_unit(0, 0, 0)] * zeros + units[3:]
+    b.finish()
+    with Store.open(b.root) as store:
+        cq = store.consume_queue("T", 0)
+        assert cq.max_offset == end
+        damage: list = []
+        kept = cq.slice_units(0, end, damage=damage)
+        assert kept["phy"].tolist() == (written if end > 3 else written[:3])
+        assert [d.queue_offset for d in damage] == (list(range(3, 3 + zeros)) if end > 3 else [])
+        if end == 3:
+            return
+        assert damage[0].path.endswith(f"T{os.sep}0{os.sep}{0:020d}") and damage[0].position == 60
+        task = QueueSliceTask(0, (QueueSlice("T", 0, 0, end),), None, None, None)
+        named = r"00000000000000000000: at physical offset 60: .*offset 3 "
+        with pytest.raises(StoreCorruptionError, match=named):
+            list(run_task(task, store, ["commitLogOffset"], ReadSettings()))
+        rows = [r for b in run_task(task, store, ["commitLogOffset"], ReadSettings(mode="PERMISSIVE"))
+                for r in b.column(0).to_pylist()]
+        assert rows == written and store.stats.invalid_records_skipped == zeros

@@ -16,10 +16,13 @@ segments of `segmentSize` bytes, then `damage` (a list, applied in order):
   the kernel never wrote back);
 - `{"kind": "cqUnitNowhere", "record": n}`: record n's consume-queue unit points 4 bytes into the
   record, where no record starts (§4.1);
+- `{"kind": "cqUnitZeroed", "record": n}`: record n's consume-queue unit zeroed, valid units after it (an
+  invalid unit that is damage, not the queue's end, docs/damage.md §2);
 - `{"kind": "tornTail"}`: the first half of one more record after the log's end (a broker writing);
 - `{"kind": "abort"}`: an `abort` file, as a copy of a running broker has (§6.2).
 The manifest: `offsets` and `sizes` of the records in log order, `segmentSize`, `damaged` (the
-physical offsets of the damaged records, or where a damaged unit points, in the order of `damage`).
+physical offsets of the damaged records, or where a damaged unit points, or the record of a zeroed unit,
+in the order of `damage`).
 """
 
 from __future__ import annotations
@@ -78,11 +81,13 @@ def build(recipe: dict, root: Path) -> dict:
             (root / "abort").write_text("4242")
             continue
         r = results[d["record"]]
-        if d["kind"] == "cqUnitNowhere":
+        if d["kind"] in ("cqUnitNowhere", "cqUnitZeroed"):
             unit_at = r.queue_offset * CQ_UNIT_SIZE
             path = root / "consumequeue" / r.topic / str(r.queue_id) / offset_file_name(0)
-            _patch(path, unit_at, (r.physical_offset + 4).to_bytes(8, "big"))
-            damaged.append(r.physical_offset + 4)
+            nowhere = d["kind"] == "cqUnitNowhere"
+            patch = (r.physical_offset + 4).to_bytes(8, "big") if nowhere else bytes(CQ_UNIT_SIZE)
+            _patch(path, unit_at, patch)
+            damaged.append(r.physical_offset + 4 if nowhere else r.physical_offset)
             continue
         damaged.append(r.physical_offset)
         path = root / "commitlog" / offset_file_name(r.physical_offset // segment * segment)

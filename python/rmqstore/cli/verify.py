@@ -308,6 +308,10 @@ def check_consume_queues(store: Store, records: LogRecords, findings: Findings) 
         ext = store.consume_queue_ext(topic, queue_id)
         seen = set()
         for queue_offset, phy, size, code in _stored_units(store, topic, queue_id):
+            if phy < 0 or size <= 0:
+                findings.error("consume queues", f"{name} offset {queue_offset}: unit ({phy}, {size}, "
+                               f"{code}) is invalid and valid units follow it (damage.md §2)")
+                continue
             if phy < store.min_offset:
                 continue
             units_checked += 1

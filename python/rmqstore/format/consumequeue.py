@@ -106,6 +106,36 @@ def valid_unit_count(units: np.ndarray) -> int:
     return len(units)
 
 
+UNIT_DAMAGE_LOOKAHEAD = 1024
+"""Invalid units in a row (20 KiB) that end a queue file: a shorter run followed by a valid unit is damage,
+not the queue's end (damage.md §2); a remote file's first read window holds as many."""
+
+
+def valid_units_mask(units: np.ndarray) -> np.ndarray:
+    """Boolean mask of the units recovery's test passes: phyOffset >= 0 and size > 0 (§4.3)."""
+    return (units["phy"] >= 0) & (units["size"] > 0)
+
+
+def extend_queue_end(units: np.ndarray, first: int, last: int) -> tuple[int, bool]:
+    """Continue the search for the end of a queue file over `units`, its units from index `first`, given
+    the index `last` of the last valid unit before them (-1: none). The end is the last valid unit that
+    `UNIT_DAMAGE_LOOKAHEAD` invalid units follow (damage.md §2). Returns (the last valid unit's index so
+    far, whether the end is found). Looks at growing chunks, so at most about 4x the lookahead of a
+    pre-allocated file's zero tail (a view of a map) is touched."""
+    at, chunk = 0, 4096
+    while at < len(units):
+        part = units[at : at + chunk]
+        ok = np.flatnonzero(valid_units_mask(part)) + (first + at)
+        gaps = np.flatnonzero(np.diff(ok, prepend=last) > UNIT_DAMAGE_LOOKAHEAD)
+        if gaps.size:
+            return (int(ok[gaps[0] - 1]) if gaps[0] else last), True
+        last = int(ok[-1]) if ok.size else last
+        at, chunk = at + len(part), min(chunk * 4, 1 << 20)
+        if first + at - last > UNIT_DAMAGE_LOOKAHEAD:
+            return last, True
+    return last, False
+
+
 def is_filler(units: np.ndarray) -> np.ndarray:
     """Boolean mask of pre-blank filler units `(0, 0x7FFFFFFF, 0)` (§4.3)."""
     return (units["size"] == FILLER_SIZE) & (units["phy"] == 0) & (units["tags_code"] == 0)

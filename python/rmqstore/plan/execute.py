@@ -23,6 +23,8 @@ from rmqstore.plan.tasks import (
     within,
 )
 from rmqstore.store import Store
+from rmqstore.store.consumequeue import ConsumeQueue, UnitDamage
+from rmqstore.store.errors import FAILFAST, StoreCorruptionError
 from rmqstore.store.timeline import SUMMARY_COLUMNS, summarizing
 
 
@@ -56,7 +58,7 @@ def run_task(task: ReadTask, store: Store, columns: Sequence[str],
         yield from _probe(task, store, columns, settings)
         return
     else:
-        offsets = _queue_offsets(store, task)
+        offsets = _queue_offsets(store, task, settings.mode)
         strict = True  # damage.md §3
     yield from _read(store, offsets, columns, settings, strict)
 
@@ -91,10 +93,21 @@ def _owner(tokens: Sequence[str | None] | None, probes: set[str], buckets: int) 
     return probe_bucket(min(matching), buckets) if matching else -1
 
 
-def _queue_offsets(store: Store, task: QueueSliceTask) -> np.ndarray:
+def _queue_offsets(store: Store, task: QueueSliceTask, mode: str) -> np.ndarray:
+    """Physical offsets of the slices' units; a damaged unit fails the read (FAILFAST) or is counted, one
+    record and no bytes (PERMISSIVE), unless the plan's coverage scan reads its record (damage.md §3)."""
     parts = []
     for s in task.slices:
-        units = store.consume_queue(s.topic, s.queue_id).slice_units(s.start, s.end, tags=task.tags)
+        queue = store.consume_queue(s.topic, s.queue_id)
+        if isinstance(queue, ConsumeQueue) and not task.coverage:
+            damage: list[UnitDamage] = []
+            units = queue.slice_units(s.start, s.end, tags=task.tags, damage=damage)
+            for d in damage:
+                if mode == FAILFAST:
+                    raise StoreCorruptionError(d.path, d.position, d.cause)
+                store.stats.skip(d.path, d.position, 0, d.cause)
+        else:
+            units = queue.slice_units(s.start, s.end, tags=task.tags)
         parts.append(units["phy"].astype(np.int64))
     offsets = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
     return within(offsets, task.lo, task.hi, task.exclude)  # one ascending run per queue: the store sorts

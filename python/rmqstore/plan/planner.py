@@ -275,7 +275,8 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
     groups = _piece_groups(pieces, selected, set(dense))
     queue_tasks: list[ReadTask] = [
         QueueSliceTask(index, _slices_within(slices, units, a, z), None if b.tags is None else
-                       tuple(sorted(b.tags)), a, z, clip_ranges(uncovered, a, z)) for a, z in groups]
+                       tuple(sorted(b.tags)), a, z, clip_ranges(uncovered, a, z), coverage=True)
+        for a, z in groups]
     dense = merge_ranges(dense)
     tasks = (_range_tasks(index, store, dense, settings) + queue_tasks
              + _scan_tasks(index, store, subtract_ranges(uncovered, dense), settings, notes, UNCOVERED))

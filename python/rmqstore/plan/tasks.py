@@ -224,7 +224,8 @@ class QueueSlice:
 @dataclass(frozen=True)
 class QueueSliceTask:
     """Read the records that these consume-queue slices point to (tagsCode-prefiltered); a unit that
-    points at no valid record is damage (docs/damage.md §3)."""
+    points at no valid record is damage (docs/damage.md §3), and so is a damaged unit, unless
+    `coverage`: the plan scans the bytes no unit covers, its record among them (a batch topic plan)."""
 
     store: int
     slices: tuple[QueueSlice, ...]
@@ -232,6 +233,7 @@ class QueueSliceTask:
     lo: int | None
     hi: int | None
     exclude: tuple[tuple[int, int], ...] = ()
+    coverage: bool = False
 
 
 ReadTask = RangeTask | RangesTask | OffsetsTask | KeyProbeTask | QueueSliceTask

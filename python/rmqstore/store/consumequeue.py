@@ -2,16 +2,18 @@
 `batchconsumequeue/<topic>/<queueId>/` (§4.5) behind the same interface.
 
 Queue offset q lives at byte q*20 of the queue's own address space, in the segment named by the
-offset of its first byte. The valid units run to the first unit with phyOffset < 0 or size <= 0
-(recovery's rule); pre-blank fillers are skipped; units that point before the commit log's min
-offset are gone (retention), units at or past the log's valid end are truncated by recovery, so
-neither is returned.
+offset of its first byte. A unit is valid when phyOffset >= 0 and size > 0 (recovery's test); the
+queue runs to its last valid unit that `UNIT_DAMAGE_LOOKAHEAD` invalid units follow, so an invalid unit
+before it is damage, not the queue's end (damage.md §2, §3); pre-blank fillers are skipped; units that
+point before the commit log's min offset are gone (retention), units at or past the log's valid end are
+truncated by recovery, so neither is returned.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,13 +22,16 @@ from rmqstore.format.consumequeue import (
     CQ_DTYPE,
     CQ_UNIT_SIZE,
     EXT_ADDRESS_MAX,
+    UNIT_DAMAGE_LOOKAHEAD,
     ext_address_offset,
+    extend_queue_end,
     is_filler,
     parse_batch_units,
     parse_ext_unit,
     parse_units,
     valid_batch_unit_count,
     valid_unit_count,
+    valid_units_mask,
 )
 from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import SCHEDULE_TOPIC
@@ -39,6 +44,17 @@ further read is twice as long. Finding the ends of the remote bench's 32 queues 
 of small queues paid 80 KiB for each."""
 UNIT_DTYPE = np.dtype([("queue_offset", "<i8"), ("phy", "<i8"), ("size", "<i4"), ("tags_code", "<i8")])
 """Units as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields."""
+
+
+class UnitDamage(NamedTuple):
+    """A unit inside a queue's range that points at no record it could hold: invalid, or outside the
+    log's [min, max) although valid units inside it follow (damage.md §3)."""
+
+    path: str
+    position: int
+    """Byte offset of the unit in its file."""
+    queue_offset: int
+    cause: str
 
 
 def tags_codes(tags: Iterable[str]) -> np.ndarray:
@@ -99,7 +115,7 @@ class ConsumeQueue(_QueueFiles):
                  log_min_offset: int, log_max_offset: int) -> None:
         super().__init__(topic, queue_id, segments, files, log_min_offset, log_max_offset)
         self._kept: dict[str, np.ndarray] = {}
-        """A remote file's valid units read while searching for its end (`_valid_units`), by path:
+        """A remote file's units read while searching for its end (`_live_units`), by path:
         later reads inside them are served from here, not downloaded again."""
 
     def __repr__(self) -> str:
@@ -109,11 +125,12 @@ class ConsumeQueue(_QueueFiles):
     def max_offset(self) -> int:
         """One past the last unit that is valid and points before the log's valid end."""
         for seg in reversed(self.segments):
-            live = self._valid_units(seg)
+            live = self._live_units(seg)
             if len(live) == 0:
                 continue
             # Phy offsets grow along a queue; a unit at/after the log end was truncated by recovery.
-            reaching = np.flatnonzero((live["phy"] < self._log_max) | is_filler(live))
+            reaching = np.flatnonzero((valid_units_mask(live) & (live["phy"] < self._log_max))
+                                      | is_filler(live))
             if reaching.size:
                 return seg.base_offset // CQ_UNIT_SIZE + int(reaching[-1]) + 1
         return self._first_offset
@@ -166,11 +183,11 @@ class ConsumeQueue(_QueueFiles):
         return self.segments[0].base_offset // CQ_UNIT_SIZE, self.segments[-1].end_offset // CQ_UNIT_SIZE
 
     def stored_units(self) -> tuple[int, np.ndarray]:
-        """(queue offset of the first, every unit of the files up to the first invalid one, fillers
-        and units outside the log included, as stored) for `verify`."""
+        """(queue offset of the first, every unit of the files up to the queue's end (damage.md §2),
+        fillers, invalid units and units outside the log included, as stored) for `verify`."""
         data = self._files_bytes()
         units = parse_units(data[: len(data) // CQ_UNIT_SIZE * CQ_UNIT_SIZE])
-        return self._first_offset, units[: valid_unit_count(units)]
+        return self._first_offset, units[: extend_queue_end(units, 0, -1)[0] + 1]
 
     def _valid_at(self, seg: Segment, unit: int) -> bool:
         """The unit at index `unit` of a segment is valid (phyOffset >= 0, size > 0): one unit read."""
@@ -191,10 +208,13 @@ class ConsumeQueue(_QueueFiles):
         hi = self.max_offset if end is None else min(end, self.max_offset)
         return self.slice_units(lo, hi, tags=tags)
 
-    def slice_units(self, start: int, end: int, *, tags: Iterable[str] | None = None) -> np.ndarray:
+    def slice_units(self, start: int, end: int, *, tags: Iterable[str] | None = None,
+                    damage: list[UnitDamage] | None = None) -> np.ndarray:
         """`units(start, end, tags=tags)` of a slice already inside [min_offset, max_offset) (a plan's,
         made on the same log snapshot): reads the slice's units and nothing else of the queue (finding
-        the bounds reads the queue's first and last files)."""
+        the bounds reads the queue's first and last files). The damaged units inside the queue's bounds
+        (invalid, or pointing outside the log, with valid units after them: damage.md §3) are left out
+        and appended to `damage` when given."""
         parts = []
         for seg in self.segments:  # a missing file, or the partial unit a cut file ends in, is skipped
             seg_first = seg.base_offset // CQ_UNIT_SIZE
@@ -209,11 +229,27 @@ class ConsumeQueue(_QueueFiles):
             out["tags_code"] = raw["tags_code"]
             parts.append(out)
         units = np.concatenate(parts) if parts else np.empty(0, dtype=UNIT_DTYPE)
-        keep = (~is_filler(units) & (units["size"] > 0) & (units["phy"] >= self._log_min)
-                & (units["phy"] < self._log_max))
+        inside = valid_units_mask(units) & (units["phy"] >= self._log_min) & (units["phy"] < self._log_max)
+        keep = inside & ~is_filler(units)
+        suspect = units[~inside & ~is_filler(units)]
+        if damage is not None and len(suspect):  # the bounds are read only for a suspect unit
+            q = suspect["queue_offset"]
+            damage.extend(self._damage(suspect[(q >= self.min_offset) & (q < self.max_offset)]))
         if tags is not None:
             keep &= tags_candidate_mask(self.topic, units, tags)
         return units[keep]
+
+    def _damage(self, units: np.ndarray) -> Iterator[UnitDamage]:
+        """Where each of these damaged units is, and why it is damage (damage.md §3)."""
+        for q, phy, size in zip(units["queue_offset"].tolist(), units["phy"].tolist(), units["size"].tolist(),
+                                strict=True):
+            byte = q * CQ_UNIT_SIZE
+            seg = next(s for s in self.segments if s.base_offset <= byte < s.end_offset)
+            why = ("is invalid" if phy < 0 or size <= 0 else
+                   f"points outside the commit log's [{self._log_min}, {self._log_max})")
+            at = byte - seg.base_offset
+            yield UnitDamage(seg.path, at, q, f"consume-queue unit of queue offset {q} at byte {at} of the "
+                             f"file (phyOffset {phy}, size {size}) {why}, and valid units follow it")
 
     def floor(self, offset: int) -> int:
         """The first queue offset of the unit holding `offset`: `offset` itself (one message per unit)."""
@@ -244,25 +280,32 @@ class ConsumeQueue(_QueueFiles):
         """PHYSICALOFFSET of the queue's last valid unit that is not a filler, units past the log's valid
         end included (None when the queue has none): a record the dispatcher saw (damage.md §2)."""
         for seg in reversed(self.segments):
-            live = self._valid_units(seg)
-            live = live[~is_filler(live)]
+            live = self._live_units(seg)
+            live = live[valid_units_mask(live) & ~is_filler(live)]
             if len(live):
                 return int(live["phy"][-1])
         return None
 
-    def _valid_units(self, seg: Segment) -> np.ndarray:
-        """The units of a segment before its first invalid one (recovery's end, §4.3), read by
-        `_windows` (a remote file: not the zeros the broker pre-allocated past the queue's end)."""
-        parts = []
-        for _, units in self._windows(seg, seg.size // CQ_UNIT_SIZE):
-            count = valid_unit_count(units)
-            parts.append(units[:count])
-            if count < len(units):
+    def _live_units(self, seg: Segment) -> np.ndarray:
+        """The units of a segment up to its last valid one that `UNIT_DAMAGE_LOOKAHEAD` invalid units
+        follow (the file's end, damage.md §2; invalid units before it included), read like `_windows`
+        (a remote file: not the zeros the broker pre-allocated past the queue's end, past the lookahead;
+        after a window holding that end, only the lookahead is read)."""
+        stop = seg.size // CQ_UNIT_SIZE
+        parts, first, last, ended = [], 0, -1, False
+        window = stop if self._files.get(seg.path).zero_copy else REMOTE_FIRST_WINDOW_UNITS
+        while not ended and first < stop:
+            units = self._segment_units(seg, first, min(window, stop - first))
+            if not len(units):
                 break
-        valid = np.concatenate(parts) if parts else np.empty(0, dtype=CQ_DTYPE)
+            parts.append(units)
+            last, ended = extend_queue_end(units, first, last)
+            first += len(units)
+            window = window * 2 if last == first - 1 else last + UNIT_DAMAGE_LOOKAHEAD + 1 - first
+        live = np.concatenate(parts)[: last + 1] if parts else np.empty(0, dtype=CQ_DTYPE)
         if not self._files.get(seg.path).zero_copy:
-            self._kept[seg.path] = valid
-        return valid
+            self._kept[seg.path] = live
+        return live
 
     def _windows(self, seg: Segment, stop: int) -> Iterator[tuple[int, np.ndarray]]:
         """(first unit index, units) of a segment's units [0, stop), in order: one view of a local map;

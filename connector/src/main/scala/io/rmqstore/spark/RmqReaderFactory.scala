@@ -10,7 +10,7 @@ import org.apache.spark.util.SerializableConfiguration
 
 import format.RecordView
 import plan.{Confirm, KeyProbeTask, OffsetsTask, ProbeBucket, QueueSliceTask, RangeTask, RangesTask}
-import store.{Ranges, ScanStats}
+import store.{Ranges, ScanStats, StoreCorruptionException, UnitDamage}
 
 /** Columnar readers: each task's records are decoded in chunks, confirmed against every consumed
   * predicate (decoding their columns internally when Spark pruned them) and written to column vectors
@@ -45,7 +45,8 @@ final class RmqColumnarReader(
     partition: RmqInputPartition,
     schema: StructType,
     options: RmqOptions,
-    hadoopConf: org.apache.hadoop.conf.Configuration
+    hadoopConf: org.apache.hadoop.conf.Configuration,
+    damaged: Seq[UnitDamage] = Nil
 ) extends PartitionReader[ColumnarBatch] {
   import RmqColumnarReader._
 
@@ -55,6 +56,7 @@ final class RmqColumnarReader(
   private var decoded = 0L
   private var rejected = 0L
   private val stats = ScanStats()
+  damaged.foreach(d => stats.skip(d.file, d.position, 0, d.cause)) // a stream's, skipped PERMISSIVE (damage.md §3)
   private var rows = 0L
   private var current: ColumnarBatch = _
 
@@ -73,7 +75,11 @@ final class RmqColumnarReader(
       stats.add(store.lookupStats)
       readChunks(found.filter(o => o >= t.lo && o < t.hi), keepOwned(t), strict = true)
     case t: QueueSliceTask =>
-      val phys = t.slices.iterator.flatMap(s => store.queueOffsets(s.topic, s.queueId, s.start, s.end, t.tags))
+      val damage: UnitDamage => Unit = d =>
+        if (t.coverage) () // the plan's coverage scan reads the unit's record (docs/damage.md §3)
+        else if (options.permissive) stats.skip(d.file, d.position, 0, d.cause)
+        else throw new StoreCorruptionException(d.file, d.position, d.cause)
+      val phys = t.slices.iterator.flatMap(s => store.queueOffsets(s.topic, s.queueId, s.start, s.end, t.tags, damage))
       readChunks(Ranges.keep(phys.toArray.distinct.sorted, t.lo, t.hi, t.exclude), keep, strict = true)
   }
 

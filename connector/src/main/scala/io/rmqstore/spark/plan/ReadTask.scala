@@ -46,14 +46,18 @@ final case class KeyProbeTask(
 /** Units [start, end) of one consume queue. */
 final case class QueueSlice(topic: String, queueId: Int, start: Long, end: Long)
 
-/** Read the records these consume-queue slices point to (tagsCode-prefiltered with `tags`). */
+/** Read the records these consume-queue slices point to (tagsCode-prefiltered with `tags`); a damaged unit is
+  * damage (docs/damage.md §3) unless `coverage`: the plan scans the bytes no unit covers, its record among them
+  * (a batch topic plan; python/rmqstore/plan/tasks.py `QueueSliceTask`).
+  */
 final case class QueueSliceTask(
     store: Int,
     slices: IndexedSeq[QueueSlice],
     tags: Option[Seq[String]],
     lo: Long,
     hi: Long,
-    exclude: IndexedSeq[(Long, Long)]
+    exclude: IndexedSeq[(Long, Long)],
+    coverage: Boolean = false
 ) extends ReadTask
 
 /** The tasks of one read and how they were chosen: per store the access path ("offsets", "key-index",

@@ -252,7 +252,15 @@ object ScanPlanner extends ContractPlan {
         s"${pieces.indices.count(isDense)} commit-log range(s), ${dense.map(r => r._2 - r._1).sum} bytes: scanned " +
         s"instead of read by offset: ${dense.take(3).mkString("[", ", ", "]")}"
     val queued = pieceGroups(pieces, selected, isDense).map { case (a, z) =>
-      QueueSliceTask(index, slicesWithin(slices, units, a, z), tags, a, z, Ranges.within(uncovered, a, z))
+      QueueSliceTask(
+        index,
+        slicesWithin(slices, units, a, z),
+        tags,
+        a,
+        z,
+        Ranges.within(uncovered, a, z),
+        coverage = true
+      )
     }
     val tasks = rangeTasks(index, store, dense, settings) ++ queued ++
       scanTasks(index, store, Ranges.subtract(uncovered, dense), settings, notes, Uncovered)

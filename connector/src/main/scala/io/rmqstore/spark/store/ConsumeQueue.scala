@@ -11,6 +11,12 @@ import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 /** One unit as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields (§4.1). */
 final case class QueueUnit(queueOffset: Long, phyOffset: Long, size: Int, tagsCode: Long)
 
+/** A unit inside a queue's range that points at no record it could hold: invalid, or outside the log's [min, max)
+  * although valid units follow it (docs/damage.md §3): its file, byte offset in it, queue offset and why
+  * (python/rmqstore/store/consumequeue.py `UnitDamage`).
+  */
+final case class UnitDamage(file: String, position: Long, queueOffset: Long, cause: String)
+
 /** What the readers ask of a consume queue, whether files (`ConsumeQueue`, §4.3; `BatchConsumeQueue`, §4.5) or
   * RocksDB (`RocksConsumeQueue`, §4.7): its [minOffset, maxOffset) inside the commit log's [min, max).
   */
@@ -23,6 +29,11 @@ private[store] trait QueueReader {
 
   /** Units whose first queue offset is in [start, end): slices partitioning a range partition its units. */
   def sliceUnits(start: Long, end: Long): Iterator[QueueUnit] = units(start, end)
+
+  /** `sliceUnits`, handing the slice's damaged units to `damage` (docs/damage.md §3): only a `ConsumeQueue`'s
+    * units can be (a BatchConsumeQueue ends at its first invalid unit, a RocksDB queue has none).
+    */
+  def sliceUnits(start: Long, end: Long, damage: UnitDamage => Unit): Iterator[QueueUnit] = sliceUnits(start, end)
 
   /** The first queue offset of the unit holding `offset` (a BatchCQ batch's msgBaseOffset, §4.5). */
   def floor(offset: Long): Long = offset
@@ -74,10 +85,11 @@ private[store] abstract class QueueFiles(
   * python/rmqstore/store/consumequeue.py.
   *
   * Queue offset q lives at byte q*20 of the queue's own address space, in the segment named by the
-  * offset of its first byte. The valid units run to the first unit with phyOffset < 0 or size <= 0
-  * (recovery's rule); pre-blank fillers are skipped; units pointing before the commit log's min offset
-  * are gone (retention), units at or past the log's valid end are truncated by recovery, so neither is
-  * returned. The last file may still be written by the broker, so it is read by positioned reads. Finding
+  * offset of its first byte. A unit is valid when phyOffset >= 0 and size > 0 (recovery's test); the queue runs
+  * to its last valid unit that `DamageLookahead` invalid units follow, so an invalid unit before it is damage,
+  * not the queue's end (docs/damage.md §2, §3); pre-blank fillers are skipped; units pointing before the commit
+  * log's min offset are gone (retention), units at or past the log's valid end are truncated by recovery, so
+  * neither is returned. The last file may still be written by the broker, so it is read by positioned reads. Finding
   * a queue's first and last unit reads a remote file in growing windows (`windows`), not the zeros the
   * broker pre-allocated past the queue's end.
   */
@@ -93,7 +105,7 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
     extends QueueFiles(fs, segments, logMin, logMax) {
   import ConsumeQueue._
 
-  /** A remote file's valid units read while searching for its end (`validUnits`), by path: later reads inside
+  /** A remote file's units read while searching for its end (`liveUnits`), by path: later reads inside
     * them are served from here, not read again.
     */
   private val kept = mutable.HashMap.empty[String, ByteBuffer]
@@ -137,35 +149,53 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
     } finally file.close()
   }
 
-  /** The units of `seg` before its first invalid one (recovery's end, §4.3), read by `windows` (a remote file:
-    * not the zeros the broker pre-allocated past the queue's end, and kept for later reads).
+  /** The units of `seg` up to its last valid one that `DamageLookahead` invalid units follow (the file's end,
+    * docs/damage.md §2; invalid units before it included), read like `windows` (a remote file: not the zeros the
+    * broker pre-allocated past the queue's end, past the lookahead; after a window holding that end, only the
+    * lookahead is read) and kept for later reads (python/rmqstore/store/consumequeue.py `_live_units`).
     */
-  private def validUnits(seg: Segment): ByteBuffer = {
+  private def liveUnits(seg: Segment): ByteBuffer = {
     val parts = mutable.ArrayBuffer.empty[ByteBuffer]
-    val mapped = windows(seg, seg.size / Unit20) { (_, units) =>
-      val n = units.limit() / Unit20
-      var i = 0
-      while (i < n && ConsumeQueueUnit.isValid(units, i * Unit20)) i += 1
-      parts += units.slice(0, i * Unit20)
-      i == n
-    }
-    val valid = if (parts.size == 1) parts.head
+    val file = open(seg)
+    val stop = seg.size / Unit20
+    var last = -1L
+    val mapped =
+      try {
+        var (first, ended) = (0L, false)
+        var window = if (file.zeroCopy) stop else RemoteFirstWindowUnits
+        while (!ended && first < stop) {
+          val units = segmentUnits(seg, file, first, math.min(window, stop - first))
+          if (units.limit() == 0) ended = true
+          else {
+            parts += units
+            val (valid, found) = ConsumeQueueUnit.extendQueueEnd(units, first, last)
+            first += units.limit() / Unit20
+            window = if (valid == first - 1) window * 2 else valid + ConsumeQueueUnit.DamageLookahead + 1 - first
+            last = valid
+            ended = found
+          }
+        }
+        file.zeroCopy
+      } finally file.close()
+    val live = if (parts.size == 1) parts.head
     else {
       val all = ByteBuffer.allocate(parts.map(_.limit()).sum)
       parts.foreach(p => all.put(p.duplicate()))
       all.flip()
     }
-    if (!mapped) kept(seg.path) = valid
-    valid
+    live.limit(((last + 1) * Unit20).toInt)
+    if (!mapped) kept(seg.path) = live
+    live
   }
 
   /** One past the last unit that is valid and points before the log's valid end. */
   lazy val maxOffset: Long = {
     val found = segments.reverseIterator.map { seg =>
-      val units = validUnits(seg)
-      // phy offsets grow along a queue: the last unit reaching before logMax (a filler counts, §4.3)
+      val units = liveUnits(seg)
+      // phy offsets grow along a queue: the last valid unit reaching before logMax (a filler counts, §4.3)
       val last = (units.limit() / Unit20 - 1 to 0 by -1).find { i =>
-        ConsumeQueueUnit.phyOffset(units, i * Unit20) < logMax || ConsumeQueueUnit.isFiller(units, i * Unit20)
+        ConsumeQueueUnit.isValid(units, i * Unit20) && ConsumeQueueUnit.phyOffset(units, i * Unit20) < logMax ||
+        ConsumeQueueUnit.isFiller(units, i * Unit20)
       }
       last.fold(-1L)(seg.baseOffset / Unit20 + _ + 1)
     }.find(_ >= 0)
@@ -176,8 +206,9 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
     * record the dispatcher saw, docs/damage.md §2; python/rmqstore/store/consumequeue.py `last_phy`).
     */
   def lastPhyOffset: Option[Long] = segments.reverseIterator.flatMap { seg =>
-    val units = validUnits(seg)
-    (units.limit() / Unit20 - 1 to 0 by -1).find(i => !ConsumeQueueUnit.isFiller(units, i * Unit20))
+    val units = liveUnits(seg)
+    (units.limit() / Unit20 - 1 to 0 by -1)
+      .find(i => ConsumeQueueUnit.isValid(units, i * Unit20) && !ConsumeQueueUnit.isFiller(units, i * Unit20))
       .map(i => ConsumeQueueUnit.phyOffset(units, i * Unit20))
   }.nextOption()
 
@@ -208,9 +239,14 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
   /** Units with queue offset in [start, end) ∩ [minOffset, maxOffset), in queue order; fillers, invalid
     * units and units pointing outside the log's [min, max) are left out.
     */
-  def units(start: Long, end: Long): Iterator[QueueUnit] = {
-    val lo = math.max(start, minOffset)
-    val hi = math.min(end, maxOffset)
+  def units(start: Long, end: Long): Iterator[QueueUnit] =
+    sliceUnits(math.max(start, minOffset), math.min(end, maxOffset), _ => ())
+
+  /** Units of a slice already inside [minOffset, maxOffset) (a plan's, made on the same log snapshot); the damaged
+    * units inside the queue's bounds (invalid, or pointing outside the log, with valid units after them:
+    * docs/damage.md §3) go to `damage` (python/rmqstore/store/consumequeue.py `slice_units`).
+    */
+  override def sliceUnits(lo: Long, hi: Long, damage: UnitDamage => Unit): Iterator[QueueUnit] =
     segments.iterator
       .filter(seg => seg.endOffset / Unit20 > lo && seg.baseOffset / Unit20 < hi)
       .flatMap { seg =>
@@ -220,13 +256,24 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
         val units = data(seg, from - segFirst, take)
         Iterator.range(0, units.limit() / Unit20).flatMap { i =>
           val at = i * Unit20
-          val phy = ConsumeQueueUnit.phyOffset(units, at)
-          if (usable(units, at) && phy < logMax)
-            Some(QueueUnit(from + i, phy, ConsumeQueueUnit.size(units, at), ConsumeQueueUnit.tagsCode(units, at)))
+          val (phy, size) = (ConsumeQueueUnit.phyOffset(units, at), ConsumeQueueUnit.size(units, at))
+          val inside = ConsumeQueueUnit.isValid(units, at) && phy >= logMin && phy < logMax
+          val q = from + i
+          if (!inside && !ConsumeQueueUnit.isFiller(units, at) && q >= minOffset && q < maxOffset) {
+            val why = if (phy < 0 || size <= 0) "is invalid" else s"points outside the commit log's [$logMin, $logMax)"
+            damage(UnitDamage(
+              seg.path,
+              at + (from - segFirst) * Unit20,
+              q,
+              s"consume-queue unit of queue offset $q at byte ${at + (from - segFirst) * Unit20} of the file " +
+                s"(phyOffset $phy, size $size) $why, and valid units follow it"
+            ))
+          }
+          if (inside && !ConsumeQueueUnit.isFiller(units, at))
+            Some(QueueUnit(q, phy, size, ConsumeQueueUnit.tagsCode(units, at)))
           else None
         }
       }
-  }
 
   /** Files are named by the offset of their first byte: planning splits these runs, never the offsets between
     * files (python/rmqstore/store/consumequeue.py `spans`).

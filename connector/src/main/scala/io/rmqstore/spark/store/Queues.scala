@@ -129,10 +129,17 @@ private[spark] final class Queues(fs: StoreFileSystem, root: String, log: Commit
   /** Physical offsets of the units with queue offset in [start, end) ∩ `queueRange`, in queue order; with
     * `tags`, only units whose tagsCode may belong to one of them (hashes collide: confirm TAGS on the
     * record). A tagsCode that is not a tag hash is kept: ConsumeQueueExt addresses (§4.4) and every unit of
-    * SCHEDULE_TOPIC_XXXX (a delivery time, §4.2).
+    * SCHEDULE_TOPIC_XXXX (a delivery time, §4.2). The slice's damaged units go to `damage` (docs/damage.md §3).
     */
-  def queueOffsets(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]): Iterator[Long] =
-    selectedUnits(topic, queueId, start, end, tags).map(_.phyOffset)
+  def queueOffsets(
+      topic: String,
+      queueId: Int,
+      start: Long,
+      end: Long,
+      tags: Option[Seq[String]],
+      damage: UnitDamage => Unit
+  ): Iterator[Long] =
+    queueSelection(topic, queueId, start, end, tags, damage).map(_.phyOffset)
 
   /** The units `queueOffsets` keeps (queue offset, physical offset, size): what a plan reading them selects. */
   def queueSelection(
@@ -140,12 +147,10 @@ private[spark] final class Queues(fs: StoreFileSystem, root: String, log: Commit
       queueId: Int,
       start: Long,
       end: Long,
-      tags: Option[Seq[String]]
-  ): Iterator[QueueUnit] =
-    selectedUnits(topic, queueId, start, end, tags)
-
-  private def selectedUnits(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]) = {
-    val units = queue(topic, queueId).sliceUnits(start, end)
+      tags: Option[Seq[String]],
+      damage: UnitDamage => Unit = _ => ()
+  ): Iterator[QueueUnit] = {
+    val units = queue(topic, queueId).sliceUnits(start, end, damage)
     val codes = tags.map(_.map(JavaHash.tagsCode).toSet)
     codes match {
       case Some(c) if topic != Layout.ScheduleTopic =>

@@ -175,11 +175,23 @@ final class Store private (
   def queueSpans(topic: String, queueId: Int, start: Long, end: Long): Seq[(Long, Long)] =
     queues.queueSpans(topic, queueId, start, end)
 
-  def queueOffsets(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]]): Iterator[Long] =
-    queues.queueOffsets(topic, queueId, start, end, tags)
+  def queueOffsets(
+      topic: String,
+      queueId: Int,
+      start: Long,
+      end: Long,
+      tags: Option[Seq[String]],
+      damage: UnitDamage => Unit
+  ): Iterator[Long] = queues.queueOffsets(topic, queueId, start, end, tags, damage)
 
-  def queueSelection(topic: String, queueId: Int, start: Long, end: Long, tags: Option[Seq[String]])
-      : Iterator[QueueUnit] = queues.queueSelection(topic, queueId, start, end, tags)
+  def queueSelection(
+      topic: String,
+      queueId: Int,
+      start: Long,
+      end: Long,
+      tags: Option[Seq[String]],
+      damage: UnitDamage => Unit = _ => ()
+  ): Iterator[QueueUnit] = queues.queueSelection(topic, queueId, start, end, tags, damage)
 
   // ---- coverage (`Coverage`) ----------------------------------------------------------------------
 

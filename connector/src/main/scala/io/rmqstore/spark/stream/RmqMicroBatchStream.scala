@@ -14,7 +14,7 @@ import org.apache.spark.util.SerializableConfiguration
 
 import io.rmqstore.spark.{OffsetSpec, RmqInputPartition, RmqOptionException, RmqOptions, RmqScan, RmqStores}
 import io.rmqstore.spark.plan.{OffsetsTask, RangeTask, ScanPlanner, Split}
-import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail}
+import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail, UnitDamage}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,
   * availableNow and data-loss handling as the Python engine's stream reader (python/rmqstore/spark/stream.py,
@@ -303,37 +303,46 @@ final class RmqMicroBatchStream(
   }
 
   /** The batch's queue slices grouped into partitions of about `maxBytesPerPartition` record bytes (an `%LMQ%`
-    * queue's apart, `ScanPlanner.readingGroups`), each reading its units' records in commit-log order. A queue that appeared after `first` starts at its
-    * earliest offset (like a new Kafka partition).
+    * queue's apart, `ScanPlanner.readingGroups`), each reading its units' records in commit-log order. A queue that
+    * appeared after `first` starts at its earliest offset (like a new Kafka partition). A group's damaged units go
+    * with its first partition (docs/damage.md §3).
     */
   private def queuePartitions(broker: String, index: Int, store: Store, first: StoreOffset, last: StoreOffset)
       : Seq[StreamPartition] = {
     val queues = for {
       (queue, stop) <- last.queues.toSeq.sortBy(_._1)(StoreOffset.QueueOrder)
       begin = first.queues.getOrElse(queue, store.queueRange(queue._1, queue._2)._1) if stop > begin
-    } yield ((queue._1, queue._2, begin, stop), store.queueUnits(queue._1, queue._2, begin, stop).toSeq)
+    } yield {
+      val damaged = mutable.ArrayBuffer.empty[UnitDamage]
+      val units = store.queueSelection(queue._1, queue._2, begin, stop, None, damaged += _).toSeq
+      ((queue._1, queue._2, begin, stop), units, damaged.toSeq)
+    }
     val groups = ScanPlanner.readingGroups(queues.toIndexedSeq)(_._1._1).flatMap { together =>
-      val bytes = together.map(_._2.map(_._3.toDouble).sum)
+      val bytes = together.map(_._2.map(_.size.toDouble).sum)
       Split.groupItems(bytes, atMost = Some(options.maxBytesPerPartition.toDouble)).map(_.map { i =>
-        (together(i)._1, together(i)._2.map(_._2))
+        (together(i)._1, together(i)._2.map(_.phyOffset), together(i)._3)
       })
     }
     val logEnd = store.logEnd
     groups.flatMap { group =>
       val slices = group.map(_._1).toSeq
-      group.flatMap(_._2).toArray.sorted.grouped(ScanPlanner.OffsetsPerTask).map { offsets =>
-        StreamPartition(
-          RmqInputPartition(
-            0,
-            OffsetsTask(index, offsets),
-            paths(broker),
-            broker,
-            logEnd,
-            Seq.empty
-          ),
-          -1L,
-          slices
-        )
+      val damaged = group.flatMap(_._3).toSeq
+      val chunks = group.flatMap(_._2).toArray.sorted.grouped(ScanPlanner.OffsetsPerTask).toSeq
+      (if (chunks.isEmpty && damaged.nonEmpty) Seq(Array.empty[Long]) else chunks).zipWithIndex.map {
+        case (offsets, i) =>
+          StreamPartition(
+            RmqInputPartition(
+              0,
+              OffsetsTask(index, offsets),
+              paths(broker),
+              broker,
+              logEnd,
+              Seq.empty
+            ),
+            -1L,
+            slices,
+            if (i == 0) damaged else Nil
+          )
       }
     }
   }

@@ -8,14 +8,19 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.SerializableConfiguration
 
 import io.rmqstore.spark.{RmqColumnarReader, RmqInputPartition, RmqOptions, RmqStores}
+import io.rmqstore.spark.store.{StoreCorruptionException, UnitDamage}
 import io.rmqstore.spark.stream.RmqMicroBatchStream.QueueSlice
 
 /** One task of a micro-batch: a batch read task (`read`: a commit-log range, or the records of queue
   * units by physical offset) plus what the data-loss check needs: the range start (log mode, else -1) or
-  * the queue slices.
+  * the queue slices; and the damaged units the driver met in them (docs/damage.md §3).
   */
-final case class StreamPartition(read: RmqInputPartition, logStart: Long, slices: Seq[QueueSlice])
-    extends InputPartition
+final case class StreamPartition(
+    read: RmqInputPartition,
+    logStart: Long,
+    slices: Seq[QueueSlice],
+    damaged: Seq[UnitDamage] = Nil
+) extends InputPartition
 
 /** The batch engine's columnar reader, after checking that retention has not deleted what the task
   * reads (python/rmqstore/spark/stream.py `_still_stored`): failOnDataLoss=true fails
@@ -44,6 +49,8 @@ final class RmqStreamReaderFactory(
           DataLoss.report(options.failOnDataLoss, DataLoss.lostQueueRange(part.read.path, (topic, queueId), begin, low))
       }
     } finally store.close()
-    new RmqColumnarReader(part.read, schema, options, conf)
+    if (!options.permissive)
+      part.damaged.headOption.foreach(d => throw new StoreCorruptionException(d.file, d.position, d.cause))
+    new RmqColumnarReader(part.read, schema, options, conf, part.damaged)
   }
 }
