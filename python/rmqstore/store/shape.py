@@ -39,10 +39,9 @@ TITLES = {
 """Every feature, in the order `info` lists them."""
 
 ADVICE = {
-    DLEDGER: "rmqstore reads a DLedger log in batch (docs/format.md §2.13), but neither streams it nor "
-             "reads it together with the commitlog/ a store switched to DLedger keeps below "
-             "dividedCommitlogOffset; read it in batch (startingOffsets/endingOffsets for an increment), "
-             "or through a broker started on this store (enableDLegerCommitLog=true)",
+    DLEDGER: "rmqstore reads a DLedger log (docs/format.md §2.13), but not together with the commitlog/ "
+             "a store switched to DLedger keeps below dividedCommitlogOffset; read the records of both "
+             "through a broker started on this store (enableDLegerCommitLog=true)",
 }
 """What rmqstore cannot do with a feature and what to do instead: the features it refuses."""
 

@@ -1,0 +1,102 @@
+"""Streams of a DLedger commit log (docs/format.md §2.13) on both engines: log-mode offsets are the records'
+commitLogOffsets (entry pos + 48), an entry cut inside its header or its body waits at the tail until the
+rest is written (damage.md §2), and a damaged entry header with valid entries after it is damage. The
+store is RocketMQ 5.4.0's DLedgerCommitLog's (the conformance fixture); a cut copy of it is the store a
+running broker shows while it writes the cut entry, the whole fixture the same store later."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rmqstore.store import Store, StoreCorruptionError
+from rmqstore.store.tail import NO_LIMITS, CommitLogTail, Limits, LogWalkCache
+
+FIXTURE = Path(__file__).parents[1] / "conformance" / "fixtures" / "rmq-5.4.0-dledger"
+RECORDS = json.loads((FIXTURE / "oracle.json").read_text())["records"]
+OFFSETS = [r["commitLogOffset"] for r in RECORDS]
+HEADER = 48
+SEGMENT = 8192
+LAST = RECORDS[-1]
+END = LAST["commitLogOffset"] + LAST["storeSize"] + HEADER
+"""The log's end as a stream offset: where the next record would be (its entry starts at max_offset)."""
+COLUMNS = ["commitLogOffset", "topic", "queueId", "queueOffset", "msgId", "body"]
+CUTS = {"header": 20, "body": HEADER + 60}
+"""Where an entry is cut, from the entry's start: after its pos field is missing, and inside the record."""
+
+
+def _data_file(root: Path, offset: int) -> Path:
+    return root / "dledger-n0" / "data" / f"{offset - offset % SEGMENT:020d}"
+
+
+def grow(root: Path, cut: int | None = None, into: int = 0) -> None:
+    """`root` becomes the store while the broker writes the entry of the record at `cut`, `into` bytes of it
+    written (no consume-queue unit or index entry names it yet); `cut` None: the whole fixture."""
+    shutil.copytree(FIXTURE / "store", root, dirs_exist_ok=True)
+    (root / "abort").touch()
+    if cut is None:
+        return
+    path = _data_file(root, cut)
+    data = bytearray(path.read_bytes())
+    at = cut % SEGMENT - HEADER + into
+    data[at:] = bytes(len(data) - at)
+    path.write_bytes(bytes(data))
+    for later in path.parent.iterdir():
+        if int(later.name) > int(path.name):
+            later.unlink()
+    for directory in ("consumequeue", "index"):
+        shutil.rmtree(root / directory)
+
+
+def _walk(root: Path, cache: LogWalkCache, start: int,
+          limits: Limits = NO_LIMITS) -> tuple[int, int, int | None]:
+    with Store.open(root) as store:
+        advance = CommitLogTail.of(store, cache).walk(start, limits)
+        return advance.end, advance.records, advance.held
+
+
+def test_a_walk_steps_entry_by_entry_in_commit_log_offsets(tmp_path):
+    grow(tmp_path)
+    cache, position, ends, records = LogWalkCache(), HEADER, [], 0
+    while position != END:
+        position, admitted, _held = _walk(tmp_path, cache, position, Limits(records=7))
+        ends.append(position)
+        records += admitted
+    assert records == len(RECORDS)
+    assert ends[:-1] == OFFSETS[7::7]  # every boundary is the commitLogOffset of the next record
+    with Store.open(tmp_path) as store:
+        tail = CommitLogTail.of(store, LogWalkCache())
+        assert (tail.min_offset, tail.walk(tail.min_offset).end) == (HEADER, END)
+        assert tail.count_records(HEADER, END) == len(RECORDS)
+        assert tail.is_record_start(OFFSETS[5]) and not tail.is_record_start(OFFSETS[5] - HEADER)
+
+
+@pytest.mark.parametrize("into", CUTS.values(), ids=CUTS.keys())
+def test_an_entry_being_written_holds_the_walk_until_it_is_whole(tmp_path, into):
+    cut = OFFSETS[-3]  # in the last file, with records before it in that file
+    grow(tmp_path, cut, into)
+    cache = LogWalkCache()
+    end, _records, held = _walk(tmp_path, cache, HEADER)
+    assert end == held == cut
+    grow(tmp_path)
+    assert _walk(tmp_path, cache, cut) == (END, 3, None)
+
+
+def test_a_damaged_entry_header_before_valid_entries_is_damage(tmp_path):
+    grow(tmp_path)
+    victim = OFFSETS[-3]
+    path = _data_file(tmp_path, victim)
+    data = bytearray(path.read_bytes())
+    at = victim % SEGMENT - HEADER + 24  # the entry's pos field
+    data[at:at + 8] = (12345).to_bytes(8, "big")
+    path.write_bytes(bytes(data))
+    damage = (rf"{path.name}: at physical offset {victim}: .*pos 12345.*valid record follows at physical "
+              rf"offset {OFFSETS[-2]}")
+    with Store.open(tmp_path) as store, pytest.raises(StoreCorruptionError, match=damage):
+        CommitLogTail.of(store, LogWalkCache()).walk(HEADER)
+    with Store.open(tmp_path) as store:
+        tail = CommitLogTail.of(store, LogWalkCache(), permissive=True)
+        assert tail.walk(HEADER).end == END and len(tail.skipped) == 1
