@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from chispa import assert_df_equality
 
 from rmqstore.store import Store, StoreCorruptionError
 from rmqstore.store.tail import NO_LIMITS, CommitLogTail, Limits, LogWalkCache
@@ -100,3 +101,63 @@ def test_a_damaged_entry_header_before_valid_entries_is_damage(tmp_path):
     with Store.open(tmp_path) as store:
         tail = CommitLogTail.of(store, LogWalkCache(), permissive=True)
         assert tail.walk(HEADER).end == END and len(tail.skipped) == 1
+
+
+def _stream(spark, engine_format: str, root: Path, run: Path, **options: str):
+    """One availableNow run of a stream of `root` into the parquet sink of `run` (its checkpoint beside it);
+    the sink's rows so far."""
+    reader = spark.readStream.format(engine_format)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = (reader.load(str(root)).select(*COLUMNS).writeStream.format("parquet")
+             .option("path", str(run / "sink")).option("checkpointLocation", str(run / "ck"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    if query.exception() is not None:
+        raise AssertionError(str(query.exception()))
+    return spark.read.parquet(str(run / "sink"))
+
+
+GROUP_A = {0: 3, 1: 5, 2: 0, 3: 7}
+"""What group-a committed on TopicTest's queues (the fixture's config/consumerOffset.json)."""
+BACKLOG_A = " OR ".join(f"(queueId = {q} AND queueOffset >= {o})" for q, o in GROUP_A.items())
+READS = {"log": ({}, "true"),
+         "topics": ({"topics": "HotTopic,TopicZip"}, "topic IN ('HotTopic', 'TopicZip')"),
+         "group": ({"startingOffsets": "group:group-a"}, f"topic = 'TopicTest' AND ({BACKLOG_A})")}
+"""Stream options and the batch filter that selects the same records."""
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("read", READS)
+def test_an_available_now_stream_reads_what_a_batch_reads(spark, engine_format, tmp_path, read):
+    options, where = READS[read]
+    grow(tmp_path / "store")
+    streamed = _stream(spark, engine_format, tmp_path / "store", tmp_path, **options)
+    batch = spark.read.format(engine_format).load(str(tmp_path / "store")).select(*COLUMNS).where(where)
+    assert batch.count() > 0
+    assert_df_equality(streamed, batch, ignore_row_order=True, ignore_nullable=True)
+
+
+@pytest.mark.spark
+def test_a_stream_of_a_growing_log_reads_each_record_once(spark, engine_format, tmp_path):
+    root = tmp_path / "store"
+    seen = []
+    for cut, into in ((OFFSETS[-9], CUTS["header"]), (OFFSETS[-3], CUTS["body"]), (None, 0)):
+        grow(root, cut, into)
+        rows = _stream(spark, engine_format, root, tmp_path).collect()
+        seen.append(sorted(r["commitLogOffset"] for r in rows))
+    assert seen == [OFFSETS[:-9], OFFSETS[:-3], OFFSETS]  # the sink holds each record once
+
+
+@pytest.mark.spark
+def test_a_stream_fails_on_a_damaged_entry_header_naming_file_and_offset(spark, engine_format, tmp_path):
+    root = tmp_path / "store"
+    grow(root)
+    victim = OFFSETS[-3]
+    path = _data_file(root, victim)
+    data = bytearray(path.read_bytes())
+    data[victim % SEGMENT - HEADER] = 7  # the entry's magic
+    path.write_bytes(bytes(data))
+    damage = rf"{path.name}: at physical offset {victim}: corrupt commit log: DLedger entry magic"
+    with pytest.raises(Exception, match=damage):  # at start() or from the query thread, by engine
+        _stream(spark, engine_format, root, tmp_path)

@@ -244,7 +244,7 @@ class CommitLogTail:
         total = _HEADER.unpack_from(buf, at)[0] if len(buf) - at >= _HEADER.size else 0
         buf, at = data.at(rel - self.lead, self.lead + max(total, _HEADER.size))
         if self.lead:
-            return self._problem(buf, at + self.lead, position, None, check_crc=False) is None
+            return self._problem(buf, at + self.lead, position, check_crc=False) is None
         return check_record(buf, at, check_crc=False, expected_physical_offset=position).kind != "invalid"
 
     def walk(self, start: int, limits: Limits = NO_LIMITS, stop: int | None = None) -> Advance:
@@ -308,7 +308,7 @@ class CommitLogTail:
                 continue
             if not sealed and position >= self._cache.sealed_until:
                 buf, at = data.at(rel - lead, lead + total + _HEADER.size)
-                problem = self._problem(buf, at + lead, position, total)
+                problem = self._problem(buf, at + lead, position)
                 if problem is not None:
                     rel = self._failing(seg, data, rel, total, advance, problem)
                     if rel is None:
@@ -327,12 +327,11 @@ class CommitLogTail:
             rel += total + lead
             advance.end = base + rel
 
-    def _problem(self, buf: Any, at: int, position: int, total: int | None, *,
-                 check_crc: bool = True) -> str | None:
-        """Why the record at `buf[at]` (physical `position`; `total` bytes when known) does not validate
-        as recovery would, its entry header included in a DLedger log; None when it does."""
+    def _problem(self, buf: Any, at: int, position: int, *, check_crc: bool = True) -> str | None:
+        """Why the record at `buf[at]` (physical `position`) does not validate as recovery would, its entry
+        header included in a DLedger log (which frames its size); None when it does."""
         check = check_record(buf, at, check_crc=check_crc, expected_physical_offset=position)
-        if check.kind != "record" or (total is not None and check.size != total):
+        if check.kind != "record":
             return check.reason or "not a record"
         return entry_problem(buf, at - self.lead, position - at, check.size) if self.lead else None
 
@@ -375,7 +374,7 @@ class CommitLogTail:
         if total < MIN_RECORD_SIZE or rel + total > seg.size or rel < self.lead:
             return False
         buf = handle.read(rel - self.lead, self.lead + total)
-        return self._problem(buf, self.lead, seg.base_offset + rel, None) is None
+        return self._problem(buf, self.lead, seg.base_offset + rel) is None
 
     def _valid_after(self, seg: Segment, data: SegmentBytes, rel: int,
                      total: int | None) -> tuple[int, int | None] | None:
@@ -392,7 +391,7 @@ class CommitLogTail:
                 return base + nxt, None
             if kind == "record":
                 buf, at = data.at(nxt - lead, lead + following)
-                if self._problem(buf, at + lead, base + nxt, following) is None:
+                if self._problem(buf, at + lead, base + nxt) is None:
                     return base + nxt, None
         known = self._confirmer.known_past(base + rel)
         if known is None:

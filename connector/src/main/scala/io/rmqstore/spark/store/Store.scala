@@ -55,6 +55,10 @@ final class Store private (
     case several =>
       throw new StoreLayoutException(s"${location.path}: DLedger logs of several members (${several.mkString(", ")})")
   }
+
+  /** Bytes of entry framing before each record: 0, or a DLedger log's 48-byte entry header (§2.13). */
+  def recordLead: Int = lead
+
   if (!fs.isDir(commitlogDir))
     throw new StoreLayoutException(
       s"${location.path}: commit-log directory $commitlogDir does not exist (a store root holds $CommitlogDir/)"
