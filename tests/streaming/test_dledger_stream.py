@@ -120,10 +120,14 @@ def _stream(spark, engine_format: str, root: Path, run: Path, **options: str):
 
 GROUP_A = {0: 3, 1: 5, 2: 0, 3: 7}
 """What group-a committed on TopicTest's queues (the fixture's config/consumerOffset.json)."""
+SINCE = RECORDS[100]["storeTimestamp"]
+SINCE_OFFSET = next(r["commitLogOffset"] for r in RECORDS if r["storeTimestamp"] >= SINCE)
+"""A stream from store time SINCE starts at the first record (log order) stored then or later."""
 BACKLOG_A = " OR ".join(f"(queueId = {q} AND queueOffset >= {o})" for q, o in GROUP_A.items())
 READS = {"log": ({}, "true"),
          "topics": ({"topics": "HotTopic,TopicZip"}, "topic IN ('HotTopic', 'TopicZip')"),
-         "group": ({"startingOffsets": "group:group-a"}, f"topic = 'TopicTest' AND ({BACKLOG_A})")}
+         "group": ({"startingOffsets": "group:group-a"}, f"topic = 'TopicTest' AND ({BACKLOG_A})"),
+         "timestamp": ({"startingTimestamp": str(SINCE)}, f"commitLogOffset >= {SINCE_OFFSET}")}
 """Stream options and the batch filter that selects the same records."""
 
 
