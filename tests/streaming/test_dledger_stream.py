@@ -19,6 +19,7 @@ from rmqstore.store.tail import NO_LIMITS, CommitLogTail, Limits, LogWalkCache
 FIXTURE = Path(__file__).parents[1] / "conformance" / "fixtures" / "rmq-5.4.0-dledger"
 RECORDS = json.loads((FIXTURE / "oracle.json").read_text())["records"]
 OFFSETS = [r["commitLogOffset"] for r in RECORDS]
+BLANKS = [b["offset"] for b in json.loads((FIXTURE / "oracle.json").read_text())["blanks"]]
 HEADER = 48
 SEGMENT = 8192
 LAST = RECORDS[-1]
@@ -73,6 +74,8 @@ def test_a_walk_steps_entry_by_entry_in_commit_log_offsets(tmp_path):
         assert (tail.min_offset, tail.walk(tail.min_offset).end) == (HEADER, END)
         assert tail.count_records(HEADER, END) == len(RECORDS)
         assert tail.is_record_start(OFFSETS[5]) and not tail.is_record_start(OFFSETS[5] - HEADER)
+        blank = BLANKS[0] + HEADER  # a record after the first file's last would be the next file's first
+        assert tail.is_record_start(blank) and tail.canonical(blank) == SEGMENT + HEADER
 
 
 @pytest.mark.parametrize("into", CUTS.values(), ids=CUTS.keys())

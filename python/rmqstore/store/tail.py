@@ -243,8 +243,10 @@ class CommitLogTail:
         buf, at = data.at(rel, _HEADER.size)
         total = _HEADER.unpack_from(buf, at)[0] if len(buf) - at >= _HEADER.size else 0
         buf, at = data.at(rel - self.lead, self.lead + max(total, _HEADER.size))
-        if self.lead:
-            return self._problem(buf, at + self.lead, position, check_crc=False) is None
+        if self.lead:  # a DLedger blank's position counts, as a BLANK's does (`canonical` moves on)
+            left = seg.size - rel + self.lead
+            blank = len(buf) - at >= _HEADER.size and _frame(buf, at, left, self.lead)[0] == "blank"
+            return blank or self._problem(buf, at + self.lead, position, check_crc=False) is None
         return check_record(buf, at, check_crc=False, expected_physical_offset=position).kind != "invalid"
 
     def walk(self, start: int, limits: Limits = NO_LIMITS, stop: int | None = None) -> Advance:

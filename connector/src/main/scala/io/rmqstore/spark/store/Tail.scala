@@ -115,7 +115,12 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
       val w = window(i)
       val at = w.record(position - segments(i).baseOffset, lead)
       if (lead == 0) RecordCheck.check(w.buffer, at, w.buffer.limit(), verifyCrc = false, position) >= 0
-      else problem(w.buffer, at, position, verifyCrc = false) == null
+      else { // a DLedger blank's position counts, as a BLANK's does (`canonical` moves on)
+        val left = segments(i).size - (position - segments(i).baseOffset) + lead
+        val blank =
+          at >= lead && w.available(at - lead) >= HeaderBytes && frame(w.buffer, at - lead, left, lead)._1 == FrameBlank
+        blank || problem(w.buffer, at, position, verifyCrc = false) == null
+      }
   }
 
   /** From record boundary `start`, admit sealed records within `limits`, never past `stop`. */

@@ -97,6 +97,8 @@ class DLedgerSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(tail.walk(header, Limits(records = Some(7))).end == offsets(7))
       assert(tail.countRecords(header, end) == offsets.length)
       assert(tail.isRecordStart(offsets(5)) && !tail.isRecordStart(offsets(5) - header))
+      val blank = Oracle.all(fixture).get("blanks").get(0).get("offset").asLong + header // past the first file's last
+      assert(tail.isRecordStart(blank) && tail.canonical(blank) == 8192 + header)
     }
     val cut = offsets(offsets.length - 3)
     val (file, pos) = dataFile(root, cut)
