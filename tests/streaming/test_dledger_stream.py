@@ -62,15 +62,15 @@ def _walk(root: Path, cache: LogWalkCache, start: int,
 
 def test_a_walk_steps_entry_by_entry_in_commit_log_offsets(tmp_path):
     grow(tmp_path)
-    cache, position, ends, records = LogWalkCache(), HEADER, [], 0
-    while position != END:
-        position, admitted, _held = _walk(tmp_path, cache, position, Limits(records=7))
-        ends.append(position)
-        records += admitted
-    assert records == len(RECORDS)
-    assert ends[:-1] == OFFSETS[7::7]  # every boundary is the commitLogOffset of the next record
     with Store.open(tmp_path) as store:
         tail = CommitLogTail.of(store, LogWalkCache())
+        position, ends, records = HEADER, [], 0
+        while position != END:
+            advance = tail.walk(position, Limits(records=7))
+            position, records = advance.end, records + advance.records
+            ends.append(position)
+        assert records == len(RECORDS)
+        assert ends[:-1] == OFFSETS[7::7]  # every boundary is the commitLogOffset of the next record
         assert (tail.min_offset, tail.walk(tail.min_offset).end) == (HEADER, END)
         assert tail.count_records(HEADER, END) == len(RECORDS)
         assert tail.is_record_start(OFFSETS[5]) and not tail.is_record_start(OFFSETS[5] - HEADER)
