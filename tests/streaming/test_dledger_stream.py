@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
+from stream_helpers import sink_rows
 
 from rmqstore.store import Store, StoreCorruptionError
 from rmqstore.store.tail import NO_LIMITS, CommitLogTail, Limits, LogWalkCache
@@ -106,9 +107,8 @@ def test_a_damaged_entry_header_before_valid_entries_is_damage(tmp_path):
         assert tail.walk(HEADER).end == END and len(tail.skipped) == 1
 
 
-def _stream(spark, engine_format: str, root: Path, run: Path, **options: str):
-    """One availableNow run of a stream of `root` into the parquet sink of `run` (its checkpoint beside it);
-    the sink's rows so far."""
+def _stream(spark, engine_format: str, root: Path, run: Path, **options: str) -> None:
+    """One availableNow run of a stream of `root` into the parquet sink `run`/sink (checkpoint `run`/ck)."""
     reader = spark.readStream.format(engine_format)
     for key, value in options.items():
         reader = reader.option(key, value)
@@ -118,19 +118,14 @@ def _stream(spark, engine_format: str, root: Path, run: Path, **options: str):
     query.awaitTermination(120)
     if query.exception() is not None:
         raise AssertionError(str(query.exception()))
-    return spark.read.parquet(str(run / "sink"))
 
 
 GROUP_A = {0: 3, 1: 5, 2: 0, 3: 7}
 """What group-a committed on TopicTest's queues (the fixture's config/consumerOffset.json)."""
-SINCE = RECORDS[100]["storeTimestamp"]
-SINCE_OFFSET = next(r["commitLogOffset"] for r in RECORDS if r["storeTimestamp"] >= SINCE)
-"""A stream from store time SINCE starts at the first record (log order) stored then or later."""
 BACKLOG_A = " OR ".join(f"(queueId = {q} AND queueOffset >= {o})" for q, o in GROUP_A.items())
 READS = {"log": ({}, "true"),
          "topics": ({"topics": "HotTopic,TopicZip"}, "topic IN ('HotTopic', 'TopicZip')"),
-         "group": ({"startingOffsets": "group:group-a"}, f"topic = 'TopicTest' AND ({BACKLOG_A})"),
-         "timestamp": ({"startingTimestamp": str(SINCE)}, f"commitLogOffset >= {SINCE_OFFSET}")}
+         "group": ({"startingOffsets": "group:group-a"}, f"topic = 'TopicTest' AND ({BACKLOG_A})")}
 """Stream options and the batch filter that selects the same records."""
 
 
@@ -139,7 +134,8 @@ READS = {"log": ({}, "true"),
 def test_an_available_now_stream_reads_what_a_batch_reads(spark, engine_format, tmp_path, read):
     options, where = READS[read]
     grow(tmp_path / "store")
-    streamed = _stream(spark, engine_format, tmp_path / "store", tmp_path, **options)
+    _stream(spark, engine_format, tmp_path / "store", tmp_path, **options)
+    streamed = spark.read.parquet(str(tmp_path / "sink"))
     batch = spark.read.format(engine_format).load(str(tmp_path / "store")).select(*COLUMNS).where(where)
     assert batch.count() > 0
     assert_df_equality(streamed, batch, ignore_row_order=True, ignore_nullable=True)
@@ -151,9 +147,23 @@ def test_a_stream_of_a_growing_log_reads_each_record_once(spark, engine_format, 
     seen = []
     for cut, into in ((OFFSETS[-9], CUTS["header"]), (OFFSETS[-3], CUTS["body"]), (None, 0)):
         grow(root, cut, into)
-        rows = _stream(spark, engine_format, root, tmp_path).collect()
-        seen.append(sorted(r["commitLogOffset"] for r in rows))
+        _stream(spark, engine_format, root, tmp_path)
+        seen.append(sorted(r["commitLogOffset"] for r in sink_rows(tmp_path / "sink")))
     assert seen == [OFFSETS[:-9], OFFSETS[:-3], OFFSETS]  # the sink holds each record once
+
+
+@pytest.mark.spark
+def test_a_stream_from_a_time_past_the_log_starts_where_the_next_record_goes(spark, engine_format, tmp_path):
+    """startingTimestamp later than every whole record: the stream starts at the log's sealed end (in a
+    DLedger log not max_offset, the last entry's end, but the next record's position) and reads that record
+    once it is written."""
+    root = tmp_path / "store"
+    grow(root, OFFSETS[-3], CUTS["body"])
+    _stream(spark, engine_format, root, tmp_path, startingTimestamp=str(RECORDS[-3]["storeTimestamp"]))
+    assert sink_rows(tmp_path / "sink") == []
+    grow(root)
+    _stream(spark, engine_format, root, tmp_path)
+    assert [r["commitLogOffset"] for r in sink_rows(tmp_path / "sink")] == OFFSETS[-3:]
 
 
 @pytest.mark.spark
