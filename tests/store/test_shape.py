@@ -50,6 +50,26 @@ def test_a_dledger_log_with_the_commitlog_it_replaced_is_refused(tmp_path: Path)
         Store.open(root)
 
 
+def test_consumer_offsets_in_the_v2_config_storage_are_refused(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A broker with configManagerVersion=v2 (5.3.2+) keeps its consumer offsets in the RocksDB config/rdb/
+    and no longer writes consumerOffset.json: readers of offsets refuse the store by name instead of reading
+    the JSON an older broker left (§4.8); `info` prints the rest and notes the refusal."""
+    root = _copy(tmp_path)
+    (root / "config" / "rdb").mkdir()
+    (root / "config" / "rdb" / "CURRENT").write_text("MANIFEST-000005\n")
+    refused = (r"config/rdb: RocksDB consumer offsets \(config/rdb/\): reading consumer offsets refused: .*"
+               r"configManagerVersion=v2")
+    with Store.open(root) as store:
+        assert store.shape.name == "rocksdb-offsets"
+        with pytest.raises(UnsupportedShapeError, match=refused):
+            store.consumer_offsets()
+        with pytest.raises(UnsupportedShapeError, match=refused):
+            store.group_offsets("group-a")
+    assert cli_main(["info", str(root), "--json"]) == 0
+    assert "configManagerVersion=v2" in capsys.readouterr().out
+
+
 def test_rocksdb_stores_are_detected_and_their_queues_and_offsets_read(
         capsys: pytest.CaptureFixture[str]) -> None:
     """RocksDB consume queues and consumer offsets (§4.7, §4.8) are shapes rmqstore reads: detected and

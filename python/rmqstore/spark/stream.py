@@ -178,8 +178,9 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ts = self.opts.starting_timestamp
         if not self.queue_mode:
             tail = self._tail(broker, store)
-            if ts is not None:
-                found = min(store.seek_time(ts), tail.walk(tail.min_offset).end)
+            if ts is not None:  # no record that late: the sealed end (in a DLedger log not max_offset, §2.13)
+                found, end = store.seek_time(ts), tail.walk(tail.min_offset).end
+                found = end if found >= store.max_offset else min(found, end)
                 return StoreOffset(position=tail.canonical(found))
             if spec.kind == "earliest":
                 return StoreOffset(position=tail.min_offset)

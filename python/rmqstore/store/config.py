@@ -18,11 +18,14 @@ from rmqstore.io.base import StoreFileSystem
 from rmqstore.store.errors import StoreCorruptionError, UnknownNameError, UnreadableFileError
 from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
 from rmqstore.store.segments import read_small_file
+from rmqstore.store.shape import ROCKSDB_OFFSETS, Feature, UnsupportedShapeError
 
 CONFIG_DIR = "config"
 CONSUMER_OFFSET_FILE = "consumerOffset.json"
 CONSUMER_OFFSETS_ROCKSDB = "consumerOffsets"
 """`RocksDBConsumerOffsetManager`'s database: topic@group -> {"offsetTable": {queueId: offset}} (§4.8)."""
+CONFIG_STORAGE_ROCKSDB = "rdb"
+"""`ConfigStorage`'s database (configManagerVersion=v2): not read, refused (§4.8)."""
 KV_DATA_VERSION_FAMILY = "kvDataVersion"
 KV_DATA_VERSION_KEY = b"kvDataVersionKey"
 TOPICS_FILE = "topics.json"
@@ -70,7 +73,11 @@ def consumer_offsets_source(fs: StoreFileSystem, config_dir: str) -> str:
 
 def load_consumer_offsets(fs: StoreFileSystem, config_dir: str) -> dict[tuple[str, str], dict[int, int]]:
     """(topic, group) -> {queueId: next queue offset} from consumerOffset.json (or its .bak), or in
-    RocksDB metadata mode from `consumerOffsets/` (§4.8)."""
+    RocksDB metadata mode from `consumerOffsets/` (§4.8); refused when the v2 config storage `rdb/` holds
+    them (a stale consumerOffset.json would be read otherwise)."""
+    rdb = fs.join(config_dir, CONFIG_STORAGE_ROCKSDB)
+    if is_rocksdb(fs, rdb):
+        raise UnsupportedShapeError(rdb, Feature(ROCKSDB_OFFSETS, "config/rdb/"), "reading consumer offsets")
     from_json = load_config_document(fs, config_dir, CONSUMER_OFFSET_FILE,
                                      lambda doc: (_counter(doc), consumer_offsets(doc)))
     rocks = fs.join(config_dir, CONSUMER_OFFSETS_ROCKSDB)

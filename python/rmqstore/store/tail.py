@@ -18,6 +18,14 @@ walk holds at it and reports where (`Advance.held`); otherwise it is damage (dam
 raises naming file, offset and cause, PERMISSIVE steps over it and the read skips and counts it. A
 stream reading by queue reads only records that have a consume-queue unit, so (c) holds for all of them.
 
+Entry framing (`lead`, §2.13): in a DLedger log every record is the body of an entry whose 48-byte header
+comes right before it, and the writes the rule speaks of are entries. Positions stay record positions
+(commitLogOffset, what batch reads, msgIds and consume queues hold): a boundary of the walk is the position
+of the record an entry starting there would hold, `lead` bytes after the entry (a segment's first is its
+start + 48, the end of a full segment the next segment's first). A record validates only with its entry
+header (magic, size, body size, pos), the next write (b) is an entry (magic 1, size > 0) or a DLedger blank
+(magic -1), and an entry fits only with room for that blank after it (`MmapFileList.preAppend`).
+
 `CommitLogTail` is the only walker of the live end of the log: the streaming sources call it (the
 JVM port is connector/.../store/Tail.scala). The valid end after a crash (recovery, §2.12) is a
 different rule: `rmqstore.store.commitlog`.
@@ -32,6 +40,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rmqstore.format.contract_layout import DLEDGER_BLANK_MAGIC, DLEDGER_ENTRY_MAGIC
+from rmqstore.format.dledger import entry_problem
 from rmqstore.format.layout import (
     BLANK_MAGIC,
     END_FILE_MIN_BLANK_LENGTH,
@@ -51,7 +61,6 @@ from rmqstore.store.index import IndexFiles
 from rmqstore.store.names import segment_file_name
 from rmqstore.store.queues import Queues
 from rmqstore.store.segments import OpenFiles, Segment
-from rmqstore.store.shape import DLEDGER, Shape, refuse
 
 _HEADER = struct.Struct(">iI")
 """TOTALSIZE, MAGICCODE: the first 8 bytes of every record and BLANK (§2.2, §2.6)."""
@@ -105,11 +114,7 @@ class OpenedStore(Protocol):
     """What a tail is made of: a freshly opened store's listing, file system and services."""
 
     @property
-    def location(self) -> str: ...
-    @property
     def fs(self) -> StoreFileSystem: ...
-    @property
-    def shape(self) -> Shape: ...
     @property
     def log(self) -> CommitLog: ...
     @property
@@ -190,8 +195,11 @@ class CommitLogTail:
     """
 
     def __init__(self, segments: list[Segment], open_file: Callable[[str], RandomAccessFile],
-                 confirmer: SealConfirmer, cache: LogWalkCache, *, permissive: bool = False) -> None:
+                 confirmer: SealConfirmer, cache: LogWalkCache, *, permissive: bool = False,
+                 lead: int = 0) -> None:
         self.segments = segments
+        self.lead = lead
+        """Bytes of entry framing before each record: 0, or 48 in a DLedger log (module docstring)."""
         self._open = open_file
         self._confirmer = confirmer
         self._cache = cache
@@ -202,30 +210,36 @@ class CommitLogTail:
     @classmethod
     def of(cls, store: OpenedStore, cache: LogWalkCache, *, permissive: bool = False) -> CommitLogTail:
         """The tail of a freshly opened `store` (its segment listing), its own file handles, the
-        store's consume queues and `abort` file as the confirmer (rules c and d). A DLedger log
-        (§2.13) is refused by name: this walk knows no entry framing."""
-        refuse(store.location, store.shape, DLEDGER, "streaming")
+        store's consume queues and `abort` file as the confirmer (rules c and d), its entry framing."""
         confirmer = SealConfirmer(store.queues, store.index, store.config)
         return cls(list(store.log.segments), OpenFiles(store.fs).get, confirmer, cache,
-                   permissive=permissive)
+                   permissive=permissive, lead=store.log.lead)
 
     @property
     def min_offset(self) -> int:
-        return self.segments[0].base_offset if self.segments else 0
+        return self._first(self.segments[0]) if self.segments else 0
+
+    def _first(self, seg: Segment) -> int:
+        """The boundary at the segment's start: its first record's position."""
+        return seg.base_offset + self.lead
+
+    def _last(self, seg: Segment) -> int:
+        """The boundary at the segment's end: the next segment's first record's position."""
+        return seg.base_offset + seg.size + self.lead
 
     def _bytes(self, seg: Segment) -> SegmentBytes:
         return SegmentBytes(self._open(seg.path))
 
     def _segment_started(self, seg: Segment) -> bool:
         head = self._open(seg.path).read(0, 8)
-        return len(head) == 8 and _write_started(head, 0, seg.size)
+        return len(head) == 8 and _write_started(head, 0, seg.size, self.lead)
 
     def _is_sealed_segment(self, index: int) -> bool:
         return any(self._started[index + 1:])
 
     def _segment_index(self, position: int) -> int | None:
         for index, seg in enumerate(self.segments):
-            if seg.base_offset <= position < seg.base_offset + seg.size:
+            if self._first(seg) <= position < self._last(seg):
                 return index
         return None
 
@@ -235,23 +249,26 @@ class CommitLogTail:
         if index is None:
             return position
         seg = self.segments[index]
-        data = self._open(seg.path).read(position - seg.base_offset, 8)
-        if len(data) == 8 and _HEADER.unpack_from(data, 0)[1] == BLANK_MAGIC:
-            return seg.base_offset + seg.size
-        return position
+        rel = position - seg.base_offset - self.lead
+        data = self._open(seg.path).read(rel, 8)
+        return self._last(seg) if _frame(data, 0, seg.size - rel, self.lead)[0] == "blank" else position
 
     def is_record_start(self, position: int) -> bool:
         """True for a segment start, the log end, or the position of a valid record."""
         index = self._segment_index(position)
-        if index is None or position == self.segments[index].base_offset:
+        if index is None or position == self._first(self.segments[index]):
             return True
         seg = self.segments[index]
         data = self._bytes(seg)
-        buf, at = data.at(position - seg.base_offset, _HEADER.size)
+        rel = position - seg.base_offset
+        buf, at = data.at(rel, _HEADER.size)
         total = _HEADER.unpack_from(buf, at)[0] if len(buf) - at >= _HEADER.size else 0
-        buf, at = data.at(position - seg.base_offset, max(total, _HEADER.size))
-        check = check_record(buf, at, check_crc=False, expected_physical_offset=position)
-        return check.kind != "invalid"
+        buf, at = data.at(rel - self.lead, self.lead + max(total, _HEADER.size))
+        if self.lead:  # a DLedger blank's position counts, as a BLANK's does (`canonical` moves on)
+            left = seg.size - rel + self.lead
+            blank = len(buf) - at >= _HEADER.size and _frame(buf, at, left, self.lead)[0] == "blank"
+            return blank or self._problem(buf, at + self.lead, position, check_crc=False) is None
+        return check_record(buf, at, check_crc=False, expected_physical_offset=position).kind != "invalid"
 
     def walk(self, start: int, limits: Limits = NO_LIMITS, stop: int | None = None) -> Advance:
         """From record boundary `start`, admit sealed records within `limits`, never past `stop`."""
@@ -260,13 +277,13 @@ class CommitLogTail:
         while index is not None:
             seg = self.segments[index]
             sealed = self._is_sealed_segment(index)
-            fast = (sealed and limits == NO_LIMITS and advance.end == seg.base_offset
-                    and (stop is None or stop >= seg.base_offset + seg.size))
+            fast = (sealed and limits == NO_LIMITS and advance.end == self._first(seg)
+                    and (stop is None or stop >= self._last(seg)))
             known = self._cache.sealed_until
             if fast:
-                advance.end = seg.base_offset + seg.size
+                advance.end = self._last(seg)
                 done = False
-            elif (limits == NO_LIMITS and advance.end < known < seg.base_offset + seg.size
+            elif (limits == NO_LIMITS and advance.end < known < self._last(seg)
                     and (stop is None or stop >= known)):
                 advance.end = known  # checked and sealed by an earlier walk: only what is new is read
                 done = self._walk_segment(seg, sealed, advance, limits, stop)
@@ -274,7 +291,7 @@ class CommitLogTail:
                 done = self._walk_segment(seg, sealed, advance, limits, stop)
             if done or index + 1 >= len(self.segments) or not self._started[index + 1]:
                 return advance
-            if advance.end != seg.base_offset + seg.size:
+            if advance.end != self._last(seg):
                 return advance
             index += 1
         return advance
@@ -283,31 +300,29 @@ class CommitLogTail:
                       stop: int | None) -> bool:
         """Walk one segment from `advance.end`; True when the walk must stop inside it."""
         data = self._bytes(seg)
-        base, size = seg.base_offset, seg.size
-        rel = advance.end - base
-        from_start = rel == 0
+        base, size, lead = seg.base_offset, seg.size, self.lead
+        rel = advance.end - base  # the record's position in the segment; its entry starts `lead` before
+        from_start = rel == lead
         counted = 0
         while True:
             if stop is not None and base + rel >= stop:
                 advance.end = base + rel
                 return True
-            if rel + 8 > size:
+            if rel - lead + 8 > size:
                 return self._invalid(seg, rel, sealed, advance,
-                                     f"{size - rel} bytes left, no room for a header")
-            buf, at = data.at(rel, _HEADER.size)
-            total, magic = _HEADER.unpack_from(buf, at)
-            if magic == BLANK_MAGIC and total == size - rel:
-                advance.end = base + size
+                                     f"{size - rel + lead} bytes left, no room for a header")
+            buf, at = data.at(rel - lead, _HEADER.size)
+            kind, total, cause = _frame(buf, at, size - rel + lead, lead)
+            if kind == "blank":
+                advance.end = self._last(seg)
                 if from_start and sealed:
                     self._cache.segment_counts[base] = counted
                 return False
             position = base + rel
-            if magic not in (MAGIC_V1, MAGIC_V2) or total < MIN_RECORD_SIZE \
-                    or rel + total + END_FILE_MIN_BLANK_LENGTH > size:
-                cause = f"TOTALSIZE {total}, magic {magic:#010x}: not a record or BLANK"
+            if kind != "record":
                 if sealed:
                     return self._invalid(seg, rel, sealed, advance, cause)
-                if total == 0 and magic == 0:
+                if kind == "empty":
                     advance.end = position  # nothing written here yet
                     return True
                 rel = self._failing(seg, data, rel, None, advance, cause)
@@ -315,31 +330,39 @@ class CommitLogTail:
                     return True
                 continue
             if not sealed and position >= self._cache.sealed_until:
-                buf, at = data.at(rel, total + _HEADER.size)
-                check = check_record(buf, at, check_crc=True, expected_physical_offset=position)
-                if check.kind != "record" or check.size != total:
-                    rel = self._failing(seg, data, rel, total, advance, check.reason or "not a record")
+                buf, at = data.at(rel - lead, lead + total + _HEADER.size)
+                problem = self._problem(buf, at + lead, position)
+                if problem is not None:
+                    rel = self._failing(seg, data, rel, total, advance, problem)
                     if rel is None:
                         return True
                     continue
-                if not self._record_sealed(buf, at, position, total, at + size - rel):
+                if not self._record_sealed(buf, at + lead, position, total, at + size - rel + lead):
                     advance.end = advance.held = position
                     return True
-                self._cache.sealed_until = position + total
+                self._cache.sealed_until = position + total + lead
             if not limits.admits(advance.records, advance.bytes, total):
                 advance.end = position
                 return True
             advance.records += 1
             advance.bytes += total
             counted += 1
-            rel += total
+            rel += total + lead
             advance.end = base + rel
+
+    def _problem(self, buf: Any, at: int, position: int, *, check_crc: bool = True) -> str | None:
+        """Why the record at `buf[at]` (physical `position`) does not validate as recovery would, its entry
+        header included in a DLedger log (which frames its size); None when it does."""
+        check = check_record(buf, at, check_crc=check_crc, expected_physical_offset=position)
+        if check.kind != "record":
+            return check.reason or "not a record"
+        return entry_problem(buf, at - self.lead, position - at, check.size) if self.lead else None
 
     def _record_sealed(self, data: Any, rel: int, position: int, total: int, segment_end: int) -> bool:
         """The valid record at `data[rel]` (physical `position`) is sealed; the segment's end is at
         `data[segment_end]`."""
         after = rel + total
-        if _write_started(data, after, segment_end):
+        if _write_started(data, after, segment_end, self.lead):
             return True
         return self._confirmer.unit_confirms(data, rel, position, total) or self._confirmer.store_closed()
 
@@ -371,26 +394,28 @@ class CommitLogTail:
         handle = self._open(seg.path)
         head = handle.read(rel, _HEADER.size)
         total = _HEADER.unpack_from(head, 0)[0] if len(head) == _HEADER.size else 0
-        if total < MIN_RECORD_SIZE or rel + total > seg.size:
+        if total < MIN_RECORD_SIZE or rel + total > seg.size or rel < self.lead:
             return False
-        check = check_record(handle.read(rel, total), 0, check_crc=True,
-                             expected_physical_offset=seg.base_offset + rel)
-        return check.kind == "record"
+        buf = handle.read(rel - self.lead, self.lead + total)
+        return self._problem(buf, self.lead, seg.base_offset + rel) is None
 
     def _valid_after(self, seg: Segment, data: SegmentBytes, rel: int,
                      total: int | None) -> tuple[int, int | None] | None:
         """(where the walk goes on, the position the store names or None) when something valid follows
-        the failing record at `rel`: a complete record where its TOTALSIZE leads, else the first record
-        start before the furthest one the consume queues or index name (damage.md §2); None otherwise."""
-        base, size = seg.base_offset, seg.size
-        if total is not None and total > 0 and rel + total + _HEADER.size <= size:
-            buf, at = data.at(rel + total, _HEADER.size)
-            following = _HEADER.unpack_from(buf, at)[0]
-            if 0 < following <= size - rel - total:
-                buf, at = data.at(rel + total, following)
-                check = check_record(buf, at, check_crc=True, expected_physical_offset=base + rel + total)
-                if check.kind in ("record", "blank") and check.size == following:
-                    return base + rel + total, None
+        the failing record at `rel`: a complete record (or the segment's end filler) where its size leads,
+        else the first record start before the furthest one the consume queues or index name (damage.md
+        §2); None otherwise."""
+        base, size, lead = seg.base_offset, seg.size, self.lead
+        nxt = rel + (total or 0) + lead
+        if total is not None and total > 0 and nxt - lead + _HEADER.size <= size:
+            buf, at = data.at(nxt - lead, _HEADER.size)
+            kind, following, _cause = _frame(buf, at, size - nxt + lead, lead)
+            if kind == "blank":
+                return base + nxt, None
+            if kind == "record":
+                buf, at = data.at(nxt - lead, lead + following)
+                if self._problem(buf, at + lead, base + nxt) is None:
+                    return base + nxt, None
         known = self._confirmer.known_past(base + rel)
         if known is None:
             return None
@@ -412,7 +437,7 @@ class CommitLogTail:
                              "so this is not a torn tail. Use mode=PERMISSIVE to step over the "
                              "damaged bytes.")
         self.skipped.append(f"{where}: {cause}; the read steps over the damaged bytes")
-        advance.end = seg.base_offset + seg.size
+        advance.end = self._last(seg)
         return False
 
     def count_records(self, start: int, end: int) -> int:
@@ -424,9 +449,9 @@ class CommitLogTail:
             if index is None:
                 break
             seg = self.segments[index]
-            seg_end = seg.base_offset + seg.size
+            seg_end = self._last(seg)
             cached = self._cache.segment_counts.get(seg.base_offset)
-            if cached is not None and position == seg.base_offset and end >= seg_end:
+            if cached is not None and position == self._first(seg) and end >= seg_end:
                 records += cached
             else:
                 advance = Advance(end=position)
@@ -438,11 +463,37 @@ class CommitLogTail:
         return records
 
 
-def _write_started(data: Any, pos: int, size: int) -> bool:
-    """True when the 8 bytes at pos are the beginning of a write: a BLANK or a record header (§2.2, §2.6)."""
+def _frame(data: Any, at: int, left: int, lead: int) -> tuple[str, int, str]:
+    """What the write boundary at `data[at]` (`left` bytes before the segment's end) holds: ("blank", 0, ""),
+    ("empty", 0, "") when nothing is written, ("record", its TOTALSIZE, "") when the header announces a
+    record that fits (§2.2, §2.6; in a DLedger log an entry with room for a blank after it, §2.13), else
+    ("bad", 0, cause)."""
+    first, second = _HEADER.unpack_from(data, at)
+    if first == 0 and second == 0:
+        return "empty", 0, ""
+    if lead:
+        if first == DLEDGER_BLANK_MAGIC:
+            return "blank", 0, ""
+        total, fits = second - lead, second + END_FILE_MIN_BLANK_LENGTH <= left
+        if first == DLEDGER_ENTRY_MAGIC and total >= MIN_RECORD_SIZE and fits:
+            return "record", total, ""
+        return "bad", 0, f"DLedger entry magic {first}, size {second}: not an entry or blank"
+    if second == BLANK_MAGIC and first == left:
+        return "blank", 0, ""
+    fits = first + END_FILE_MIN_BLANK_LENGTH <= left
+    if second in (MAGIC_V1, MAGIC_V2) and first >= MIN_RECORD_SIZE and fits:
+        return "record", first, ""
+    return "bad", 0, f"TOTALSIZE {first}, magic {second:#010x}: not a record or BLANK"
+
+
+def _write_started(data: Any, pos: int, size: int, lead: int) -> bool:
+    """True when the 8 bytes at pos are the beginning of a write: a BLANK or a record header (§2.2, §2.6);
+    in a DLedger log a DLedger blank or an entry header (§2.13)."""
     if pos + 8 > min(size, len(data)):
         return False
-    total, magic = _HEADER.unpack_from(data, pos)
-    if magic == BLANK_MAGIC:
-        return total == size - pos
-    return magic in (MAGIC_V1, MAGIC_V2) and total > 0
+    first, second = _HEADER.unpack_from(data, pos)
+    if lead:
+        return first == DLEDGER_BLANK_MAGIC or (first == DLEDGER_ENTRY_MAGIC and second > 0)
+    if second == BLANK_MAGIC:
+        return first == size - pos
+    return second in (MAGIC_V1, MAGIC_V2) and first > 0

@@ -42,6 +42,7 @@ final class Store private (
     case several =>
       throw new StoreLayoutException(s"${location.path}: DLedger logs of several members (${several.mkString(", ")})")
   }
+
   if (!fs.isDir(commitlogDir))
     throw new StoreLayoutException(
       s"${location.path}: commit-log directory $commitlogDir does not exist (a store root holds $CommitlogDir/)"
@@ -100,7 +101,7 @@ final class Store private (
 
   /** The commit-log tail that streaming walks (`Tail`), reading through this store's services. */
   def tail(cache: LogWalkCache, permissive: Boolean): Tail =
-    new Tail(location.path, shape, log, index, queues, config, cache, permissive)
+    new Tail(log, index, queues, config, cache, permissive)
 
   // ---- records (`RecordReader`) -------------------------------------------------------------------
 

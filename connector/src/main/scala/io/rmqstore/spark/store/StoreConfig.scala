@@ -44,6 +44,9 @@ private[spark] final class StoreConfig(fs: StoreFileSystem, root: String) {
     * `RocksDBConsumerOffsetManager.merge`).
     */
   def consumerOffsets: Map[(String, String), Map[Int, Long]] = {
+    val rdb = fs.join(root, ConfigDir, ConfigStorageRocksDb) // v2 config storage: refused (§4.8), not a stale JSON
+    if (RocksDb.isRocksDb(fs, rdb))
+      throw new UnsupportedShapeException(rdb, Feature(Shape.RocksdbOffsets, "config/rdb/"), "reading consumer offsets")
     val json = document(ConsumerOffsetFile)
     val source = consumerOffsetsSource
     val doc =
@@ -103,6 +106,9 @@ private[spark] object StoreConfig {
   final val ConfigDir = "config"
   final val ConsumerOffsetFile = "consumerOffset.json"
   final val ConsumerOffsetsRocksDb = "consumerOffsets"
+
+  /** `ConfigStorage`'s database (configManagerVersion=v2): not read, refused (§4.8). */
+  final val ConfigStorageRocksDb = "rdb"
   final val TopicsFile = "topics.json"
   final val BackupSuffix = ".bak"
   final val AbortFile = "abort"

@@ -5,7 +5,7 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import io.rmqstore.spark.format.{Layout, RecordCheck, RecordView, Resync}
+import io.rmqstore.spark.format.{DLedgerEntry, Layout, RecordCheck, RecordView, Resync}
 import io.rmqstore.spark.io.RandomAccess
 
 /** Admission limits of one trigger: at most `records` messages and `bytes` record bytes
@@ -53,10 +53,12 @@ final class LogWalkCache {
   * `store` is opened per trigger (a fresh listing); sealed segments are memory-mapped and only hopped
   * over (TOTALSIZE by TOTALSIZE), the others are read by positioned reads in windows, and their records
   * beyond `cache.sealedUntil` get the full check and the seal test.
+  *
+  * Entry framing (`lead`, §2.13): in a DLedger log the writes are entries, a record validates with its entry
+  * header, and the walk's boundaries are record positions (the commitLogOffset of the record an entry starting
+  * there holds, `lead` bytes after it), as python/rmqstore/store/tail.py's module docstring states.
   */
 final class Tail private[store] (
-    location: String,
-    shape: Shape,
     log: CommitLog,
     index: IndexFiles,
     queues: Queues,
@@ -67,8 +69,8 @@ final class Tail private[store] (
   import Tail._
   import Layout._
 
-  // A DLedger log (§2.13) is refused by name: this walk knows no entry framing.
-  Shape.refuse(location, shape, Shape.Dledger, "streaming")
+  /** Bytes of entry framing before each record: 0, or 48 in a DLedger log (§2.13). */
+  private val lead: Int = log.lead
 
   val segments: IndexedSeq[Segment] = log.segments
   private val windows = mutable.HashMap.empty[Int, Window]
@@ -78,12 +80,18 @@ final class Tail private[store] (
 
   private val started: IndexedSeq[Boolean] = segments.map { seg =>
     val file = log.openSegment(seg, mapped = false)
-    try writeStarted(file.read(0, HeaderBytes), 0, seg.size)
+    try writeStarted(file.read(0, HeaderBytes), 0, seg.size, lead)
     finally file.close()
   }
   private val lastStarted: Int = started.lastIndexWhere(identity)
 
-  def minOffset: Long = if (segments.isEmpty) 0L else segments.head.baseOffset
+  def minOffset: Long = if (segments.isEmpty) 0L else first(segments.head)
+
+  /** The boundary at the segment's start: its first record's position. */
+  private def first(seg: Segment): Long = seg.baseOffset + lead
+
+  /** The boundary at the segment's end: the next segment's first record's position. */
+  private def last(seg: Segment): Long = seg.endOffset + lead
 
   /** A later segment has started: the broker wrote this one's BLANK before it (rule a). */
   private def isSealedSegment(i: Int): Boolean = i < lastStarted
@@ -92,7 +100,7 @@ final class Tail private[store] (
     windows.getOrElseUpdate(i, new Window(log.openSegment(segments(i), mapped = isSealedSegment(i))))
 
   private def segmentIndex(position: Long): Option[Int] =
-    segments.indices.find(i => segments(i).contains(position))
+    segments.indices.find(i => first(segments(i)) <= position && position < last(segments(i)))
 
   /** The position itself, or the next segment's start when `position` holds a BLANK. */
   def canonical(position: Long): Long = segmentIndex(position) match {
@@ -100,19 +108,26 @@ final class Tail private[store] (
     case Some(i) =>
       val seg = segments(i)
       val w = window(i)
-      val at = w.at(position - seg.baseOffset, HeaderBytes)
-      if (w.available(at) >= HeaderBytes && w.buffer.getInt(at + OffMagic) == BlankMagic) seg.endOffset
+      val rel = position - seg.baseOffset - lead
+      val at = w.at(rel, HeaderBytes)
+      if (w.available(at) >= HeaderBytes && frame(w.buffer, at, seg.size - rel, lead)._1 == FrameBlank) last(seg)
       else position
   }
 
   /** True for a segment start, the log end, or the position of a valid record (BODYCRC unchecked). */
   def isRecordStart(position: Long): Boolean = segmentIndex(position) match {
     case None => true
-    case Some(i) if position == segments(i).baseOffset => true
+    case Some(i) if position == first(segments(i)) => true
     case Some(i) =>
       val w = window(i)
-      val at = w.record(position - segments(i).baseOffset)
-      RecordCheck.check(w.buffer, at, w.buffer.limit(), verifyCrc = false, position) >= 0
+      val at = w.record(position - segments(i).baseOffset, lead)
+      if (lead == 0) RecordCheck.check(w.buffer, at, w.buffer.limit(), verifyCrc = false, position) >= 0
+      else { // a DLedger blank's position counts, as a BLANK's does (`canonical` moves on)
+        val left = segments(i).size - (position - segments(i).baseOffset) + lead
+        val blank =
+          at >= lead && w.available(at - lead) >= HeaderBytes && frame(w.buffer, at - lead, left, lead)._1 == FrameBlank
+        blank || problem(w.buffer, at, position, verifyCrc = false) == null
+      }
   }
 
   /** From record boundary `start`, admit sealed records within `limits`, never past `stop`. */
@@ -123,12 +138,11 @@ final class Tail private[store] (
       val i = index.get
       val seg = segments(i)
       val segSealed = isSealedSegment(i)
-      val fast = segSealed && limits == Limits.NoLimits && advance.end == seg.baseOffset &&
-        stop.forall(_ >= seg.endOffset)
+      val fast = segSealed && limits == Limits.NoLimits && advance.end == first(seg) && stop.forall(_ >= last(seg))
       val done =
-        if (fast) { advance.end = seg.endOffset; false }
+        if (fast) { advance.end = last(seg); false }
         else walkSegment(i, segSealed, advance, limits, stop)
-      if (done || i + 1 >= segments.length || !started(i + 1) || advance.end != seg.endOffset) return advance
+      if (done || i + 1 >= segments.length || !started(i + 1) || advance.end != last(seg)) return advance
       index = Some(i + 1)
     }
     advance
@@ -139,48 +153,43 @@ final class Tail private[store] (
     val seg = segments(i)
     val w = window(i)
     val (base, size) = (seg.baseOffset, seg.size)
-    var rel = advance.end - base
-    val fromStart = rel == 0
+    var rel = advance.end - base // the record's position in the segment; its entry starts `lead` bytes before
+    val fromStart = rel == lead
     var counted = 0L
     while (true) {
       if (stop.exists(base + rel >= _)) {
         advance.end = base + rel
         return true
       }
-      if (rel + HeaderBytes > size)
-        return invalid(i, rel, segSealed, advance, s"${size - rel} bytes left, no room for a header")
-      val at = w.at(rel, HeaderBytes)
-      val total = w.buffer.getInt(at)
-      val magic = w.buffer.getInt(at + OffMagic)
-      if (magic == BlankMagic && total == size - rel) {
-        advance.end = base + size
+      if (rel - lead + HeaderBytes > size)
+        return invalid(i, rel, segSealed, advance, s"${size - rel + lead} bytes left, no room for a header")
+      val head = w.at(rel - lead, HeaderBytes)
+      val (total, cause) = frame(w.buffer, head, size - rel + lead, lead)
+      if (total == FrameBlank) {
+        advance.end = last(seg)
         if (fromStart && segSealed) cache.segmentCounts(base) = counted
         return false
       }
       val position = base + rel
-      // a failing record of the active segment: (its TOTALSIZE when a record header, the cause)
+      // a failing record of the active segment: (its TOTALSIZE when its header announces a record, the cause)
       val failed: Option[(Option[Int], String)] =
-        if (
-          (magic != MagicV1 && magic != MagicV2) || total < MinRecordSize || rel + total + EndFileMinBlankLength > size
-        ) {
-          val cause = f"TOTALSIZE $total, magic 0x$magic%08x: not a record or BLANK"
+        if (total <= 0) {
           if (segSealed) return invalid(i, rel, segSealed, advance, cause)
-          if (total == 0 && magic == 0) { // nothing written here yet
+          if (total == FrameEmpty) { // nothing written here yet
             advance.end = position
             return true
           }
           Some((None, cause))
         } else if (!segSealed && position >= cache.sealedUntil) {
-          val at = w.at(rel, total + HeaderBytes)
-          val buf = w.buffer
-          if (RecordCheck.check(buf, at, buf.limit(), verifyCrc = true, position) != total)
-            Some((Some(total), RecordCheck.describe(buf, at, buf.limit(), verifyCrc = true, position)))
+          val at = w.at(rel - lead, lead + total + HeaderBytes) + lead
+          val reason = problem(w.buffer, at, position, verifyCrc = true)
+          if (reason != null) Some((Some(total), reason))
           else if (!recordSealed(w, rel, position, total, size)) {
             advance.end = position
             advance.held = Some(position)
             return true
           } else {
-            cache.sealedUntil = position + total
+            cache.sealedUntil = position + total + lead
             None
           }
         } else None
@@ -198,19 +207,34 @@ final class Tail private[store] (
           advance.records += 1
           advance.bytes += total
           counted += 1
-          rel += total
+          rel += total + lead
           advance.end = base + rel
       }
     }
     false
   }
 
+  /** Why the record at `at` of `buf` (physical `position`) does not validate as recovery would, its entry header
+    * included in a DLedger log; null when it does.
+    */
+  private def problem(buf: ByteBuffer, at: Int, position: Long, verifyCrc: Boolean): String = {
+    val code = RecordCheck.check(buf, at, buf.limit(), verifyCrc, position)
+    if (code <= 0) RecordCheck.describe(buf, at, buf.limit(), verifyCrc, position)
+    else if (lead > 0) DLedgerEntry.problem(buf, at - lead, position - at, code)
+    else null
+  }
+
   /** The valid record at `rel` (physical `position`) is sealed. */
   private def recordSealed(w: Window, rel: Long, position: Long, total: Int, size: Long): Boolean = {
-    val at = w.at(rel, total + HeaderBytes)
+    val at = w.at(rel - lead, lead + total + HeaderBytes) + lead
     val buf = w.buffer
+<<<<<<< HEAD
     if (rel + total + HeaderBytes <= size && writeStarted(buf, at + total, size - rel - total)) return true
     unitConfirms(buf, at, position, total) || !config.abortPresent
+=======
+    if (rel + total + HeaderBytes <= size && writeStarted(buf, at + total, size - rel - total, lead)) return true
+    unitConfirms(buf, at, position, total) || !store.abortPresent
+>>>>>>> dledger
   }
 
   /** A record of the active segment that fails its checks (docs/damage.md §2): None when it is still being
@@ -253,26 +277,30 @@ final class Tail private[store] (
     try {
       val head = file.read(rel, HeaderBytes)
       val total = if (head.limit() >= HeaderBytes) head.getInt(0) else 0
-      total >= MinRecordSize && rel + total <= seg.size && {
-        val buf = file.read(rel, total)
-        RecordCheck.check(buf, 0, buf.limit(), verifyCrc = true, seg.baseOffset + rel) == total
+      total >= MinRecordSize && rel + total <= seg.size && rel >= lead && {
+        val buf = file.read(rel - lead, lead + total)
+        problem(buf, lead, seg.baseOffset + rel, verifyCrc = true) == null
       }
     } finally file.close()
   }
 
   /** (where the walk goes on, the position the store names if that is the evidence) when something valid
-    * follows the failing record at `rel`: a complete record where its TOTALSIZE leads, else the first record
-    * start before the furthest one the consume queues or index name (docs/damage.md §2); None otherwise.
+    * follows the failing record at `rel`: a complete record (or the segment's end filler) where its size leads,
+    * else the first record start before the furthest one the consume queues or index name (docs/damage.md §2);
+    * None otherwise.
     */
   private def validAfter(i: Int, w: Window, rel: Long, total: Option[Int]): Option[(Long, Option[Long])] = {
     val seg = segments(i)
     val (base, size) = (seg.baseOffset, seg.size)
     val leads = total.filter(t => rel + t + HeaderBytes <= size).flatMap { t =>
-      val next = rel + t
-      val at = w.record(next)
-      val code = RecordCheck.check(w.buffer, at, w.buffer.limit(), verifyCrc = true, base + next)
-      if (code > 0 || (code == RecordCheck.Blank && w.buffer.getInt(at) == size - next)) Some((base + next, None))
-      else None
+      val next = rel + t + lead
+      val head = w.at(next - lead, HeaderBytes)
+      val (following, _) = frame(w.buffer, head, size - next + lead, lead)
+      val whole = following == FrameBlank || following > 0 && {
+        val at = w.at(next - lead, lead + following) + lead
+        problem(w.buffer, at, base + next, verifyCrc = true) == null
+      }
+      if (whole) Some((base + next, None)) else None
     }
     leads.orElse {
       val named =
@@ -322,7 +350,7 @@ final class Tail private[store] (
           "to step over the damaged bytes."
       )
     skipped += s"${seg.path} at physical offset ${seg.baseOffset + rel}: $cause; the read steps over the damaged bytes"
-    advance.end = seg.endOffset
+    advance.end = last(seg)
     false
   }
 
@@ -335,14 +363,14 @@ final class Tail private[store] (
       if (index.isEmpty) return records
       val seg = segments(index.get)
       val cached = cache.segmentCounts.get(seg.baseOffset)
-      if (cached.isDefined && position == seg.baseOffset && end >= seg.endOffset) records += cached.get
+      if (cached.isDefined && position == first(seg) && end >= last(seg)) records += cached.get
       else {
         val advance = new Advance(position)
         walkSegment(index.get, isSealedSegment(index.get), advance, Limits.NoLimits, Some(end))
         records += advance.records
-        if (advance.end < seg.endOffset) return records
+        if (advance.end < last(seg)) return records
       }
-      position = seg.endOffset
+      position = last(seg)
     }
     records
   }
@@ -359,15 +387,42 @@ object Tail {
   /** Bytes per positioned read of a segment that is not memory-mapped. */
   private final val WindowBytes = 4 << 20
 
-  /** True when the 8 bytes at `at` are the beginning of a write: a BLANK or a record header (§2.2, §2.6);
-    * `left` is the bytes from `at` to the segment end.
+  /** `frame`: the segment's end filler (a BLANK, or a DLedger blank), nothing written, not a record. */
+  private final val FrameBlank = -1
+  private final val FrameEmpty = 0
+  private final val FrameBad = -2
+
+  /** What the write boundary at `at` (`left` bytes before the segment's end) holds (python tail.py `_frame`):
+    * (the TOTALSIZE of a record whose header fits, in a DLedger log an entry with room for a blank after it,
+    * §2.13, or FrameBlank / FrameEmpty / FrameBad with the cause).
     */
-  private def writeStarted(buf: ByteBuffer, at: Int, left: Long): Boolean = {
+  private def frame(buf: ByteBuffer, at: Int, left: Long, lead: Int): (Int, String) = {
+    val (first, second) = (buf.getInt(at), buf.getInt(at + 4))
+    if (first == 0 && second == 0) (FrameEmpty, "")
+    else if (lead > 0) {
+      if (first == DLedgerEntry.BlankMagic) (FrameBlank, "")
+      else if (
+        first == Layout.DledgerEntryMagic && second - lead >= Layout.MinRecordSize &&
+        second + Layout.EndFileMinBlankLength <= left
+      ) (second - lead, "")
+      else (FrameBad, s"DLedger entry magic $first, size $second: not an entry or blank")
+    } else if (second == Layout.BlankMagic && first == left) (FrameBlank, "")
+    else if (
+      (second == Layout.MagicV1 || second == Layout.MagicV2) && first >= Layout.MinRecordSize &&
+      first + Layout.EndFileMinBlankLength <= left
+    ) (first, "")
+    else (FrameBad, f"TOTALSIZE $first, magic 0x$second%08x: not a record or BLANK")
+  }
+
+  /** True when the 8 bytes at `at` are the beginning of a write: a BLANK or a record header (§2.2, §2.6), in a
+    * DLedger log a DLedger blank or an entry header (§2.13); `left` is the bytes from `at` to the segment end.
+    */
+  private def writeStarted(buf: ByteBuffer, at: Int, left: Long, lead: Int): Boolean = {
     if (at + HeaderBytes > buf.limit() || left < HeaderBytes) return false
-    val total = buf.getInt(at)
-    val magic = buf.getInt(at + Layout.OffMagic)
-    if (magic == Layout.BlankMagic) total == left
-    else (magic == Layout.MagicV1 || magic == Layout.MagicV2) && total > 0
+    val (first, second) = (buf.getInt(at), buf.getInt(at + 4))
+    if (lead > 0) first == DLedgerEntry.BlankMagic || (first == Layout.DledgerEntryMagic && second > 0)
+    else if (second == Layout.BlankMagic) first == left
+    else (second == Layout.MagicV1 || second == Layout.MagicV2) && first > 0
   }
 
   /** The bytes of one segment: the whole mapping, or a window of positioned reads moved forward as needed. */
@@ -385,12 +440,15 @@ object Tail {
       (rel - start).toInt
     }
 
-    /** Index of the record at `rel` with its TOTALSIZE bytes in `buffer` (as far as the file has them). */
-    def record(rel: Long): Int = {
+    /** Index of the record at `rel` with its TOTALSIZE bytes and the `lead` bytes before it in `buffer` (as far
+      * as the file has them).
+      */
+    def record(rel: Long, lead: Int): Int = {
       val at0 = at(rel, HeaderBytes)
-      if (available(at0) < 4) return at0
+      if (available(at0) < 4 || rel < lead) return at0
       val total = buffer.getInt(at0)
-      if (total > HeaderBytes && total <= file.length - rel) at(rel, total) else at0
+      if (total > HeaderBytes && total <= file.length - rel) at(rel - lead, lead + total) + lead
+      else at(rel - lead, lead + HeaderBytes) + lead
     }
 
     def available(at: Int): Int = buffer.limit() - at

@@ -76,7 +76,9 @@ final class RmqMicroBatchStream(
     if (!queueMode) withTail(broker, store) { tail =>
       lazy val sealedEnd = tail.walk(tail.minOffset).end
       (ts, spec) match {
-        case (Some(ms), _) => StoreOffset.log(tail.canonical(math.min(store.seekTime(ms), sealedEnd)))
+        case (Some(ms), _) => // no record that late: the sealed end (in a DLedger log not logEnd, §2.13)
+          val found = store.seekTime(ms)
+          StoreOffset.log(tail.canonical(if (found >= store.logEnd) sealedEnd else math.min(found, sealedEnd)))
         case (_, OffsetSpec.Earliest) => StoreOffset.log(tail.minOffset)
         case (_, OffsetSpec.Latest) => StoreOffset.log(sealedEnd)
         case (_, OffsetSpec.Physical(position)) =>

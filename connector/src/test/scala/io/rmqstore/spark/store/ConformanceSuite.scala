@@ -264,6 +264,18 @@ class ConformanceSuite extends AnyFunSuite {
         finally store.close()
       }
     }
+
+    test(s"$name: consumer offsets in the v2 config storage config/rdb/ are refused by name, not read stale") {
+      val root = copy(name, java.nio.file.Files.createTempDirectory("rmq-rocksdb-rdb"))
+      java.nio.file.Files.createDirectories(root.resolve("config").resolve("rdb"))
+      java.nio.file.Files.writeString(root.resolve("config").resolve("rdb").resolve("CURRENT"), "MANIFEST-000005\n")
+      val store = Store.open(StoreLocation(root.toString), null, Some(geometry(name)))
+      try {
+        val failure = intercept[UnsupportedShapeException](store.consumerOffsets)
+        val refused = "RocksDB consumer offsets (config/rdb/): reading consumer offsets refused"
+        assert(failure.getMessage.contains(refused) && failure.getMessage.contains("configManagerVersion=v2"))
+      } finally store.close()
+    }
   }
 
   for (name <- Oracle.crash) {

@@ -11,7 +11,8 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /** A DLedger commit log (docs/format.md §2.13) damaged the ways a commit log is (§2.12), like
   * tests/store/test_dledger.py: a torn or cut last entry ends the log at that entry, a bad entry header before
-  * the end is damage (FAILFAST names it, PERMISSIVE steps over that record only); and the refusals.
+  * the end is damage (FAILFAST names it, PERMISSIVE steps over that record only); a stream's tail walk; and the
+  * refusal.
   */
 class DLedgerSuite extends AnyFunSuite with BeforeAndAfterAll {
   private val fixture = "rmq-5.4.0-dledger"
@@ -78,6 +79,39 @@ class DLedgerSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(failure.getMessage.contains("pos 12345"), failure.getMessage)
       assert(scanned(store, permissive = true) == offsets.filter(_ != victim))
     } finally store.close()
+  }
+
+  /** The tail of the store at `root` as a stream sees it (python tests/streaming/test_dledger_stream.py). */
+  private def withTail[T](root: Path)(f: Tail => T): T = {
+    val store = open(root)
+    val tail = store.tail(new LogWalkCache, permissive = false)
+    try f(tail)
+    finally { tail.close(); store.close() }
+  }
+
+  test("a stream's tail steps entry by entry in commitLogOffsets and holds at an entry being written") {
+    val root = copy()
+    val end = offsets.last + records.last.get("storeSize").asInt + header
+    withTail(root) { tail =>
+      assert(tail.minOffset == header && tail.walk(header).end == end)
+      assert(tail.walk(header, Limits(records = Some(7))).end == offsets(7))
+      assert(tail.countRecords(header, end) == offsets.length)
+      assert(tail.isRecordStart(offsets(5)) && !tail.isRecordStart(offsets(5) - header))
+      val blank = Oracle.all(fixture).get("blanks").get(0).get("offset").asLong + header // past the first file's last
+      assert(tail.isRecordStart(blank) && tail.canonical(blank) == 8192 + header)
+    }
+    val cut = offsets(offsets.length - 3)
+    val (file, pos) = dataFile(root, cut)
+    val data = Files.readAllBytes(file)
+    java.util.Arrays.fill(data, pos - header + 20, data.length, 0.toByte) // written up to the entry's pos field
+    Files.write(file, data)
+    Files.createFile(root.resolve("abort")) // a broker writes: no consume-queue unit or index entry names it yet
+    for (dir <- Seq("consumequeue", "index"))
+      Files.walk(root.resolve(dir)).sorted(java.util.Comparator.reverseOrder[Path]()).forEach(Files.delete(_))
+    withTail(root) { tail =>
+      val advance = tail.walk(header)
+      assert(advance.end == cut && advance.held.contains(cut))
+    }
   }
 
   test("a DLedger log with the commitlog/ it replaced is refused by name") {
