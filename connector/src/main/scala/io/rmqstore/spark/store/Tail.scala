@@ -228,13 +228,8 @@ final class Tail private[store] (
   private def recordSealed(w: Window, rel: Long, position: Long, total: Int, size: Long): Boolean = {
     val at = w.at(rel - lead, lead + total + HeaderBytes) + lead
     val buf = w.buffer
-<<<<<<< HEAD
-    if (rel + total + HeaderBytes <= size && writeStarted(buf, at + total, size - rel - total)) return true
-    unitConfirms(buf, at, position, total) || !config.abortPresent
-=======
     if (rel + total + HeaderBytes <= size && writeStarted(buf, at + total, size - rel - total, lead)) return true
-    unitConfirms(buf, at, position, total) || !store.abortPresent
->>>>>>> dledger
+    unitConfirms(buf, at, position, total) || !config.abortPresent
   }
 
   /** A record of the active segment that fails its checks (docs/damage.md §2): None when it is still being
