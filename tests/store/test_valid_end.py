@@ -244,7 +244,7 @@ def test_a_torn_tail_after_the_last_indexed_record_ends_the_log(tmp_path):
 
 def test_a_failing_record_that_valid_records_follow_is_damage_without_abort(tmp_path):
     """A clean shutdown leaves no torn write: a half-zeroed record with a whole one after it is damage,
-    reported by FAILFAST and stepped over by PERMISSIVE, and the end is after the last record (damage.md §2)."""
+    reported by FAILFAST, stepped over by PERMISSIVE; the end is after the last record (damage.md §2)."""
     b, written = _indexed_store(tmp_path, unindexed=5)
     torn = written[-2]
     b.segments[0][torn.offset + torn.size // 2 : torn.offset + torn.size] = bytes(torn.size - torn.size // 2)

@@ -31,11 +31,14 @@ final class Advance(var end: Long) {
 }
 
 /** What a driver remembers between triggers about one store's commit log: every record before
-  * `sealedUntil` was checked and sealed (it only moves forward); `segmentCounts` holds the records of
-  * sealed segments walked from start to BLANK (for the lag figure).
+  * `sealedUntil` was checked and sealed (it only moves forward), except at `damaged`: where a PERMISSIVE walk
+  * stepped over damage (docs/damage.md §1), checked again by every walk (a hop by the TOTALSIZE there would
+  * land inside the damage); `segmentCounts` holds the records of sealed segments walked from start to BLANK
+  * (for the lag figure).
   */
 final class LogWalkCache {
   var sealedUntil = 0L
+  val damaged: mutable.Set[Long] = mutable.Set.empty
   val segmentCounts: mutable.HashMap[Long, Long] = mutable.HashMap.empty
 }
 
@@ -161,7 +164,7 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
             return true
           }
           Some((None, cause))
-        } else if (!segSealed && position >= cache.sealedUntil) {
+        } else if (!segSealed && (position >= cache.sealedUntil || cache.damaged(position))) {
           val at = w.at(rel, total + HeaderBytes)
           val buf = w.buffer
           if (RecordCheck.check(buf, at, buf.limit(), verifyCrc = true, position) != total)
@@ -231,6 +234,7 @@ final class Tail(store: Store, cache: LogWalkCache, permissive: Boolean) extends
               "Use mode=PERMISSIVE to step over the damaged bytes."
           )
         skipped += s"${seg.path} at physical offset $position: $cause; $evidence; the read steps over the damaged bytes"
+        cache.damaged += position
         advance.end = after
         Some(after - seg.baseOffset)
     }
