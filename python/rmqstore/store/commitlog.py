@@ -71,9 +71,6 @@ RESYNC_FIRST_WINDOW = 8 << 10
 """First read of a resync: the next record start is usually within a few kilobytes."""
 PROBE_BYTES = 4 << 10
 """First read at a single record: most records fit, bigger ones get a second read."""
-UNWRITTEN_RUN = 32 << 10
-"""Zeros this long where a record would start are space the broker never wrote (the rest of the active
-segment, a pre-allocated one): the search past the walk's end goes no further in that segment."""
 RESUME_WINDOW = 16 << 10
 """First range walked when the walk for the log's end resumes where an earlier one ended
 (`rmqstore.store.logend`); each further range is 4x longer."""
@@ -241,9 +238,9 @@ class CommitLog:
     def _found_after(self) -> tuple[AfterEnd, int]:
         """The valid records past the walk's end (the segment holding it and later ones), found by
         resync, each checked like the walk for the end, damage between them stepped over; and where the
-        last of them ends. A segment is searched only up to `UNWRITTEN_RUN` zeros where a record would
-        start: on a sound store this costs one read of that size at the end (and at each later
-        segment's start), not the rest of the active segment."""
+        last of them ends. A segment is searched only up to zeros where a record would start that no
+        index entry is past (`_unwritten`): on a sound store this costs an 8-byte read at the end (and at
+        each later segment's start), not the rest of the active segment."""
         end = self._walked_end.offset
         records, size, first, stop_at = 0, 0, None, end
         for seg in self.segments:
@@ -267,15 +264,22 @@ class CommitLog:
                 pos = stop.position + 1
         return AfterEnd(end, records, size, first), stop_at
 
+    @cached_property
+    def _indexed_end(self) -> int | None:
+        """E (`_last_indexed`), read once."""
+        return self._last_indexed() if self._last_indexed else None
+
     def _unwritten(self, seg: Segment, pos: int) -> bool:
-        """`UNWRITTEN_RUN` zeros (or zeros to the segment's end) at `pos`: space the broker never wrote."""
-        return not np.any(self.read(seg, pos, min(UNWRITTEN_RUN, seg.size - pos)))
+        """Zeros where a record would start at `pos` and no index entry past it (E, the newest index file's
+        endPhyOffset): space the broker never wrote, the end of what was written (damage.md §2)."""
+        indexed = self._indexed_end
+        return (indexed is None or indexed <= seg.base_offset + pos) and not np.any(self.read(seg, pos, 8))
 
     def _walk_start(self, seg: Segment) -> int:
         """Where the walk for the end starts in `seg`, the segment holding it (module docstring): the
         remembered end or E when further, else its first record (0, or `lead`)."""
         start = max(self._end_cache.resume_at(self, seg) if self._end_cache else 0, self.lead)
-        indexed = self._last_indexed() if self._last_indexed else None
+        indexed = self._indexed_end
         if indexed is None or not seg.contains(indexed) or indexed - seg.base_offset <= start:
             return start
         at = indexed - seg.base_offset

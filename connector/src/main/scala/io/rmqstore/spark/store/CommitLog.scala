@@ -98,9 +98,9 @@ private[store] final class CommitLog(
   /** The valid records past `from` (the walk's end: in the segment holding it and later ones) and where the last
     * of them ends (`from` when there are none), found by resync, each checked like the walk for the end, damage
     * between them stepped over (python/rmqstore/store/commitlog.py `CommitLog._found_after`). Without an `abort`
-    * file they move the valid end past the damage (class comment). A segment is searched only up to
-    * `UnwrittenRun` zeros where a record would start: on a sound store this costs one read of that size at the
-    * end (and at each later segment's start).
+    * file they move the valid end past the damage (class comment). A segment is searched only up to zeros where a
+    * record would start that no index entry is past (`unwritten`): on a sound store this costs an 8-byte read at
+    * the end (and at each later segment's start).
     */
   private def recordsAfter(from: Long, stats: ScanStats): (Long, Long) = {
     var records = 0L
@@ -124,11 +124,14 @@ private[store] final class CommitLog(
     (records, stopAt)
   }
 
-  /** `UnwrittenRun` zeros (or zeros to the segment's end) at `pos`: space the broker never wrote. */
-  private def unwritten(seg: Segment, pos: Long, stats: ScanStats): Boolean = {
-    val buf = read(seg, pos, math.min(UnwrittenRun.toLong, seg.size - pos).toInt, stats, finished = false)
-    (0 until buf.limit()).forall(buf.get(_) == 0)
-  }
+  /** Zeros where a record would start at `pos` and no index entry past it (E, `indexedEnd`): space the broker
+    * never wrote, the end of what was written (docs/damage.md §2).
+    */
+  private def unwritten(seg: Segment, pos: Long, stats: ScanStats): Boolean =
+    lastIndexed.forall(_ <= seg.baseOffset + pos) && {
+      val buf = read(seg, pos, 8, stats, finished = false)
+      (0 until buf.limit()).forall(buf.get(_) == 0)
+    }
 
   private def cleanEnd(stats: ScanStats): Long = {
     val holding =
@@ -213,11 +216,14 @@ private[store] final class CommitLog(
       }
     }.getOrElse(0)
 
+  /** E (`indexedEnd`), read once. */
+  private lazy val lastIndexed: Option[Long] = indexedEnd()
+
   /** Where the walk for the valid end of `seg` starts (class comment): the position of E in `seg` when it
     * holds E and the record there is valid, else 0.
     */
   private def walkStart(seg: Segment, stats: ScanStats): Long =
-    indexedEnd().filter(e => seg.contains(e) && e > seg.baseOffset).fold(0L) { e =>
+    lastIndexed.filter(e => seg.contains(e) && e > seg.baseOffset).fold(0L) { e =>
       val pos = e - seg.baseOffset
       if (recordAt(seg, pos, checkCrcAtEnd, stats, finished = false)._2 >= Layout.MinRecordSize) pos else 0L
     }
@@ -564,12 +570,6 @@ private[store] object CommitLog {
 
   /** Read this much past a range end so the range's last record usually arrives in the same request. */
   final val TailSlack: Int = 64 << 10
-
-  /** Zeros this long where a record would start are space the broker never wrote (the rest of the active
-    * segment, a pre-allocated one): the search past the walk's end goes no further in that segment
-    * (python/rmqstore/store/commitlog.py `UNWRITTEN_RUN`).
-    */
-  final val UnwrittenRun: Int = 32 << 10
 
   /** First read of a resync: the next record start is usually within a few kilobytes. */
   final val ResyncFirstWindow: Int = 8 << 10
