@@ -145,12 +145,14 @@ def test_a_local_walk_for_the_end_resumes_where_it_ended(tmp_path):
     assert first.max_offset == end and first.stats.records_walked > 300
     again = Store.open(b.root)
     assert again.max_offset == end and again.stats.records_walked == 0  # only the invalid record at the end
-    # A record before the end damaged in place (a newer mtime): walked from the start again.
+    # A record before the end damaged in place (a newer mtime): walked from the start again, to the damaged
+    # record; without `abort` the valid records after it make it damage, not the end (damage.md §2).
     victim = written[-5]
     _flip(b.root, victim.offset - victim.offset % (1 << 20), victim.offset % (1 << 20) + 88)
     _age(b.root, 30)
     damaged = Store.open(b.root)
-    assert damaged.max_offset == victim.offset and damaged.stats.records_walked > 300
+    assert damaged.max_offset == end and damaged.stats.records_walked > 300
+    assert f"first invalid record at position {victim.offset}" in damaged.log_end.reason
 
 
 def test_a_local_walk_is_not_remembered_while_its_file_is_fresh(tmp_path):
@@ -164,7 +166,8 @@ def test_a_local_walk_is_not_remembered_while_its_file_is_fresh(tmp_path):
     victim = written[-5]
     _flip(b.root, victim.offset - victim.offset % (1 << 20), victim.offset % (1 << 20) + 88)
     again = Store.open(b.root)
-    assert again.max_offset == victim.offset and again.stats.records_walked > 300
+    assert again.max_offset == end and again.stats.records_walked > 300  # damage, not the end: damage.md §2
+    assert f"first invalid record at position {victim.offset}" in again.log_end.reason
 
 
 # ---- the walk starts at the last indexed record (E = endPhyOffset of the newest index file) ----------
@@ -230,13 +233,30 @@ def test_a_last_indexed_record_that_is_gone_is_not_trusted(tmp_path, lost):
 
 def test_a_torn_tail_after_the_last_indexed_record_ends_the_log(tmp_path):
     b, written = _indexed_store(tmp_path, unindexed=5)
-    torn = written[-2]
+    torn = written[-1]  # the last record: with a valid one after it, it would be damage (damage.md §2)
     b.segments[0][torn.offset + torn.size // 2 : torn.offset + torn.size] = bytes(torn.size - torn.size // 2)
     b.finish()
     store = Store.open(b.root)
     assert store.max_offset == torn.offset and "invalid" in store.log_end.reason
-    assert store.stats.records_walked == 4  # from E (written[-6]) to the torn record
-    assert _offsets(store) == [w.offset for w in written[:-2]]
+    assert store.stats.records_walked == 5  # from E (written[-6]) to the torn record
+    assert _offsets(store) == [w.offset for w in written[:-1]]
+
+
+def test_a_failing_record_that_valid_records_follow_is_damage_without_abort(tmp_path):
+    """A clean shutdown leaves no torn write: a half-zeroed record with a whole one after it is damage,
+    reported by FAILFAST, stepped over by PERMISSIVE; the end is after the last record (damage.md §2)."""
+    b, written = _indexed_store(tmp_path, unindexed=5)
+    torn = written[-2]
+    b.segments[0][torn.offset + torn.size // 2 : torn.offset + torn.size] = bytes(torn.size - torn.size // 2)
+    b.finish()
+    store = Store.open(b.root)
+    assert store.max_offset == written[-1].offset + written[-1].size and store.log.after_end().records == 0
+    assert "damage.md §2" in store.log_end.reason
+    with pytest.raises(StoreCorruptionError, match=f"offset {torn.offset}"):
+        _offsets(store)
+    permissive = Store.open(b.root)
+    assert _offsets(permissive, mode="PERMISSIVE") == [w.offset for w in written if w is not torn]
+    assert (permissive.stats.invalid_records_skipped, permissive.stats.bytes_skipped) == (1, torn.size)
 
 
 def test_damage_before_the_last_indexed_record_is_reported_when_read(tmp_path):

@@ -14,6 +14,8 @@ segments of `segmentSize` bytes, then `damage` (a list, applied in order):
 - `{"kind": "bodyFlip", "record": n}`: one body byte of record n flipped (BODYCRC mismatch, §2.2);
 - `{"kind": "zeroPage", "record": n}`: the first whole 4 KiB page inside record n zeroed (a page
   the kernel never wrote back);
+- `{"kind": "zeroSpan", "record": n}`: the bytes from the middle of record n through the 8-byte header of
+  record n + 1 zeroed (record n's TOTALSIZE leads to zeros, not to a record);
 - `{"kind": "cqUnitNowhere", "record": n}`: record n's consume-queue unit points 4 bytes into the
   record, where no record starts (§4.1);
 - `{"kind": "cqUnitZeroed", "record": n}`: record n's consume-queue unit zeroed, valid units after it (an
@@ -101,6 +103,9 @@ def build(recipe: dict, root: Path) -> dict:
             if page + PAGE > at + r.store_size:
                 raise ValueError(f"record {d['record']} holds no whole page")
             _patch(path, page, bytes(PAGE))
+        elif d["kind"] == "zeroSpan":
+            upto = results[d["record"] + 1].physical_offset % segment + 8
+            _patch(path, at + r.store_size // 2, bytes(upto - at - r.store_size // 2))
         else:
             raise ValueError(f"unknown damage {d['kind']!r}")
     return {"offsets": [r.physical_offset for r in results], "sizes": [r.store_size for r in results],

@@ -19,8 +19,11 @@ log there and is not an error:
   only, not the whole active segment (up to 1 GiB on a remote store), and records before E are
   checked when they are read, like those of older segments.
 
-Records the walk never reaches past the end are not rows; `after_end` counts them for `info` and
-`verify` (a restarted broker would overwrite them).
+Without `abort` the broker shut down cleanly, so the log cannot end in a torn write: when valid records
+follow the record the walk stopped at, that record is damage (damage.md §2) and the valid end is where
+the last of them ends; reads reach the damage and report it (FAILFAST) or step over it (PERMISSIVE).
+With `abort` the records the walk never reaches past the end are not rows; `after_end` counts them for
+`info` and `verify` (a restarted broker would overwrite them).
 
 An invalid record before the end does not move it: scans report it (FAILFAST) or step over the
 damage (PERMISSIVE): reading resumes at the next record start that resync finds (`format.resync`),
@@ -148,8 +151,27 @@ class CommitLog:
 
     @cached_property
     def end(self) -> LogEnd:
-        """The valid end of the log, found like recovery from the walk's start (module docstring)."""
-        min_timestamp = self._crash_min_timestamp() if self._crash_min_timestamp else None
+        """The valid end of the log (module docstring): where the walk like recovery stops, or, without
+        an `abort` file, past the damage it stopped at when valid records follow (damage.md §2)."""
+        walked = self._walked_end
+        if self._min_timestamp is not None or self.lead:
+            return walked
+        after, stop = self._found_after
+        if not after.records:
+            return walked
+        return LogEnd(stop, self.segment_at(stop - 1),
+                      f"{walked.reason}; without an abort file the log goes on: {after.records} valid "
+                      f"records follow, up to {stop}, so what stopped that walk is damage (damage.md §2)")
+
+    @cached_property
+    def _min_timestamp(self) -> int | None:
+        """The checkpoint's getMinTimestamp() when `abort` exists, None after a clean shutdown (§6.3)."""
+        return self._crash_min_timestamp() if self._crash_min_timestamp else None
+
+    @cached_property
+    def _walked_end(self) -> LogEnd:
+        """The first invalid record of the walk like recovery (module docstring), or a segment's end."""
+        min_timestamp = self._min_timestamp
         if min_timestamp is not None and self.segments and not self.lead:  # DLedger's own recovery: §2.13
             return self._recovered_end(min_timestamp)
         for seg in reversed(self.segments):
@@ -207,33 +229,57 @@ class CommitLog:
         return 0
 
     def after_end(self) -> AfterEnd:
-        """Valid records in the files past the valid end (the segment holding it and later ones), which
-        no reader returns and a restarted broker would overwrite: found by resync, each checked like the
-        walk for the end, damage between them stepped over."""
-        end, records, size, first = self.end, 0, 0, None
+        """Valid records in the files past the valid end, which no reader returns and a restarted broker
+        would overwrite (with `abort`; without it they move the end past the damage, `end`)."""
+        after, _ = self._found_after
+        return after if after.end == self.end.offset else AfterEnd(self.end.offset, 0, 0, None)
+
+    @cached_property
+    def _found_after(self) -> tuple[AfterEnd, int]:
+        """The valid records past the walk's end (the segment holding it and later ones), found by
+        resync, each checked like the walk for the end, damage between them stepped over; and where the
+        last of them ends. A segment is searched only up to zeros where a record would start that no
+        index entry is past (`_unwritten`): on a sound store this costs an 8-byte read at the end (and at
+        each later segment's start), not the rest of the active segment."""
+        end = self._walked_end.offset
+        records, size, first, stop_at = 0, 0, None, end
         for seg in self.segments:
-            if seg.end_offset <= end.offset:
+            if seg.end_offset <= end:
                 continue
-            pos = max(end.offset - seg.base_offset, 0)
-            while pos < seg.size:
+            pos = max(end - seg.base_offset, 0)
+            while pos < seg.size and not self._unwritten(seg, pos):
                 found = self.resync(seg, pos, seg.size)
                 if found is None:
                     break
-                stop = WalkStop()
+                stop, walked = WalkStop(), 0
                 for chunk in self.walk(seg, found, seg.size, check_crc=self._check_crc_at_end, stop=stop):
                     first = chunk.base_offset + int(chunk.starts[0]) if first is None else first
-                    records += len(chunk.starts)
+                    walked += len(chunk.starts)
                     size += _chunk_bytes(chunk)
+                records += walked
+                if walked:
+                    stop_at = seg.base_offset + stop.position if stop.kind == "invalid" else seg.end_offset
                 if stop.kind != "invalid":
                     break
                 pos = stop.position + 1
-        return AfterEnd(end.offset, records, size, first)
+        return AfterEnd(end, records, size, first), stop_at
+
+    @cached_property
+    def _indexed_end(self) -> int | None:
+        """E (`_last_indexed`), read once."""
+        return self._last_indexed() if self._last_indexed else None
+
+    def _unwritten(self, seg: Segment, pos: int) -> bool:
+        """Zeros where a record would start at `pos` and no index entry past it (E, the newest index file's
+        endPhyOffset): space the broker never wrote, the end of what was written (damage.md §2)."""
+        indexed = self._indexed_end
+        return (indexed is None or indexed <= seg.base_offset + pos) and not np.any(self.read(seg, pos, 8))
 
     def _walk_start(self, seg: Segment) -> int:
         """Where the walk for the end starts in `seg`, the segment holding it (module docstring): the
         remembered end or E when further, else its first record (0, or `lead`)."""
         start = max(self._end_cache.resume_at(self, seg) if self._end_cache else 0, self.lead)
-        indexed = self._last_indexed() if self._last_indexed else None
+        indexed = self._indexed_end
         if indexed is None or not seg.contains(indexed) or indexed - seg.base_offset <= start:
             return start
         at = indexed - seg.base_offset

@@ -102,11 +102,14 @@ class Advance:
 class LogWalkCache:
     """What a driver remembers between triggers about one store's commit log.
 
-    `sealed_until`: every record before this position was checked and sealed (it only moves forward).
+    `sealed_until`: every record before this position was checked and sealed (it only moves forward),
+    except at `damaged`: where a PERMISSIVE walk stepped over damage (damage.md §1). A walk checks
+    those again: a hop by the TOTALSIZE there would land inside the damage, not on the next record.
     `segment_counts`: records in sealed segments walked from start to BLANK (for the lag figure).
     """
 
     sealed_until: int = 0
+    damaged: set[int] = field(default_factory=set)
     segment_counts: dict[int, int] = field(default_factory=dict)
 
 
@@ -329,7 +332,7 @@ class CommitLogTail:
                 if rel is None:
                     return True
                 continue
-            if not sealed and position >= self._cache.sealed_until:
+            if not sealed and (position >= self._cache.sealed_until or position in self._cache.damaged):
                 buf, at = data.at(rel - lead, lead + total + _HEADER.size)
                 problem = self._problem(buf, at + lead, position)
                 if problem is not None:
@@ -385,6 +388,7 @@ class CommitLogTail:
                 "(docs/damage.md §2). Use mode=PERMISSIVE to step over the damaged bytes."))
         self.skipped.append(f"{seg.path} at physical offset {position}: {cause}; {evidence}; the read steps "
                             "over the damaged bytes")
+        self._cache.damaged.add(position)
         advance.end = after[0]
         return after[0] - seg.base_offset
 

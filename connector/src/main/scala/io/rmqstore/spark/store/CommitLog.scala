@@ -38,7 +38,10 @@ private[store] object WalkStop {
   *     E passes the same check (PHYSICALOFFSET == E included), else from 0 (no index file, E elsewhere, or an
   *     index that outlived lost commit-log pages); records before the start are checked when read, like those
   *     of older segments (FAILFAST / PERMISSIVE). A walk of the same file in this JVM resumes where the last
-  *     one stopped when that is further (`LogEndCache`: the log is append-only).
+  *     one stopped when that is further (`LogEndCache`: the log is append-only). A clean shutdown leaves no torn
+  *     write: when valid records follow where that walk stopped (`recordsAfter`), what stopped it is damage
+  *     (docs/damage.md §2) and the valid end is where the last of them ends; reads report the damage or step
+  *     over it.
   *
   * The walk reads windows growing from `ResumeWindow`, so a short one reads little. The same rule as
   * python/rmqstore/store/commitlog.py `CommitLog.end`. Segments wholly before the end are finished and
@@ -81,9 +84,54 @@ private[spark] final class CommitLog(
     crashMinTimestamp() match {
       case Some(minTimestamp) if segments.nonEmpty && lead == 0 => // DLedger's own recovery: §2.13
         recoveredEnd(minTimestamp, stats)
-      case _ => cleanEnd(stats)
+      case Some(_) => cleanEnd(stats)
+      case None =>
+        val walked = cleanEnd(stats)
+        val (records, stop) = if (lead == 0) recordsAfter(walked, stats) else (0L, walked)
+        if (records > 0)
+          endReason = s"$endReason; without an abort file the log goes on: $records valid records follow, up to " +
+            s"$stop, so what stopped that walk is damage (docs/damage.md §2)"
+        stop
     }
   }
+
+  /** The valid records past `from` (the walk's end: in the segment holding it and later ones) and where the last
+    * of them ends (`from` when there are none), found by resync, each checked like the walk for the end, damage
+    * between them stepped over (python/rmqstore/store/commitlog.py `CommitLog._found_after`). Without an `abort`
+    * file they move the valid end past the damage (class comment). A segment is searched only up to zeros where a
+    * record would start that no index entry is past (`unwritten`): on a sound store this costs an 8-byte read at
+    * the end (and at each later segment's start).
+    */
+  private def recordsAfter(from: Long, stats: ScanStats): (Long, Long) = {
+    var records = 0L
+    var stopAt = from
+    for (seg <- segments if seg.endOffset > from) {
+      var pos = math.max(from - seg.baseOffset, 0L)
+      while (pos >= 0 && pos < seg.size && !unwritten(seg, pos, stats)) {
+        val found = resyncIn(seg, pos, seg.size, stats, finished = false)
+        if (found < 0) pos = -1
+        else {
+          val stop = new WalkStop
+          var walked = 0L
+          walk(seg, found, seg.size, checkCrcAtEnd, stop, stats, finished = false) { _ => walked += 1; true }
+          records += walked
+          if (walked > 0)
+            stopAt = if (stop.kind == WalkStop.Invalid) seg.baseOffset + stop.position else seg.endOffset
+          pos = if (stop.kind == WalkStop.Invalid) stop.position + 1 else -1
+        }
+      }
+    }
+    (records, stopAt)
+  }
+
+  /** Zeros where a record would start at `pos` and no index entry past it (E, `indexedEnd`): space the broker
+    * never wrote, the end of what was written (docs/damage.md §2).
+    */
+  private def unwritten(seg: Segment, pos: Long, stats: ScanStats): Boolean =
+    lastIndexed.forall(_ <= seg.baseOffset + pos) && {
+      val buf = read(seg, pos, 8, stats, finished = false)
+      (0 until buf.limit()).forall(buf.get(_) == 0)
+    }
 
   private def cleanEnd(stats: ScanStats): Long = {
     val holding =
@@ -168,11 +216,14 @@ private[spark] final class CommitLog(
       }
     }.getOrElse(0)
 
+  /** E (`indexedEnd`), read once. */
+  private lazy val lastIndexed: Option[Long] = indexedEnd()
+
   /** Where the walk for the valid end of `seg` starts (class comment): the position of E in `seg` when it
     * holds E and the record there is valid, else 0.
     */
   private def walkStart(seg: Segment, stats: ScanStats): Long =
-    indexedEnd().filter(e => seg.contains(e) && e > seg.baseOffset).fold(0L) { e =>
+    lastIndexed.filter(e => seg.contains(e) && e > seg.baseOffset).fold(0L) { e =>
       val pos = e - seg.baseOffset
       if (recordAt(seg, pos, checkCrcAtEnd, stats, finished = false)._2 >= Layout.MinRecordSize) pos else 0L
     }
@@ -248,8 +299,10 @@ private[spark] final class CommitLog(
     * `pos` with a 4x larger window up to the file's window cap, then windows slide on, overlapping by
     * `TailSlack` so a record cut by one window is whole in the next.
     */
-  def resync(seg: Segment, from: Long, hi: Long, stats: ScanStats): Long = {
-    val finished = isSealed(seg)
+  def resync(seg: Segment, from: Long, hi: Long, stats: ScanStats): Long =
+    resyncIn(seg, from, hi, stats, isSealed(seg))
+
+  private def resyncIn(seg: Segment, from: Long, hi: Long, stats: ScanStats, finished: Boolean): Long = {
     val cap = windowCap(seg, finished)
     var window = math.min(ResyncFirstWindow, cap)
     var pos = from

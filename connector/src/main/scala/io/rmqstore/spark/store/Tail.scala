@@ -31,11 +31,14 @@ final class Advance(var end: Long) {
 }
 
 /** What a driver remembers between triggers about one store's commit log: every record before
-  * `sealedUntil` was checked and sealed (it only moves forward); `segmentCounts` holds the records of
-  * sealed segments walked from start to BLANK (for the lag figure).
+  * `sealedUntil` was checked and sealed (it only moves forward), except at `damaged`: where a PERMISSIVE walk
+  * stepped over damage (docs/damage.md §1), checked again by every walk (a hop by the TOTALSIZE there would
+  * land inside the damage); `segmentCounts` holds the records of sealed segments walked from start to BLANK
+  * (for the lag figure).
   */
 final class LogWalkCache {
   var sealedUntil = 0L
+  val damaged: mutable.Set[Long] = mutable.Set.empty
   val segmentCounts: mutable.HashMap[Long, Long] = mutable.HashMap.empty
 }
 
@@ -180,7 +183,7 @@ final class Tail private[store] (
             return true
           }
           Some((None, cause))
-        } else if (!segSealed && position >= cache.sealedUntil) {
+        } else if (!segSealed && (position >= cache.sealedUntil || cache.damaged(position))) {
           val at = w.at(rel - lead, lead + total + HeaderBytes) + lead
           val reason = problem(w.buffer, at, position, verifyCrc = true)
           if (reason != null) Some((Some(total), reason))
@@ -259,6 +262,7 @@ final class Tail private[store] (
               "Use mode=PERMISSIVE to step over the damaged bytes."
           )
         skipped += s"${seg.path} at physical offset $position: $cause; $evidence; the read steps over the damaged bytes"
+        cache.damaged += position
         advance.end = after
         Some(after - seg.baseOffset)
     }

@@ -108,11 +108,12 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     val segment = root.resolve("commitlog").resolve(f"${0}%020d")
     val size = record(body = new Array[Byte](100), props = properties("KEYS" -> "k19", "TAGS" -> "t")).length
     val firstEnd = offsets.last + size
-    def end() = {
+    def walked() = {
       val s = open(root);
-      try s.logEnd
+      try (s.logEnd, s.logEndReason)
       finally s.close()
     }
+    def end() = walked()._1
     assert(end() == firstEnd)
     assert(end() == firstEnd) // resumed at the remembered end
     // the broker appends into the pre-allocated zeros; the file may keep its size and modified time
@@ -123,9 +124,11 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     finally channel.close()
     Files.setLastModifiedTime(segment, modified)
     assert(end() == firstEnd + appended.length)
-    // a file changed in place (a new modified time) is walked from its start again
+    // a file changed in place (a new modified time) is walked from its start again, to the damage; the valid
+    // records after it make it damage, not the end (docs/damage.md §2)
     corrupt(root, offsets(3) + 100, 1 << 16, new Array[Byte](20))
-    assert(end() == offsets(3))
+    val (again, reason) = walked()
+    assert(again == firstEnd + appended.length && reason.contains(s"first invalid record at position ${offsets(3)}"))
   }
 
   test("a torn last record ends the log (not an error); a damaged older segment is FAILFAST / PERMISSIVE") {
@@ -202,30 +205,38 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(seen == offsets.filter(_ != bad))
       assert(stats.skippedRecords == 1 && stats.skippedBytes == offsets(6) - bad)
     } finally store.close()
-    val walkedFromStart = open(bare) // no index: the walk from 0 ends at the damage
-    try assert(walkedFromStart.logEnd == bad && all(walkedFromStart)._1 == offsets.take(5))
-    finally walkedFromStart.close()
+    val walkedFromStart = open(bare) // no index: the walk from 0 stops at the damage, which the records after it
+    try { //                            make damage, not the end (docs/damage.md §2)
+      assert(walkedFromStart.logEnd == offsets.last + recordSize(59))
+      assert(walkedFromStart.logEndReason.contains(s"first invalid record at position $bad"))
+      assert(intercept[StoreCorruptionException](all(walkedFromStart)).offset == bad)
+    } finally walkedFromStart.close()
   }
 
   test("the walk starts at 0 when the record at E is invalid or E is not in the segment holding the end") {
 
-    /** The valid end of a store of 60 records in `segSize`-byte segments whose records `damaged` have a bad
-      * BODYCRC, indexed up to (E =) `indexedEnd` of the record offsets, and those offsets.
+    /** Where the walk for the valid end of a store of 60 records in `segSize`-byte segments whose records
+      * `damaged` have a bad BODYCRC, indexed up to (E =) `indexedEnd` of the record offsets, stopped (its
+      * position in its segment: the valid records after it make it damage, docs/damage.md §2, and the valid
+      * end the log's last byte), and those offsets.
       */
-    def end(segSize: Int, damaged: Seq[Int], indexedEnd: Seq[Long] => Long): (Long, Seq[Long]) = {
+    def stop(segSize: Int, damaged: Seq[Int], indexedEnd: Seq[Long] => Long): (Long, Seq[Long]) = {
       val (root, offsets) = writeStore(60, segSize)
       damaged.foreach(i => corrupt(root, offsets(i) + 120, segSize, Array[Byte](42)))
       writeIndex(root, offsets.takeWhile(_ < indexedEnd(offsets)) :+ indexedEnd(offsets))
       val store = open(root)
-      try (store.logEnd, offsets)
-      finally store.close()
+      try {
+        assert(store.logEnd == offsets.last + recordSize(59))
+        val at = "first invalid record at position (\\d+)".r.findFirstMatchIn(store.logEndReason)
+        (at.fold(-1L)(_.group(1).toLong), offsets)
+      } finally store.close()
     }
-    val (atE, offsets) = end(1 << 16, Seq(5, 50), _(50)) // the record at E fails the check (BODYCRC)
+    val (atE, offsets) = stop(1 << 16, Seq(5, 50), _(50)) // the record at E fails the check (BODYCRC)
     assert(atE == offsets(5))
-    val (lost, lostOffsets) = end(1 << 16, Seq(5), o => o.last + 3 * recordSize(59)) // E in zeros: pages lost
+    val (lost, lostOffsets) = stop(1 << 16, Seq(5), o => o.last + 3 * recordSize(59)) // E in zeros: pages lost
     assert(lost == lostOffsets(5))
-    val (older, olderOffsets) = end(8192, Seq(50), _(10)) // E in an older segment than the end's
-    assert(olderOffsets(10) < 8192 && olderOffsets(50) > 8192 && older == olderOffsets(50))
+    val (older, olderOffsets) = stop(8192, Seq(50), _(10)) // E in an older segment than the end's
+    assert(olderOffsets(10) < 8192 && olderOffsets(50) > 8192 && older == olderOffsets(50) % 8192)
   }
 
   test("a record below the 91-byte minimum is invalid for the walk (PHYSICALOFFSET and lengths consistent)") {
@@ -234,9 +245,9 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     java.nio.ByteBuffer.wrap(tiny).putInt(0, 90).putInt(84, -1)
     corrupt(root, offsets(4), 4096, tiny)
     val store = open(root)
-    try {
-      assert(store.logEnd == offsets(4))
-      assert(store.logEndReason.endsWith(s"fails the structural checks (TOTALSIZE 90)"))
+    try { // the valid records after it make it damage, not the end (docs/damage.md §2)
+      assert(store.logEnd == offsets(9) + recordSize(9))
+      assert(store.logEndReason.contains(s"fails the structural checks (TOTALSIZE 90); without an abort file"))
     } finally store.close()
   }
 
