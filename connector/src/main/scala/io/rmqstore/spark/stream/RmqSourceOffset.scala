@@ -5,7 +5,7 @@ import scala.jdk.CollectionConverters._
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.spark.sql.connector.read.streaming.Offset
 
-import io.rmqstore.spark.store.Names
+import io.rmqstore.spark.store.{CacheIdentity, Names}
 
 /** Where the stream stands in one store: `position` (log mode: the commit-log position of the next
   * record, always a record or segment start) or `queues` (queue mode: the next queue offset of every
@@ -117,19 +117,6 @@ object PyJson {
     sb += '}'
   }
 
-  private def writeString(sb: StringBuilder, s: String): Unit = {
-    sb += '"'
-    s.foreach {
-      case '"' => sb ++= "\\\""
-      case '\\' => sb ++= "\\\\"
-      case '\n' => sb ++= "\\n"
-      case '\r' => sb ++= "\\r"
-      case '\t' => sb ++= "\\t"
-      case '\b' => sb ++= "\\b"
-      case '\f' => sb ++= "\\f"
-      case c if c < 0x20 || c > 0x7e => sb ++= f"\\u${c.toInt}%04x"
-      case c => sb += c
-    }
-    sb += '"'
-  }
+  /** Python's `json.dumps` of a string, the rule the cache identity uses (`CacheIdentity.pythonJson`). */
+  private def writeString(sb: StringBuilder, s: String): Unit = sb ++= CacheIdentity.pythonJson(s)
 }
