@@ -18,10 +18,9 @@ from rmqstore.plan.tasks import (
     OffsetsTask,
     QueueSliceTask,
     RangeTask,
-    merge_ranges,
-    subtract_ranges,
 )
 from rmqstore.store import Store
+from rmqstore.store.ranges import merge_ranges, subtract_ranges
 from rmqstore.writer import MessageSpec, StoreWriter
 
 COLUMNS = ["commitLogOffset", "topic", "queueId", "queueOffset", "key", "keys", "tags", "uniqKey", "msgId",

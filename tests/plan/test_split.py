@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from rmqstore.plan import tasks
-from rmqstore.plan.tasks import clip_ranges, split_spans
+from rmqstore.plan.tasks import split_spans
+from rmqstore.store.ranges import clip_ranges
 
 VECTORS = json.loads((Path(__file__).parent / "split_vectors.json").read_text())
 CASES = [(name, case) for name, cases in VECTORS.items() if name != "comment" for case in cases]

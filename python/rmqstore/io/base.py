@@ -23,7 +23,6 @@ class IOStats:
     file, the bytes downloaded (coalesced ranged requests include the small holes between ranges)."""
     read_calls: int = 0
     """Reads; for a remote file, ranged requests."""
-    files_opened: int = 0
     paths_read: set[str] = field(default_factory=set)
     """Every file a byte was read from."""
     bytes_by_path: dict[str, int] = field(default_factory=dict)

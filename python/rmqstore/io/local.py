@@ -105,7 +105,6 @@ class LocalFile(RandomAccessFile):
         finally:
             os.close(fd)
         self._view = np.frombuffer(self._map, dtype=np.uint8) if self._map is not None else _EMPTY
-        stats.files_opened += 1
 
     def read(self, offset: int, length: int) -> np.ndarray:
         check_range(offset, length)

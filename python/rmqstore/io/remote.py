@@ -47,7 +47,6 @@ class ArrowFile(RandomAccessFile):
         self.size = size
         self._handle = handle
         self._stats = stats
-        stats.files_opened += 1
 
     def read(self, offset: int, length: int) -> np.ndarray:
         check_range(offset, length)

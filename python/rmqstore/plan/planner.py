@@ -32,14 +32,11 @@ from rmqstore.plan.tasks import (
     RangesTask,
     RangeTask,
     ReadTask,
-    clip_ranges,
     group_items,
-    merge_ranges,
     pack_ranges,
     probe_bucket,
     split_offsets,
     split_spans,
-    subtract_ranges,
     task_count,
     task_size,
     within,
@@ -47,6 +44,7 @@ from rmqstore.plan.tasks import (
 from rmqstore.store import IndexUnavailableError, Store
 from rmqstore.store.names import topic_dir_problem
 from rmqstore.store.points import READ_RUN_GAP
+from rmqstore.store.ranges import clip_ranges, merge_ranges, subtract_ranges
 
 log = logging.getLogger("rmqstore.plan")
 

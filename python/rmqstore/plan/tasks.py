@@ -92,38 +92,6 @@ def within(offsets: np.ndarray, lo: int | None, hi: int | None,
     return offsets[keep]
 
 
-def merge_ranges(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The union of byte ranges [start, end) as sorted, disjoint, non-adjacent ranges."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(r for r in ranges if r[0] < r[1]):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def subtract_ranges(ranges: Sequence[tuple[int, int]],
-                    removed: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """The parts of `ranges` outside every `removed` range (both sorted and disjoint), in order."""
-    out: list[tuple[int, int]] = []
-    for start, end in ranges:
-        for cut_start, cut_end in removed:
-            if cut_end <= start or cut_start >= end:
-                continue
-            if cut_start > start:
-                out.append((start, cut_start))
-            start = max(start, cut_end)
-        if start < end:
-            out.append((start, end))
-    return tuple(out)
-
-
-def clip_ranges(ranges: Sequence[tuple[int, int]], lo: int, hi: int) -> tuple[tuple[int, int], ...]:
-    """`ranges` clipped to [lo, hi), empty pieces dropped."""
-    return tuple((max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) < min(b, hi))
-
-
 # ---- the splitter: work -> task-sized pieces (pure) ---------------------------------------------
 
 

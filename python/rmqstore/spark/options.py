@@ -42,7 +42,6 @@ from rmqstore.spark.contract_options import (
 )
 
 EARLIEST_QUEUE_OFFSET = -2
-LATEST_QUEUE_OFFSET = -1
 
 S3_OPTIONS: dict[str, str] = {
     S3_ACCESS_KEY: "access_key",

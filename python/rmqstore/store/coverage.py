@@ -26,6 +26,7 @@ from rmqstore.store.consumequeue import BatchConsumeQueue, ConsumeQueue
 from rmqstore.store.contract_store import COVERAGE_CACHE_KIND, COVERAGE_CACHE_VERSION
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.queues import Queues
+from rmqstore.store.ranges import merge_ranges, subtract_ranges
 from rmqstore.store.records import RecordReader
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segment_cache import cache_dir as kind_cache_dir
@@ -192,24 +193,7 @@ def _unindexed(cov: Coverage, gaps: tuple[Gap, ...]) -> tuple[tuple[Gap, ...], t
             if flag & SYSFLAG_TRANSACTION_MASK != TRANSACTION_ROLLBACK:
                 indexed.append((offset, offset + size))
                 topics.add(topic)
-    return _subtract(gaps, sorted(indexed)), tuple(sorted(topics))
-
-
-def _subtract(ranges: Sequence[Gap], holes: Sequence[Gap]) -> tuple[Gap, ...]:
-    """`ranges` (sorted, disjoint) without `holes` (sorted, disjoint, each inside one range)."""
-    out: list[Gap] = []
-    i = 0
-    for start, end in ranges:
-        while i < len(holes) and holes[i][1] <= start:
-            i += 1
-        while i < len(holes) and holes[i][0] < end:
-            if holes[i][0] > start:
-                out.append((start, holes[i][0]))
-            start = max(start, holes[i][1])
-            i += 1
-        if start < end:
-            out.append((start, end))
-    return tuple(out)
+    return subtract_ranges(gaps, merge_ranges(indexed)), tuple(sorted(topics))
 
 
 def _blank_at(cov: Coverage, seg: Segment, pos: int) -> bool:

@@ -30,6 +30,7 @@ from rmqstore.store.contract_store import SIDE_INDEX_CACHE_KIND, SIDE_INDEX_CACH
 from rmqstore.store.coverage import Coverage
 from rmqstore.store.errors import PERMISSIVE, IndexUnavailableError
 from rmqstore.store.index import IndexFiles
+from rmqstore.store.ranges import Range, clip_ranges, merge_ranges
 from rmqstore.store.records import RecordReader
 from rmqstore.store.segment_cache import SegmentCache
 from rmqstore.store.segments import Segment
@@ -40,9 +41,6 @@ ARRAY_SUFFIX = ".npy"
 _BUILD_COLUMNS = ["commitLogOffset", "topic", "keys", "uniqKey"]
 _HEAD = struct.Struct(">iI")
 """TOTALSIZE and MAGICCODE, the first 8 bytes of a record (§2.2)."""
-
-Range = tuple[int, int]
-"""Commit-log byte range [start, end)."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +151,7 @@ class SideIndex:
 def lacking_ranges(store: IndexedLog) -> list[Range]:
     """The commit-log ranges whose records may be missing from the broker's index (module
     docstring), sorted and disjoint, inside [min_offset, max_offset)."""
-    return _union(store.coverage.unindexed_ranges(), index_holes(store))
+    return merge_ranges([*store.coverage.unindexed_ranges(), *index_holes(store)])
 
 
 def index_holes(store: IndexedLog) -> list[Range]:
@@ -195,7 +193,7 @@ def _after_record(store: IndexedLog, offset: int) -> int:
 def open_side_index(side: SideIndex, ranges: Sequence[Range]) -> SideIndexParts:
     """The side index of `ranges` (`lacking_ranges`), from the cache where it still holds."""
     live = [s for s in side.log.segments if s.base_offset < side.log.max_offset]
-    needed = {seg.base_offset: _clip(ranges, seg.base_offset, seg.end_offset) for seg in live}
+    needed = {seg.base_offset: list(clip_ranges(ranges, seg.base_offset, seg.end_offset)) for seg in live}
     needed = {base: parts for base, parts in needed.items() if parts}
     cache = SegmentCache.for_store(side, SIDE_INDEX_CACHE_KIND, SIDE_INDEX_CACHE_VERSION)
     known = cache.load(side.log, live) if cache else {}
@@ -252,10 +250,6 @@ def _build(records: RecordReader, ranges: Sequence[Range]) -> tuple[np.ndarray, 
     return np.ascontiguousarray(part[:, np.argsort(part[0], kind="stable")]), topics
 
 
-def _clip(ranges: Sequence[Range], lo: int, hi: int) -> list[Range]:
-    return [(max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) < min(b, hi)]
-
-
 def _inside(wanted: Sequence[Range], covered: Sequence[Sequence[int]]) -> bool:
     """Every range of `wanted` lies inside one of `covered` (both sorted and disjoint)."""
     i = 0
@@ -265,16 +259,6 @@ def _inside(wanted: Sequence[Range], covered: Sequence[Sequence[int]]) -> bool:
         if i == len(covered) or not covered[i][0] <= start < end <= covered[i][1]:
             return False
     return True
-
-
-def _union(*lists: Sequence[Range]) -> list[Range]:
-    merged: list[Range] = []
-    for start, end in sorted(r for ranges in lists for r in ranges):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
 
 
 def _array_dir(cache: SegmentCache | None) -> str:

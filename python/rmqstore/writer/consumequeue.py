@@ -35,10 +35,6 @@ class ConsumeQueueWriter:
             raise ValueError(f"queue {topic}/{queue_id}: unit for offset {queue_offset}, expected {expected}")
         units += encode_unit(phy, size, tags_code)
 
-    def max_offsets(self) -> dict[tuple[str, int], int]:
-        """(topic, queueId) -> number of units written (the queue's max offset)."""
-        return {queue: len(units) // CQ_UNIT_SIZE for queue, units in self._queues.items()}
-
     def close(self) -> None:
         """Write every queue as segments of `segment_size` bytes (the last one zero-padded)."""
         self.directory.mkdir(parents=True, exist_ok=True)

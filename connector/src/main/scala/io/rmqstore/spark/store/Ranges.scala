@@ -2,7 +2,9 @@ package io.rmqstore.spark.store
 
 import scala.collection.mutable
 
-/** Sorted, disjoint commit-log byte ranges [start, end). */
+/** Sorted, disjoint commit-log byte ranges [start, end): the model is python/rmqstore/store/ranges.py
+  * `subtract_ranges`.
+  */
 object Ranges {
 
   /** `ranges` without `holes` (both sorted and disjoint). */
