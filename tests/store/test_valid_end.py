@@ -301,3 +301,22 @@ def test_a_remembered_end_further_than_the_last_indexed_record_wins(tmp_path):
     assert first.max_offset == end and first.stats.records_walked == 31
     again = Store.open(b.root)
     assert again.max_offset == end and again.stats.records_walked == 0
+
+
+def test_older_records_past_the_end_are_a_restarted_brokers_leftovers_not_damage(tmp_path):
+    """A broker restarted after a crash writes over the recovered end and may stop (a clean shutdown)
+    before reaching the older records past it: those leftovers are no sign of damage, the end stays
+    where the walk stopped and `after_end` names them (damage.md §2)."""
+    old = StoreBuilder(str(tmp_path / "old"), segment_size=SEG)
+    fill(old, 60)
+    b = StoreBuilder(str(tmp_path / "store"), segment_size=SEG)
+    written = [b.append("TopicA", b"n" * 63, store_ts=10**13 + i) for i in range(20)]
+    end = b.cursor
+    assert end not in {w.offset for w in old.written} and end < old.cursor
+    b.segments[0][end:old.cursor] = old.segments[0][end:old.cursor]
+    b.finish()
+    store = Store.open(b.root)
+    assert store.max_offset == end
+    after = store.log.after_end()
+    assert after.records == len([w for w in old.written if w.offset > end]) > 0
+    assert _offsets(store) == [w.offset for w in written]

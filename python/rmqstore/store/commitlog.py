@@ -157,11 +157,25 @@ class CommitLog:
         if self._min_timestamp is not None or self.lead:
             return walked
         after, stop = self._found_after
-        if not after.records:
+        if not after.records or self._leftovers(walked, after):
             return walked
         return LogEnd(stop, self.segment_at(stop - 1),
                       f"{walked.reason}; without an abort file the log goes on: {after.records} valid "
                       f"records follow, up to {stop}, so what stopped that walk is damage (damage.md §2)")
+
+    def _leftovers(self, walked: LogEnd, after: AfterEnd) -> bool:
+        """The records past the walk's end are older than the last record before it: leftovers past a
+        crash's recovered end that the restarted broker's writes did not reach, not the log going on
+        (damage.md §2). Found records are rare, so this walks the end's segment again."""
+        seg, first = walked.segment, after.first
+        if seg is None or first is None:
+            return False
+        last, stop = None, WalkStop()
+        for chunk in self.walk(seg, self.lead, seg.size, check_crc=self._check_crc_at_end, stop=stop):
+            last = chunk.start + int(chunk.starts[-1])
+        found = self.segment_at(first)
+        return last is not None and found is not None and \
+            self.store_time_at(found, first - found.base_offset) < self.store_time_at(seg, last)
 
     @cached_property
     def _min_timestamp(self) -> int | None:
