@@ -87,11 +87,13 @@ private[spark] final class CommitLog(
       case Some(_) => cleanEnd(stats)
       case None =>
         val walked = cleanEnd(stats)
-        val (records, stop) = if (lead == 0) recordsAfter(walked, stats) else (0L, walked)
-        if (records > 0)
+        val (records, stop, firstMs) = if (lead == 0) recordsAfter(walked, stats) else (0L, walked, 0L)
+        if (records == 0 || leftovers(walked, firstMs, stats)) walked
+        else {
           endReason = s"$endReason; without an abort file the log goes on: $records valid records follow, up to " +
             s"$stop, so what stopped that walk is damage (docs/damage.md §2)"
-        stop
+          stop
+        }
     }
   }
 
@@ -100,11 +102,12 @@ private[spark] final class CommitLog(
     * between them stepped over (python/rmqstore/store/commitlog.py `CommitLog._found_after`). Without an `abort`
     * file they move the valid end past the damage (class comment). A segment is searched only up to zeros where a
     * record would start that no index entry is past (`unwritten`): on a sound store this costs an 8-byte read at
-    * the end (and at each later segment's start).
+    * the end (and at each later segment's start). Also the STORETIMESTAMP of the first of them.
     */
-  private def recordsAfter(from: Long, stats: ScanStats): (Long, Long) = {
+  private def recordsAfter(from: Long, stats: ScanStats): (Long, Long, Long) = {
     var records = 0L
     var stopAt = from
+    var firstMs = Long.MinValue
     for (seg <- segments if seg.endOffset > from) {
       var pos = math.max(from - seg.baseOffset, 0L)
       while (pos >= 0 && pos < seg.size && !unwritten(seg, pos, stats)) {
@@ -113,7 +116,11 @@ private[spark] final class CommitLog(
         else {
           val stop = new WalkStop
           var walked = 0L
-          walk(seg, found, seg.size, checkCrcAtEnd, stop, stats, finished = false) { _ => walked += 1; true }
+          walk(seg, found, seg.size, checkCrcAtEnd, stop, stats, finished = false) { v =>
+            if (firstMs == Long.MinValue) firstMs = v.storeTimestampMs
+            walked += 1
+            true
+          }
           records += walked
           if (walked > 0)
             stopAt = if (stop.kind == WalkStop.Invalid) seg.baseOffset + stop.position else seg.endOffset
@@ -121,8 +128,23 @@ private[spark] final class CommitLog(
         }
       }
     }
-    (records, stopAt)
+    (records, stopAt, firstMs)
   }
+
+  /** The records past the walk's end `walked` (the first stored at `firstMs`) are older than the last record
+    * before it: leftovers past a crash's recovered end that the restarted broker's writes did not reach, not the
+    * log going on (docs/damage.md §2; python/rmqstore/store/commitlog.py `CommitLog._leftovers`). Found records
+    * are rare, so this walks the end's segment again.
+    */
+  private def leftovers(walked: Long, firstMs: Long, stats: ScanStats): Boolean =
+    segments.find(s => s.baseOffset < walked && walked <= s.endOffset).exists { seg =>
+      var lastMs = Long.MinValue
+      walk(seg, lead.toLong, seg.size, checkCrcAtEnd, new WalkStop, stats, finished = false) { v =>
+        lastMs = v.storeTimestampMs
+        true
+      }
+      lastMs != Long.MinValue && firstMs < lastMs
+    }
 
   /** Zeros where a record would start at `pos` and no index entry past it (E, `indexedEnd`): space the broker
     * never wrote, the end of what was written (docs/damage.md §2).

@@ -151,6 +151,22 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally store.close()
   }
 
+  test("older records past the end are a restarted broker's leftovers, not damage: the end stays (damage.md §2)") {
+    val (old, oldOffsets) = writeStore(30, 8192)
+    val (root, offsets) = writeStore(10, 8192, bodySize = 137, storeTs = i => 1800000000000L + i)
+    val end =
+      offsets.last + record(body = new Array[Byte](137), props = properties("KEYS" -> "k9", "TAGS" -> "t")).length
+    val oldEnd = oldOffsets.last + recordSize(29)
+    assert(!oldOffsets.contains(end) && end < oldEnd)
+    val leftover = Files.readAllBytes(old.resolve("commitlog").resolve(f"${0}%020d")).slice(end.toInt, oldEnd.toInt)
+    corrupt(root, end, 8192, leftover) // what the broker restarted after a crash did not write over
+    val store = open(root)
+    try {
+      assert(store.logEnd == end)
+      assert(all(store)._1 == offsets)
+    } finally store.close()
+  }
+
   /** An index file `name` in `root`/index holding the entries the broker writes for the records at `offsets`
     * (KEYS k<i> of `writeStore`): its header's endPhyOffset is the last one.
     */
