@@ -18,7 +18,7 @@ from rmqstore.format.table import arrow_schema
 from rmqstore.store.commitlog import CommitLog
 from rmqstore.store.errors import FAILFAST, StoreCorruptionError, check_mode
 from rmqstore.store.points import MAX_PENDING_BYTES, PendingRecords, read_points
-from rmqstore.store.segments import Segment
+from rmqstore.store.segments import Segment, segment_indexes
 from rmqstore.store.stats import StoreStats
 
 DEFAULT_BATCH_ROWS = 16_384
@@ -74,7 +74,7 @@ class RecordReader:
         spans = np.asarray(list(ranges), dtype=np.int64).reshape(-1, 2)
         starts, ends = spans[:, 0], np.minimum(spans[:, 1], self.log.max_offset)
         segments = self.log.segments
-        seg_index = np.searchsorted([seg.base_offset for seg in segments], starts, side="right") - 1
+        seg_index = segment_indexes(segments, starts)
         seg_ends = np.asarray([seg.end_offset for seg in segments] + [0], dtype=np.int64)  # [-1]: none
         gather = ((seg_index >= 0) & (starts < ends) & (ends <= seg_ends[seg_index])
                   & (ends - starts <= GATHER_RANGE_BYTES) & (self.log.lead == 0))  # DLedger (§2.13): by scan
@@ -201,10 +201,8 @@ class RecordReader:
 
     def _by_segment(self, offsets: np.ndarray) -> Iterator[tuple[Segment, np.ndarray]]:
         """Sorted offsets grouped by segment; offsets in no segment are dropped."""
-        bases = np.asarray([seg.base_offset for seg in self.log.segments], dtype=np.int64)
-        ends = np.asarray([seg.end_offset for seg in self.log.segments], dtype=np.int64)
-        index = np.searchsorted(bases, offsets, side="right") - 1
-        inside = (index >= 0) & (offsets < ends[np.maximum(index, 0)])
+        index = segment_indexes(self.log.segments, offsets)
+        inside = index >= 0
         offsets, index = offsets[inside], index[inside]
         if not len(offsets):
             return

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+import numpy as np
+
 from rmqstore.io.base import FileEntry, NotRegularFileError, RandomAccessFile, StoreFileSystem
 from rmqstore.store.errors import StoreLayoutError, UnreadableFileError
 from rmqstore.store.names import JAVA_LONG_MAX, parse_segment_name
@@ -107,6 +109,17 @@ def find_segment(segments: Sequence[Segment], offset: int) -> Segment | None:
         return None
     seg = segments[lo - 1]
     return seg if seg.contains(offset) else None
+
+
+def segment_indexes(segments: Sequence[Segment], offsets: np.ndarray) -> np.ndarray:
+    """The index of the segment holding each byte offset (`find_segment` for many), -1 where no file
+    covers it."""
+    if not segments:
+        return np.full(len(offsets), -1, dtype=np.int64)
+    bases = np.asarray([seg.base_offset for seg in segments], dtype=np.int64)
+    ends = np.asarray([seg.end_offset for seg in segments], dtype=np.int64)
+    index = np.searchsorted(bases, offsets, side="right") - 1
+    return np.where((index >= 0) & (offsets < ends[np.maximum(index, 0)]), index, -1)
 
 
 def _cause(exc: OSError) -> str:
