@@ -23,7 +23,7 @@ from rmqstore.plan.predicates import ProbeKind
 class RangeTask:
     """Scan the commit log over the byte range [start, end) (start is resynced to a record)."""
 
-    store: int
+    store_index: int
     start: int
     end: int
     summarize: bool = False
@@ -35,7 +35,7 @@ class RangeTask:
 class RangesTask:
     """Scan several commit-log byte ranges [start, end), ascending, each starting at a record start."""
 
-    store: int
+    store_index: int
     ranges: tuple[tuple[int, int], ...]
 
 
@@ -43,7 +43,7 @@ class RangesTask:
 class OffsetsTask:
     """Read the records at these physical offsets (ascending)."""
 
-    store: int
+    store_index: int
     offsets: tuple[int, ...]
     user_points: bool = False
     """True when the offsets come from the query (msgId / commitLogOffset values) and may not be
@@ -60,7 +60,7 @@ class KeyProbeTask:
     smallest matching token, so no row is read twice.
     """
 
-    store: int
+    store_index: int
     kind: ProbeKind
     values: tuple[str, ...]
     bucket: int
@@ -195,7 +195,7 @@ class QueueSliceTask:
     points at no valid record is damage (docs/damage.md §3), and so is a damaged unit, unless
     `coverage`: the plan scans the bytes no unit covers, its record among them (a batch topic plan)."""
 
-    store: int
+    store_index: int
     slices: tuple[QueueSlice, ...]
     tags: tuple[str, ...] | None
     lo: int | None

@@ -97,7 +97,7 @@ class StoreReader(DataSourceReader):
         self._write_stats({"event": "plan", "access": plan.access, "tasks": len(plan.tasks),
                            "range_bytes": range_bytes,
                            "notes": plan.notes, "pushed": [describe(p) for p in self.pushed]})
-        return [RmqPartition(i, task, per_store[task.store], stores[task.store])
+        return [RmqPartition(i, task, per_store[task.store_index], stores[task.store_index])
                 for i, task in enumerate(plan.tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -106,7 +106,7 @@ class StoreReader(DataSourceReader):
         if self.plan_token is not None and self.options.stale_reader_check:
             claim(self.plan_token, partition.index, self.pushed_text, self.plan_key)
         task = partition.task
-        broker = self.options.broker_names[task.store]
+        broker = self.options.broker_names[task.store_index]
         store = partition.store
         wanted = message_columns(self.schema)
         decode = _decode_columns(wanted, partition.predicates)
@@ -123,7 +123,7 @@ class StoreReader(DataSourceReader):
         finally:
             stats = store.stats
             self._write_stats({"event": "read", "partition": partition.index, "task": type(task).__name__,
-                               "store": task.store, "rows": rows, "records_decoded": stats.records_decoded,
+                               "store": task.store_index, "rows": rows, "records_decoded": stats.records_decoded,
                                "bytes_read": stats.bytes_read,
                                "segments_touched": sorted(stats.segments_touched),
                                "index_files_probed": stats.index_files_probed,

@@ -147,7 +147,7 @@ final class RmqColumnarReader(
           "engine" -> "jvm",
           "partition" -> partition.index,
           "task" -> partition.task.getClass.getSimpleName,
-          "store" -> partition.task.store,
+          "store" -> partition.task.storeIndex,
           "rows" -> rows,
           "records_decoded" -> decoded,
           "bytes_read" -> stats.bytesRead,

@@ -122,10 +122,10 @@ class RmqScan(
       RmqInputPartition(
         i,
         task,
-        options.paths(task.store),
-        options.brokerNames(task.store),
-        perStore(task.store)._1,
-        perStore(task.store)._2
+        options.paths(task.storeIndex),
+        options.brokerNames(task.storeIndex),
+        perStore(task.storeIndex)._1,
+        perStore(task.storeIndex)._2
       )
     }.toArray
   }

@@ -3,25 +3,25 @@ package io.rmqstore.spark.plan
 import java.nio.charset.StandardCharsets.UTF_8
 
 /** The serializable units of work of a plan (one per Spark partition), as python/rmqstore/plan/tasks.py.
-  * `store` indexes the read's store paths. `lo`/`hi` bound the commit-log offsets a task may return
+  * `storeIndex` indexes the read's store paths. `lo`/`hi` bound the commit-log offsets a task may return
   * ([lo, hi)); `exclude` lists byte ranges [start, end) (sorted, disjoint) a queue task leaves out
   * because the plan scans them in a `RangesTask` (bytes consume queues do not cover): each record is
   * read by one task only.
   */
-sealed trait ReadTask extends Serializable { def store: Int }
+sealed trait ReadTask extends Serializable { def storeIndex: Int }
 
 /** Scan the commit log over [start, end): the records starting in it (start is resynced to a record). */
-final case class RangeTask(store: Int, start: Long, end: Long) extends ReadTask
+final case class RangeTask(storeIndex: Int, start: Long, end: Long) extends ReadTask
 
 /** Scan several commit-log byte ranges [start, end), ascending. */
-final case class RangesTask(store: Int, ranges: IndexedSeq[(Long, Long)]) extends ReadTask
+final case class RangesTask(storeIndex: Int, ranges: IndexedSeq[(Long, Long)]) extends ReadTask
 
 /** Read the records at these physical offsets (ascending). `userPoints`: the query named them (msgId /
   * commitLogOffset values), so they may not be record starts and such offsets give no row; offsets the
   * store named (index entries, consume-queue units) that hold no valid record are damage (docs/damage.md
   * §3, §4).
   */
-final case class OffsetsTask(store: Int, offsets: Array[Long], userPoints: Boolean = false) extends ReadTask
+final case class OffsetsTask(storeIndex: Int, offsets: Array[Long], userPoints: Boolean = false) extends ReadTask
 
 /** Probe the index for `values` on the executor, then read the candidates. The probe values of a read are
   * spread over `buckets` tasks by `ProbeBucket`; a record matching values of several buckets is returned
@@ -31,7 +31,7 @@ final case class OffsetsTask(store: Int, offsets: Array[Long], userPoints: Boole
   * side index the lookup probes (from the cache the planner filled).
   */
 final case class KeyProbeTask(
-    store: Int,
+    storeIndex: Int,
     kind: String,
     values: IndexedSeq[String],
     bucket: Int,
@@ -51,7 +51,7 @@ final case class QueueSlice(topic: String, queueId: Int, start: Long, end: Long)
   * (a batch topic plan; python/rmqstore/plan/tasks.py `QueueSliceTask`).
   */
 final case class QueueSliceTask(
-    store: Int,
+    storeIndex: Int,
     slices: IndexedSeq[QueueSlice],
     tags: Option[Seq[String]],
     lo: Long,
