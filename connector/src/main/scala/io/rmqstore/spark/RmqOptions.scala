@@ -10,7 +10,7 @@ import scala.util.Try
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 
 import store.Names.{closeMatches, repr}
-import _root_.io.rmqstore.spark.io.StoreFileSystem
+import io.StoreFileSystem
 
 /** An invalid option value; the message starts with the option's name (python/rmqstore/spark/options.py). */
 final class RmqOptionException(val option: String, problem: String)

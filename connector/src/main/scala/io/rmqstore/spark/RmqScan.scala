@@ -14,7 +14,7 @@ import org.apache.spark.sql.internal.connector.SupportsMetadata
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
-import _root_.io.rmqstore.spark.io.StoreFileSystem
+import io.StoreFileSystem
 import store.{Store, UnknownNameException}
 import stream.RmqMicroBatchStream
 import plan._

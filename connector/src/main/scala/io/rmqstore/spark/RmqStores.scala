@@ -4,7 +4,7 @@ import java.io.IOException
 
 import org.apache.hadoop.conf.Configuration
 
-import _root_.io.rmqstore.spark.io.StoreFileSystem
+import io.StoreFileSystem
 import store.{Store, StoreLayoutException, StoreLocation}
 
 /** Opening the stores a read names, with errors that start with the cause (python/rmqstore/spark/stores.py):
