@@ -123,7 +123,8 @@ class StoreReader(DataSourceReader):
         finally:
             stats = store.stats
             self._write_stats({"event": "read", "partition": partition.index, "task": type(task).__name__,
-                               "store": task.store_index, "rows": rows, "records_decoded": stats.records_decoded,
+                               "store": task.store_index, "rows": rows,
+                               "records_decoded": stats.records_decoded,
                                "bytes_read": stats.bytes_read,
                                "segments_touched": sorted(stats.segments_touched),
                                "index_files_probed": stats.index_files_probed,

@@ -374,7 +374,8 @@ class StoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         finally:
             for store in stores:
                 store.close()
-        return [self._partition(brokers[task.store_index], task, log_ends[task.store_index]) for task in plan.tasks]
+        return [self._partition(brokers[task.store_index], task, log_ends[task.store_index])
+                for task in plan.tasks]
 
     def _partition(self, broker: str, task: ReadTask, log_end: int | None) -> StreamPartition:
         location = self.stores[broker]
