@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from rmqstore.format.contract_layout import CQ_UNIT_SIZE
+from rmqstore.format.contract_layout import CQ_UNIT_SIZE, UNIT_DAMAGE_LOOKAHEAD
 from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import PROPERTY_DELAY, PROPERTY_TAGS, SCHEDULE_TOPIC, parse_java_int
 
@@ -105,10 +105,6 @@ def valid_unit_count(units: np.ndarray) -> int:
         at, chunk = at + len(part), min(chunk * 4, 1 << 20)
     return len(units)
 
-
-UNIT_DAMAGE_LOOKAHEAD = 1024
-"""Invalid units in a row (20 KiB) that end a queue file: a shorter run followed by a valid unit is damage,
-not the queue's end (damage.md §2); a remote file's first read window holds as many."""
 
 
 def valid_units_mask(units: np.ndarray) -> np.ndarray:

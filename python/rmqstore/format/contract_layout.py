@@ -19,6 +19,10 @@ DLEDGER_BLANK_MAGIC = -1
 file (§2.13)."""
 END_FILE_MIN_BLANK_LENGTH = 8
 """A record is written only if at least this many bytes remain after it in the segment (§2.6)."""
+UNIT_DAMAGE_LOOKAHEAD = 1024
+"""Invalid consume-queue units in a row (20 KiB) that end a queue file: a shorter run followed by a valid
+unit is damage, not the queue's end (docs/damage.md §2); a remote file's first read window holds as
+many."""
 SYSFLAG_COMPRESSED = 0x1
 """sysFlag bits (§2.3)."""
 SYSFLAG_MULTI_TAGS = 0x2

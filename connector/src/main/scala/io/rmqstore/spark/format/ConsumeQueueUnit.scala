@@ -22,21 +22,16 @@ object ConsumeQueueUnit {
   /** Recovery's rule: a unit with phyOffset >= 0 and size > 0 is valid; the first other one ends the queue. */
   def isValid(buf: ByteBuffer, pos: Int): Boolean = phyOffset(buf, pos) >= 0 && size(buf, pos) > 0
 
-  /** Invalid units in a row (20 KiB) that end a queue file: a shorter run followed by a valid unit is damage, not
-    * the queue's end (docs/damage.md §2; python/rmqstore/format/consumequeue.py `UNIT_DAMAGE_LOOKAHEAD`).
-    */
-  final val DamageLookahead = 1024L
-
   /** Continue the search for the end of a queue file over `units`, its units from index `first`, given the index
     * `last` of the last valid unit before them (-1: none): (the last valid unit's index so far, whether the end is
-    * found, a run of `DamageLookahead` invalid units after it) (python `extend_queue_end`).
+    * found, a run of `ContractLayout.UnitDamageLookahead` invalid units after it) (python `extend_queue_end`).
     */
   def extendQueueEnd(units: ByteBuffer, first: Long, last: Long): (Long, Boolean) = {
     val n = units.limit() / Size
     var (i, valid, ended) = (0, last, false)
     while (!ended && i < n) {
       if (isValid(units, i * Size)) valid = first + i
-      else ended = first + i - valid >= DamageLookahead
+      else ended = first + i - valid >= ContractLayout.UnitDamageLookahead
       i += 1
     }
     (valid, ended)

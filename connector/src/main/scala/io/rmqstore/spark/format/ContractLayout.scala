@@ -30,6 +30,12 @@ trait ContractLayout {
   /** A record is written only if at least this many bytes remain after it in the segment (§2.6). */
   final val EndFileMinBlankLength = 8
 
+  /** Invalid consume-queue units in a row (20 KiB) that end a queue file: a shorter run followed by a valid
+    * unit is damage, not the queue's end (docs/damage.md §2); a remote file's first read window holds as
+    * many.
+    */
+  final val UnitDamageLookahead: Long = 1024L
+
   /** sysFlag bits (§2.3). */
   final val SysFlagCompressed = 0x1
   final val SysFlagMultiTags = 0x2

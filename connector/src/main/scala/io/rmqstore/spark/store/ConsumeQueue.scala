@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 
 import scala.collection.mutable
 
-import io.rmqstore.spark.format.{BatchConsumeQueueUnit, ConsumeQueueUnit}
+import io.rmqstore.spark.format.{BatchConsumeQueueUnit, ConsumeQueueUnit, ContractLayout}
 import io.rmqstore.spark.format.ConsumeQueueUnit.{Size => Unit20}
 import io.rmqstore.spark.io.{RandomAccess, StoreFileSystem}
 
@@ -86,7 +86,7 @@ private[store] abstract class QueueFiles(
   *
   * Queue offset q lives at byte q*20 of the queue's own address space, in the segment named by the
   * offset of its first byte. A unit is valid when phyOffset >= 0 and size > 0 (recovery's test); the queue runs
-  * to its last valid unit that `DamageLookahead` invalid units follow, so an invalid unit before it is damage,
+  * to its last valid unit that `ContractLayout.UnitDamageLookahead` invalid units follow, so an invalid unit before it is damage,
   * not the queue's end (docs/damage.md §2, §3); pre-blank fillers are skipped; units pointing before the commit
   * log's min offset are gone (retention), units at or past the log's valid end are truncated by recovery, so
   * neither is returned. The last file may still be written by the broker, so it is read by positioned reads. Finding
@@ -149,7 +149,7 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
     } finally file.close()
   }
 
-  /** The units of `seg` up to its last valid one that `DamageLookahead` invalid units follow (the file's end,
+  /** The units of `seg` up to its last valid one that `ContractLayout.UnitDamageLookahead` invalid units follow (the file's end,
     * docs/damage.md §2; invalid units before it included), read like `windows` (a remote file: not the zeros the
     * broker pre-allocated past the queue's end, past the lookahead; after a window holding that end, only the
     * lookahead is read) and kept for later reads (python/rmqstore/store/consumequeue.py `_live_units`).
@@ -170,7 +170,7 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
             parts += units
             val (valid, found) = ConsumeQueueUnit.extendQueueEnd(units, first, last)
             first += units.limit() / Unit20
-            window = if (valid == first - 1) window * 2 else valid + ConsumeQueueUnit.DamageLookahead + 1 - first
+            window = if (valid == first - 1) window * 2 else valid + ContractLayout.UnitDamageLookahead + 1 - first
             last = valid
             ended = found
           }
