@@ -104,6 +104,12 @@ private[spark] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
 
   def problems: Seq[String] = infos.flatMap(i => i.problem.map(p => s"${i.path}: $p"))
 
+  /** Fails with IndexUnavailableException when an index file is unusable (`problems`): no index answer then. */
+  def requireUsable(): Unit = {
+    val bad = problems
+    if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
+  }
+
   /** endPhyOffset of the newest file with entries: records after it are not indexed yet (§5.5, §5.7). */
   def indexedEnd: Long =
     infos.reverseIterator.flatMap(_.header).find(_.entryCount > 0).map(_.endPhyOffset).getOrElse(0L)

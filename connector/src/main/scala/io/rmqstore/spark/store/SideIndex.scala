@@ -71,8 +71,7 @@ private[spark] final class SideIndex(
     * (python/rmqstore/store/store.py `side_index`).
     */
   def checkIndexAnswers(): Unit = {
-    val bad = index.problems
-    if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
+    index.requireUsable()
     val holes = indexHoles
     val lacking = holes.map { case (a, b) => b - a }.sum
     if (lacking > ContractStore.IndexTailScanLimit)

@@ -133,8 +133,7 @@ final class Store private (
     * are not indexed. Throws IndexUnavailableException when an index file is unusable (scan instead).
     */
   def indexCandidates(topic: String, key: String): Array[Long] = {
-    val bad = index.problems
-    if (bad.nonEmpty) throw new IndexUnavailableException("index files unusable: " + bad.mkString("; "))
+    index.requireUsable()
     index.candidates(topic, key)
   }
 
