@@ -15,8 +15,11 @@ private[store] object ConfigStorageOffsets {
   def read(fs: StoreFileSystem, path: String): Map[(String, String), Map[Int, Long]] = {
     val db = RocksDb.openLocal(fs, path, "config/rdb/ (v2 config storage)")
     try {
-      val records = db.items("default", ConfigStorageLayout.ConsumerOffsetsLower,
-        Some(ConfigStorageLayout.ConsumerOffsetsUpper)).map { case (key, value) =>
+      val records = db.items(
+        "default",
+        ConfigStorageLayout.ConsumerOffsetsLower,
+        Some(ConfigStorageLayout.ConsumerOffsetsUpper)
+      ).map { case (key, value) =>
         try ConfigStorageLayout.consumerOffset(key, value)
         catch {
           case e: IllegalArgumentException =>
