@@ -7,6 +7,7 @@ read as, and what a key / unique-key / msgId lookup must return. Oracle fields: 
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import json
 from collections.abc import Iterable
@@ -46,6 +47,13 @@ Host = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]
 
 def store_dir(name: str) -> Path:
     return FIXTURES / name / "store"
+
+
+def store_hashes(name: str) -> dict[str, str]:
+    """SHA-256 of every file of the fixture's store by relative path: reading must leave them as they are."""
+    root = store_dir(name)
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def getmessage_rows(name: str, topics: set[str] | None = None) -> list[tuple]:

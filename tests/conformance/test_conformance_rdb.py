@@ -8,7 +8,6 @@ run in test_conformance_shapes.py.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from oracle import CONFIG_V2, ORACLES, getmessage_rows, index_geometry, open_store, store_dir
+from oracle import CONFIG_V2, ORACLES, getmessage_rows, index_geometry, open_store, store_dir, store_hashes
 
 from rmqstore import Store
 from rmqstore.cli import main as cli_main
@@ -31,11 +30,6 @@ def _offsets(table: dict[str, Any]) -> dict[tuple[str, str], dict[int, int]]:
     return {tuple(key.split("@", 1)): {int(q): o for q, o in queues.items()} for key, queues in table.items()}
 
 
-def _hashes(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def test_v2_config_storage_fixture_present() -> None:
     assert CONFIG_V2, "no configManagerVersion=v2 fixture under tests/conformance/fixtures"
 
@@ -46,12 +40,12 @@ def test_offsets_are_what_a_v2_broker_loads_not_the_older_json(name: str) -> Non
     expected = _offsets(oracle["consumerOffsets"])
     assert expected != _offsets(oracle["staleConsumerOffsets"])
     assert any(topic.startswith("%LMQ%") for topic, _ in expected)  # only the database holds those
-    before = _hashes(store_dir(name))
+    before = store_hashes(name)
     with open_store(name) as store:
         assert store.shape.get("rocksdb-offsets").evidence == "config/rdb/"
         assert store.consumer_offsets() == expected
         assert store.group_offsets(GROUP) == {topic: queues for (topic, _), queues in expected.items()}
-    assert _hashes(store_dir(name)) == before
+    assert store_hashes(name) == before
 
 
 def _rewrite_config_storage(rdb: Path, extra: dict[bytes, bytes]) -> None:
