@@ -9,6 +9,8 @@
 //    (5.x), with mqadmin's answers through rocketmq-tools; reuses conformanceRmq5's oracle code.
 //  - conformanceRocksdb: the main scenario written by RocketMQ 5.3.3's RocksDBMessageStore (storeType=defaultRocksDB:
 //    RocksDB consume queues and consumer offsets), the rocketmq-5 driver with a RocksDB store.
+//  - conformanceRdb: the LMQ shape fixture with its consumer offsets in RocketMQ 5.3.3's v2 config storage
+//    (configManagerVersion=v2: the RocksDB config/rdb/ written by ConsumerOffsetManagerV2), the shapes-5.4 sources.
 //  - conformanceDledger: the DLedger fixture, the 5.x scenario stored by DLedgerCommitLog (5.4.0).
 //  - connector: the JVM DataSource V2 connector (Scala); Spark and its bundled codecs are Provided,
 //    so the jar is thin (spec/spark-dsv2-connector-facts.md section 1). Published for spark-submit
@@ -56,6 +58,7 @@ val rocketmq49MatrixVersion = "4.9.7"
 val rocketmq51MatrixVersion = "5.1.4" // magic v2 records, no enabledAppendPropCRC yet (5.2.0)
 val rocketmq5MatrixVersion = "5.3.1" // before 5.3.3: batch properties still appended to inner records
 val rocketmqRocksdbVersion = "5.3.3" // RocksDB consume queue with the offset column family (docs/format.md §4.7)
+val rocketmqConfigV2Version = "5.3.3" // configManagerVersion=v2 (ConfigStorage, config/rdb), 5.3.2+
 val rocketmqDledgerVersion = "5.4.0" // DLedgerCommitLog (DLedger 0.3.2) for the DLedger fixture
 val rocketmqShapesVersion = "5.4.0" // the shape fixtures (BatchCQ, LMQ, cqext): a 5.x release not in the matrix
 
@@ -123,7 +126,7 @@ def rocketmq5Store(version: String) = Seq(
 lazy val root = (project in file("."))
   .aggregate(connector, examples, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
     conformanceRmq497, conformanceRmq514, conformanceRmq531, conformanceRocksdb, conformanceDledger,
-    conformanceShapes540)
+    conformanceShapes540, conformanceRdb)
   .settings(publish / skip := true)
 
 // S3A for the connector's S3 test (S3StoreSuite, against a moto server on loopback): hadoop-aws of the Hadoop
@@ -218,6 +221,12 @@ lazy val conformanceShapes540 = (project in file("tests/conformance/generator/sh
   .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"),
     rocketmq5Store(rocketmqShapesVersion))
   .settings(Compile / run / mainClass := Some("io.rmqstore.conformance.shapes.ShapesFixtures"))
+// The v2 config storage fixture (rmq-5.3.3-rdb): the shapes-5.4 LMQ store, consumer offsets in config/rdb/.
+lazy val conformanceRdb = (project in file("tests/conformance/generator/rdb-5"))
+  .dependsOn(conformanceCommon)
+  .settings(javaOnly, generatorRun, sharedGeneratorSources, driverSources("rocketmq-5"), driverSources("shapes-5.4"),
+    rocketmq5Store(rocketmqConfigV2Version))
+  .settings(Compile / run / mainClass := Some("io.rmqstore.conformance.rdb.RdbFixture"))
 
 lazy val conformanceBroker5 = (project in file("tests/conformance/generator/broker-5"))
   .dependsOn(conformanceRmq5)

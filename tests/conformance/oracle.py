@@ -7,6 +7,7 @@ read as, and what a key / unique-key / msgId lookup must return. Oracle fields: 
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import json
 from collections.abc import Iterable
@@ -32,8 +33,10 @@ CRASH = sorted(name for name, oracle in ORACLES.items() if "recordsFrom" in orac
 ROCKSDB = sorted(name for name, oracle in ORACLES.items() if oracle.get("storeType") == "defaultRocksDB")
 """Fixtures of RocksDBMessageStore: consume queues and consumer offsets in RocksDB (docs/format.md §4.7)."""
 QUEUE_SHAPES = sorted(name for name in MAIN if "backlogs" in ORACLES[name])
-"""Fixtures of the non-default queue shapes (BatchCQ, LMQ, cqext; docs/format.md §4.4-§4.6), with
-RocketMQ's getMessage backlogs (tests/conformance/test_conformance_shapes.py)."""
+"""Fixtures of the non-default queue shapes (BatchCQ, LMQ, cqext; docs/format.md §4.4-§4.6; the v2 config
+storage one is an LMQ store), with RocketMQ's getMessage backlogs (test_conformance_shapes.py)."""
+CONFIG_V2 = sorted(name for name in MAIN if ORACLES[name].get("configManagerVersion") == "v2")
+"""Fixtures whose consumer offsets are in the v2 config storage `config/rdb/` (docs/format.md §4.8)."""
 FILE_QUEUES = [name for name in MAIN if name not in ROCKSDB]
 """MAIN without the RocksDB fixtures, for Spark reads that do not go through the consume queues (index,
 time and msgId paths: the same code on the same kind of commit log, not repeated for CI time)."""
@@ -44,6 +47,23 @@ Host = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]
 
 def store_dir(name: str) -> Path:
     return FIXTURES / name / "store"
+
+
+def store_hashes(name: str) -> dict[str, str]:
+    """SHA-256 of every file of the fixture's store by relative path: reading must leave them as they are."""
+    root = store_dir(name)
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def getmessage_rows(name: str, topics: set[str] | None = None) -> list[tuple]:
+    """RocketMQ's getMessage answers from the committed offsets (`backlogs`), as sorted rows (commitLogOffset,
+    topic, queueId, queueOffset): the record's own topic and queue, whichever queue it was read through
+    (§4.6)."""
+    records = {r["commitLogOffset"]: r for r in ORACLES[name]["records"]}
+    return sorted((phy, records[phy]["topic"], records[phy]["queueId"], queue_offset)
+                  for b in ORACLES[name]["backlogs"] if topics is None or b["topic"] in topics
+                  for phy, queue_offset in zip(b["getMessage"], b["getMessageQueueOffsets"], strict=True))
 
 
 def index_geometry(name: str) -> tuple[int, int]:

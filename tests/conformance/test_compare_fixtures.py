@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
-from compare_fixtures import compare_tree
+from compare_fixtures import compare_rocksdb, compare_tree
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BROKER = "rmq-5.5.0-broker"
@@ -87,3 +88,24 @@ def test_rocksdb_files_are_compared_by_content(regenerated: Path) -> None:
     _rewrite_rocksdb(queues, {b"extra-key": b"x"})
     assert compare_tree(FIXTURES, regenerated) == [
         f"RocksDB {ROCKSDB}/store/consumequeue: entry only in one tree: ('default', b'extra-key')"]
+
+
+RDB = "rmq-5.3.3-rdb"
+CONSUMER_OFFSET_VERSION = b"\x01\x00\x01\x01data_version"
+"""The v2 config storage's data-version record of its consumer-offset table (docs/format.md §4.8)."""
+
+
+def test_v2_config_storage_data_version_timestamp_is_clock_not_content(tmp_path: Path) -> None:
+    from rmqstore.store.rocksdb import ReadOnlyRocksDB
+
+    shutil.copytree(FIXTURES / RDB, tmp_path / RDB)
+    rdb = tmp_path / RDB / "store" / "config" / "rdb"
+    db = ReadOnlyRocksDB(str(rdb))
+    state, _, counter = struct.unpack(">qqq", db.get("default", CONSUMER_OFFSET_VERSION))
+    db.close()
+    databases = {RDB: ["config/rdb"]}
+    _rewrite_rocksdb(rdb, {CONSUMER_OFFSET_VERSION: struct.pack(">qqq", state, 1, counter)})
+    assert compare_rocksdb(FIXTURES, tmp_path, databases) == []
+    _rewrite_rocksdb(rdb, {CONSUMER_OFFSET_VERSION: struct.pack(">qqq", state, 1, counter + 1)})
+    assert compare_rocksdb(FIXTURES, tmp_path, databases) == [
+        f"RocksDB {RDB}/store/config/rdb: value differs: ('default', {CONSUMER_OFFSET_VERSION!r})"]

@@ -7,14 +7,13 @@ pushdown, queue ranges); streaming `group:` runs here on both engines.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import uuid
 from pathlib import Path
 
 import pytest
-from oracle import ORACLES, ROCKSDB, index_geometry, open_store, store_dir
+from oracle import ORACLES, ROCKSDB, index_geometry, open_store, store_dir, store_hashes
 
 from rmqstore import Store
 from rmqstore.cli import main as cli_main
@@ -26,18 +25,13 @@ def _backlogs(name: str) -> dict[tuple[str, str], list[int]]:
             for topic_group, queues in ORACLES[name]["backlog"].items()}
 
 
-def _hashes(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def test_rocksdb_fixture_present() -> None:
     assert ROCKSDB, "no RocksDB consume-queue fixture under tests/conformance/fixtures"
 
 
 @pytest.mark.parametrize("name", ROCKSDB)
 def test_units_and_backlogs_match_rocketmq_and_bytes_stay(name: str) -> None:
-    before = _hashes(store_dir(name))
+    before = store_hashes(name)
     with open_store(name) as store:
         for q in ORACLES[name]["consumeQueueUnits"]:
             units = store.consume_queue(q["topic"], q["queueId"]).units()
@@ -49,7 +43,7 @@ def test_units_and_backlogs_match_rocketmq_and_bytes_stay(name: str) -> None:
             got = sorted(int(phy) for queue_id, offset in committed.items()
                          for phy in store.consume_queue(topic, queue_id).units(offset)["phy"])
             assert got == wanted, f"{topic}@{group}"
-    assert _hashes(store_dir(name)) == before
+    assert store_hashes(name) == before
 
 
 @pytest.mark.parametrize("name", ROCKSDB)

@@ -1,5 +1,5 @@
-"""Stores RocketMQ writes in non-default shapes (README.md: `rmq-<v>-batchcq`, `-lmq`, `-cqext`) against
-RocketMQ's own answers: queue bounds (`getMin/MaxOffsetInQueue`) and backlogs (`getMessage` from every
+"""Stores RocketMQ writes in non-default shapes (README.md: `rmq-<v>-batchcq`, `-lmq`, `-cqext`, `-rdb`)
+against RocketMQ's own answers: queue bounds (`getMin/MaxOffsetInQueue`) and backlogs (`getMessage` from every
 committed consumer offset to the queue's end), through the Store API, `rmqstore info` / `verify` and the
 Spark source's `startingOffsets group:` on both engines. A committed offset inside a BatchCQ batch
 starts with that whole batch (docs/format.md §4.5), as getMessage returns it.
@@ -12,16 +12,17 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from oracle import MAIN, ORACLES, QUEUE_SHAPES, open_store, store_dir
+from oracle import MAIN, ORACLES, QUEUE_SHAPES, getmessage_rows, open_store, store_dir
 from pyspark.sql import DataFrameReader, SparkSession
 
 from rmqstore.cli import main as cli_main
 
 SHAPES = QUEUE_SHAPES
 LMQ = [n for n in SHAPES if n.endswith("-lmq")]
-GROUPS = sorted({(name, b["group"]) for name in SHAPES for b in ORACLES[name]["backlogs"] if name not in LMQ})
-"""Consumer groups of the BatchCQ and cqext fixtures (the LMQ fixture's rows are read through several
-queues: `test_lmq_group_start_reads_every_queue_backlog`)."""
+GROUPS = sorted({(name, b["group"]) for name in SHAPES for b in ORACLES[name]["backlogs"]
+                  if not ORACLES[name]["config"].get("enableLmq")})
+"""Consumer groups of the BatchCQ and cqext fixtures (the LMQ stores' rows are read through several
+queues: `test_lmq_group_start_reads_every_queue_backlog`, test_conformance_rdb.py)."""
 ROW = ("commitLogOffset", "topic", "queueId", "queueOffset")
 
 
@@ -31,7 +32,7 @@ def _backlog_rows(name: str) -> dict[tuple[str, int], list[int]]:
 
 
 def test_shape_fixtures_present() -> None:
-    assert {name.rsplit("-", 1)[-1] for name in SHAPES} == {"batchcq", "lmq", "cqext"}
+    assert {name.rsplit("-", 1)[-1] for name in SHAPES} == {"batchcq", "lmq", "cqext", "rdb"}
 
 
 @pytest.mark.parametrize("name", SHAPES)
@@ -96,15 +97,6 @@ def test_query_topic_reads_an_lmq_queue(name: str, capsys: pytest.CaptureFixture
         assert rows == [{"topic": r["topic"], "commitLogOffset": r["commitLogOffset"]} for r in wanted], q
 
 
-def _getmessage_rows(name: str, topics: set[str] | None = None) -> list[tuple]:
-    """RocketMQ's getMessage answers from the committed offsets, as rows (commitLogOffset, topic, queueId,
-    queueOffset): the record's own topic and queue, whichever queue it was read through (§4.6)."""
-    records = {r["commitLogOffset"]: r for r in ORACLES[name]["records"]}
-    return sorted((phy, records[phy]["topic"], records[phy]["queueId"], queue_offset)
-                  for b in ORACLES[name]["backlogs"] if topics is None or b["topic"] in topics
-                  for phy, queue_offset in zip(b["getMessage"], b["getMessageQueueOffsets"], strict=True))
-
-
 def _queue_rows(name: str, queue: str) -> list[tuple]:
     """The rows of every record in `queue` (its own topic, or an LMQ queue its properties name)."""
     return sorted((r["commitLogOffset"], r["topic"], r["queueId"], r["queueOffset"])
@@ -131,7 +123,7 @@ def test_lmq_group_start_reads_every_queue_backlog(
     unit getMessage returns, so a record in two of the group's queues is two rows (docs/format.md §4.6)."""
     rows = _rows(spark.read.format(engine_format).option("startingOffsets", "group:shape-group"),
                  str(store_dir(name)), pushdown)
-    assert rows == _getmessage_rows(name)
+    assert rows == getmessage_rows(name)
     assert len(set(rows)) < len(rows)  # the fixture has records in two of the group's queues
 
 
@@ -149,7 +141,7 @@ def test_topics_option_reads_an_lmq_queue(spark: SparkSession, engine_format: st
         return spark.read.format(engine_format).options(**options)
 
     rows = _rows(read(topics="%LMQ%q1", startingOffsets="group:shape-group"), store, pushdown)
-    assert rows == _getmessage_rows(name, {"%LMQ%q1"})
+    assert rows == getmessage_rows(name, {"%LMQ%q1"})
     rows = _rows(read(topics="%LMQ%q1"), store, pushdown, where="queueOffset >= 3")
     assert rows == [r for r in _queue_rows(name, "%LMQ%q1") if r[3] >= 3]
     both = _rows(read(topics="TopicLmq,%LMQ%q1"), store, pushdown, where="key IN ('lmq-4', 'lmq-5')")
@@ -177,5 +169,5 @@ def test_lmq_stream_reads_the_queue_backlog(spark: SparkSession, engine_format: 
         end = json.loads(query.lastProgress["sources"][0]["endOffset"])
     finally:
         query.stop()
-    assert rows == _getmessage_rows(name)
+    assert rows == getmessage_rows(name)
     assert end[next(iter(end))]["queueOffsets"]["%LMQ%q1"] == {"0": 10}

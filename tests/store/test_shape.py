@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from rmqstore.cli import main as cli_main
-from rmqstore.store import Store, UnsupportedShapeError
+from rmqstore.store import Store, StoreCorruptionError, UnsupportedShapeError
 
 FIXTURES = Path(__file__).parents[1] / "conformance" / "fixtures"
 DEFAULT = FIXTURES / "rmq-5.5.0" / "store"
 DLEDGER = FIXTURES / "rmq-5.4.0-dledger" / "store"
 ROCKSDB = FIXTURES / "rmq-5.3.3-rocksdb" / "store"
+RDB = FIXTURES / "rmq-5.3.3-rdb" / "store"
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -50,24 +51,29 @@ def test_a_dledger_log_with_the_commitlog_it_replaced_is_refused(tmp_path: Path)
         Store.open(root)
 
 
-def test_consumer_offsets_in_the_v2_config_storage_are_refused(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_consumer_offsets_in_the_v2_config_storage_are_read_never_the_older_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A broker with configManagerVersion=v2 (5.3.2+) keeps its consumer offsets in the RocksDB config/rdb/
-    and no longer writes consumerOffset.json: readers of offsets refuse the store by name instead of reading
-    the JSON an older broker left (§4.8); `info` prints the rest and notes the refusal."""
+    and no longer reads or writes consumerOffset.json (§4.8): readers of offsets take them from there, never
+    from the JSON an older broker left, even when config/rdb/ cannot be opened (that fails naming it); `info`
+    prints the rest and notes the failure."""
+    with Store.open(RDB) as store:
+        assert store.shape.describe() == ("RocksDB consumer offsets (config/rdb/); "
+                                          "LMQ queues (2 %LMQ% queue(s) in consumequeue/)")
+        assert ("TopicLmq", "shape-group") in store.consumer_offsets()
     root = _copy(tmp_path)
+    assert (root / "config" / "consumerOffset.json").exists()
     (root / "config" / "rdb").mkdir()
     (root / "config" / "rdb" / "CURRENT").write_text("MANIFEST-000005\n")
-    refused = (r"config/rdb: RocksDB consumer offsets \(config/rdb/\): reading consumer offsets refused: .*"
-               r"configManagerVersion=v2")
+    unreadable = r"config/rdb: at physical offset 0: cannot open the RocksDB read-only"
     with Store.open(root) as store:
         assert store.shape.name == "rocksdb-offsets"
-        with pytest.raises(UnsupportedShapeError, match=refused):
+        with pytest.raises(StoreCorruptionError, match=unreadable):
             store.consumer_offsets()
-        with pytest.raises(UnsupportedShapeError, match=refused):
+        with pytest.raises(StoreCorruptionError, match=unreadable):
             store.group_offsets("group-a")
     assert cli_main(["info", str(root), "--json"]) == 0
-    assert "configManagerVersion=v2" in capsys.readouterr().out
+    assert "config/rdb" in capsys.readouterr().out
 
 
 def test_rocksdb_stores_are_detected_and_their_queues_and_offsets_read(

@@ -1,6 +1,7 @@
 """`StoreConfig`: the broker's own files beside the log (design §4.1): config under `config/` (§1.4),
 JSON files read with the broker's `.bak` fallback, the consumer offsets of RocksDB metadata mode
-(`config/consumerOffsets/`, §4.8), and the `checkpoint` and `abort` files (§6).
+(`config/consumerOffsets/`) and of the v2 config storage (`config/rdb/`, §4.8), and the `checkpoint` and
+`abort` files (§6).
 
 `ConfigManager.load()` falls back to `<name>.bak` when the main file is missing, empty or
 unparseable; so do we. fastjson writes bare integer map keys, hence `parse_fastjson`.
@@ -14,18 +15,23 @@ from typing import Any, TypeVar
 
 from rmqstore.format.brokerconfig import consumer_offsets, parse_fastjson, topic_configs
 from rmqstore.format.checkpoint import Checkpoint, parse_checkpoint
+from rmqstore.format.configstorage import (
+    CONSUMER_OFFSETS_LOWER,
+    CONSUMER_OFFSETS_UPPER,
+    parse_consumer_offset,
+)
 from rmqstore.io.base import StoreFileSystem
 from rmqstore.store.errors import StoreCorruptionError, UnknownNameError, UnreadableFileError
 from rmqstore.store.rocksdb import is_rocksdb, local_rocksdb
 from rmqstore.store.segments import read_small_file
-from rmqstore.store.shape import ROCKSDB_OFFSETS, Feature, UnsupportedShapeError
 
 CONFIG_DIR = "config"
 CONSUMER_OFFSET_FILE = "consumerOffset.json"
 CONSUMER_OFFSETS_ROCKSDB = "consumerOffsets"
 """`RocksDBConsumerOffsetManager`'s database: topic@group -> {"offsetTable": {queueId: offset}} (§4.8)."""
 CONFIG_STORAGE_ROCKSDB = "rdb"
-"""`ConfigStorage`'s database (configManagerVersion=v2): not read, refused (§4.8)."""
+"""`ConfigStorage`'s database (configManagerVersion=v2): consumer offsets keyed by group, topic and queueId
+(§4.8)."""
 KV_DATA_VERSION_FAMILY = "kvDataVersion"
 KV_DATA_VERSION_KEY = b"kvDataVersionKey"
 TOPICS_FILE = "topics.json"
@@ -65,19 +71,22 @@ def load_config_document(fs: StoreFileSystem, config_dir: str, name: str,
 
 
 def consumer_offsets_source(fs: StoreFileSystem, config_dir: str) -> str:
-    """Where the broker's consumer offsets are: the RocksDB `consumerOffsets/` when there is one, else
-    consumerOffset.json."""
-    rocks = fs.join(config_dir, CONSUMER_OFFSETS_ROCKSDB)
-    return rocks if is_rocksdb(fs, rocks) else fs.join(config_dir, CONSUMER_OFFSET_FILE)
+    """Where the broker's consumer offsets are: the v2 config storage `rdb/`, else the RocksDB
+    `consumerOffsets/`, when there is one, else consumerOffset.json."""
+    for name in (CONFIG_STORAGE_ROCKSDB, CONSUMER_OFFSETS_ROCKSDB):
+        if is_rocksdb(fs, fs.join(config_dir, name)):
+            return fs.join(config_dir, name)
+    return fs.join(config_dir, CONSUMER_OFFSET_FILE)
 
 
 def load_consumer_offsets(fs: StoreFileSystem, config_dir: str) -> dict[tuple[str, str], dict[int, int]]:
-    """(topic, group) -> {queueId: next queue offset} from consumerOffset.json (or its .bak), or in
-    RocksDB metadata mode from `consumerOffsets/` (§4.8); refused when the v2 config storage `rdb/` holds
-    them (a stale consumerOffset.json would be read otherwise)."""
+    """(topic, group) -> {queueId: next queue offset} (§4.8): from the v2 config storage `rdb/` alone when
+    it is a RocksDB (`ConsumerOffsetManagerV2.load` reads nothing else; a consumerOffset.json is an older
+    broker's), else from consumerOffset.json (or its .bak), or in RocksDB metadata mode from
+    `consumerOffsets/` unless the JSON's dataVersion counter is higher."""
     rdb = fs.join(config_dir, CONFIG_STORAGE_ROCKSDB)
     if is_rocksdb(fs, rdb):
-        raise UnsupportedShapeError(rdb, Feature(ROCKSDB_OFFSETS, "config/rdb/"), "reading consumer offsets")
+        return _config_storage_offsets(fs, rdb)
     from_json = load_config_document(fs, config_dir, CONSUMER_OFFSET_FILE,
                                      lambda doc: (_counter(doc), consumer_offsets(doc)))
     rocks = fs.join(config_dir, CONSUMER_OFFSETS_ROCKSDB)
@@ -90,6 +99,25 @@ def load_consumer_offsets(fs: StoreFileSystem, config_dir: str) -> dict[tuple[st
         return consumer_offsets({"offsetTable": table})
     except ValueError as exc:
         raise StoreCorruptionError(rocks, 0, str(exc)) from None
+
+
+def _config_storage_offsets(fs: StoreFileSystem, path: str) -> dict[tuple[str, str], dict[int, int]]:
+    """The consumer-offset table of the v2 config storage at `path`, LMQ offsets included (the broker's
+    `queryOffset` reads those there); its other tables are skipped by key prefix. StoreCorruptionError
+    naming the database and the key for a record that does not fit the layout."""
+    db = local_rocksdb(fs, path, "config/rdb/ (v2 config storage)")
+    try:
+        table: dict[tuple[str, str], dict[int, int]] = {}
+        for key, value in db.items("default", CONSUMER_OFFSETS_LOWER, CONSUMER_OFFSETS_UPPER):
+            try:
+                group, topic, queue_id, offset = parse_consumer_offset(key, value)
+            except ValueError as exc:
+                raise StoreCorruptionError(path, 0,
+                                           f"consumer-offset record key {key.hex()}: {exc}") from None
+            table.setdefault((topic, group), {})[queue_id] = offset
+        return table
+    finally:
+        db.close()
 
 
 def _rocksdb_offset_table(fs: StoreFileSystem, path: str) -> tuple[int, dict[str, Any]]:
@@ -139,11 +167,11 @@ class StoreConfig:
 
     def consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
         """(topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback)
-        or the RocksDB config/consumerOffsets/ (§4.8)."""
+        or the RocksDB config/consumerOffsets/ or config/rdb/ (§4.8)."""
         return load_consumer_offsets(self.fs, self._config_dir)
 
     def group_offsets(self, group: str) -> dict[str, dict[int, int]]:
-        """topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
+        """topic -> {queueId: next queue offset} that consumer `group` committed (`consumer_offsets`).
 
         UnknownNameError naming the group, the close and the known ones when it committed none.
         """

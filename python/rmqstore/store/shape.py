@@ -42,10 +42,6 @@ ADVICE = {
     DLEDGER: "rmqstore reads a DLedger log (docs/format.md §2.13), but not together with the commitlog/ "
              "a store switched to DLedger keeps below dividedCommitlogOffset; read the records of both "
              "through a broker started on this store (enableDLegerCommitLog=true)",
-    ROCKSDB_OFFSETS: "rmqstore reads the RocksDB consumer offsets of config/consumerOffsets/ but not the "
-                     "v2 config storage config/rdb/ (configManagerVersion=v2, RocketMQ 5.3.2+, "
-                     "docs/format.md §4.8), where such a broker keeps them instead of consumerOffset.json; "
-                     "start from per-queue JSON offsets (startingOffsets) instead of a group",
 }
 """What rmqstore cannot do with a feature and what to do instead: the features it refuses."""
 

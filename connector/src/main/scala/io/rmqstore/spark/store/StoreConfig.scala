@@ -9,8 +9,8 @@ import io.rmqstore.spark.format.BrokerConfig
 import io.rmqstore.spark.io.StoreFileSystem
 
 /** The broker's files under `config/` and beside it (§4.8, §6): consumer offsets (JSON with the broker's
-  * `.bak` fallback, or RocksDB), topics.json, the checkpoint and `abort`; like python/rmqstore/store/config.py.
-  * A service of the store facade (docs/design.md §1).
+  * `.bak` fallback, or RocksDB: `config/consumerOffsets/`, the v2 config storage `config/rdb/`), topics.json, the
+  * checkpoint and `abort`; like python/rmqstore/store/config.py. A service of the store facade (docs/design.md §1).
   */
 private[spark] final class StoreConfig(fs: StoreFileSystem, root: String) {
   import StoreConfig._
@@ -33,35 +33,37 @@ private[spark] final class StoreConfig(fs: StoreFileSystem, root: String) {
       }
     }
 
-  /** Where the broker's consumer offsets are: the RocksDB `config/consumerOffsets/` (§4.8) when there is one. */
-  private def consumerOffsetsSource: String = {
-    val rocks = fs.join(root, ConfigDir, ConsumerOffsetsRocksDb)
-    if (RocksDb.isRocksDb(fs, rocks)) rocks else fs.join(root, ConfigDir, ConsumerOffsetFile)
-  }
+  /** Where the broker's consumer offsets are: the v2 config storage `config/rdb/`, else the RocksDB
+    * `config/consumerOffsets/` (§4.8), when there is one, else consumerOffset.json.
+    */
+  private def consumerOffsetsSource: String =
+    Seq(ConfigStorageRocksDb, ConsumerOffsetsRocksDb).map(fs.join(root, ConfigDir, _)).find(RocksDb.isRocksDb(fs, _))
+      .getOrElse(fs.join(root, ConfigDir, ConsumerOffsetFile))
 
-  /** (topic, group) -> {queueId: next queue offset} from config/consumerOffset.json (.bak fallback), or in RocksDB
-    * metadata mode from `config/consumerOffsets/` unless the JSON's dataVersion counter is higher (§4.8,
-    * `RocksDBConsumerOffsetManager.merge`).
+  /** (topic, group) -> {queueId: next queue offset} (§4.8): from the v2 config storage `config/rdb/` alone when it
+    * is a RocksDB (`ConsumerOffsetManagerV2.load` reads nothing else; a consumerOffset.json is an older broker's),
+    * else from config/consumerOffset.json (.bak fallback), or in RocksDB metadata mode from `config/consumerOffsets/`
+    * unless the JSON's dataVersion counter is higher (`RocksDBConsumerOffsetManager.merge`).
     */
   def consumerOffsets: Map[(String, String), Map[Int, Long]] = {
-    val rdb = fs.join(root, ConfigDir, ConfigStorageRocksDb) // v2 config storage: refused (§4.8), not a stale JSON
-    if (RocksDb.isRocksDb(fs, rdb))
-      throw new UnsupportedShapeException(rdb, Feature(Shape.RocksdbOffsets, "config/rdb/"), "reading consumer offsets")
-    val json = document(ConsumerOffsetFile)
     val source = consumerOffsetsSource
-    val doc =
-      if (!source.endsWith(ConsumerOffsetsRocksDb)) json
-      else {
-        val (counter, table) = RocksConsumerOffsets.read(fs, source)
-        json.filter(RocksConsumerOffsets.counter(_) > counter).orElse(Some(table))
-      }
-    doc.map { d =>
-      try BrokerConfig.consumerOffsets(d)
-      catch { case e: IllegalArgumentException => throw new StoreCorruptionException(source, 0, e.getMessage) }
-    }.getOrElse(Map.empty)
+    if (source.endsWith(ConfigStorageRocksDb)) ConfigStorageOffsets.read(fs, source)
+    else {
+      val json = document(ConsumerOffsetFile)
+      val doc =
+        if (!source.endsWith(ConsumerOffsetsRocksDb)) json
+        else {
+          val (counter, table) = RocksConsumerOffsets.read(fs, source)
+          json.filter(RocksConsumerOffsets.counter(_) > counter).orElse(Some(table))
+        }
+      doc.map { d =>
+        try BrokerConfig.consumerOffsets(d)
+        catch { case e: IllegalArgumentException => throw new StoreCorruptionException(source, 0, e.getMessage) }
+      }.getOrElse(Map.empty)
+    }
   }
 
-  /** topic -> {queueId: next queue offset} that consumer `group` committed (consumerOffset.json).
+  /** topic -> {queueId: next queue offset} that consumer `group` committed (`consumerOffsets`).
     * UnknownNameException naming the group, the close and the known ones when it committed none.
     */
   def groupOffsets(group: String): Map[String, Map[Int, Long]] = {
@@ -107,7 +109,7 @@ private[spark] object StoreConfig {
   final val ConsumerOffsetFile = "consumerOffset.json"
   final val ConsumerOffsetsRocksDb = "consumerOffsets"
 
-  /** `ConfigStorage`'s database (configManagerVersion=v2): not read, refused (§4.8). */
+  /** `ConfigStorage`'s database (configManagerVersion=v2): consumer offsets keyed by group, topic, queueId (§4.8). */
   final val ConfigStorageRocksDb = "rdb"
   final val TopicsFile = "topics.json"
   final val BackupSuffix = ".bak"

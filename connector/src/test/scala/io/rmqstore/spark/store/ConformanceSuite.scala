@@ -185,15 +185,9 @@ class ConformanceSuite extends AnyFunSuite {
       } finally store.close()
     }
 
-    test(s"$name: consumer offsets match the persisted JSON") {
-      val expected = all(name).get("consumerOffsets").fields.asScala.map { e =>
-        val at = e.getKey.indexOf('@')
-        (e.getKey.substring(0, at), e.getKey.substring(at + 1)) -> e.getValue.fields.asScala.map(q =>
-          q.getKey.toInt -> q.getValue.asLong
-        ).toMap
-      }.toMap
+    test(s"$name: consumer offsets match the broker's persisted ones") {
       val store = open(name)
-      try assert(store.consumerOffsets == expected)
+      try assert(store.consumerOffsets == offsetTable(all(name).get("consumerOffsets")))
       finally store.close()
     }
 
@@ -264,16 +258,46 @@ class ConformanceSuite extends AnyFunSuite {
         finally store.close()
       }
     }
+  }
 
-    test(s"$name: consumer offsets in the v2 config storage config/rdb/ are refused by name, not read stale") {
-      val root = copy(name, java.nio.file.Files.createTempDirectory("rmq-rocksdb-rdb"))
-      java.nio.file.Files.createDirectories(root.resolve("config").resolve("rdb"))
-      java.nio.file.Files.writeString(root.resolve("config").resolve("rdb").resolve("CURRENT"), "MANIFEST-000005\n")
+  for (name <- Oracle.main if all(name).path("configManagerVersion").asText == "v2") {
+    def offsets(field: String) = offsetTable(all(name).get(field))
+
+    test(s"$name: consumer offsets come from the v2 config storage config/rdb/, never the older JSON") {
+      val before = fileHashes(name)
+      val store = open(name)
+      try {
+        assert(store.consumerOffsets == offsets("consumerOffsets"))
+        assert(store.consumerOffsets != offsets("staleConsumerOffsets"))
+        assert(store.groupOffsets("shape-group").keySet.exists(_.startsWith("%LMQ%")))
+      } finally store.close()
+      assert(fileHashes(name) == before)
+    }
+
+    test(s"$name: other config/rdb/ tables are skipped, a malformed offset record fails naming the key") {
+      val root = copy(name, java.nio.file.Files.createTempDirectory("rmq-rdb"))
+      val rdb = root.resolve("config").resolve("rdb").toString
+      def put(key: Array[Byte]): Unit = {
+        org.rocksdb.RocksDB.loadLibrary()
+        val options = new org.rocksdb.Options().setAllowConcurrentMemtableWrite(false) // ConfigHelper's family
+        val db = org.rocksdb.RocksDB.open(options, rdb)
+        try db.put(key, new Array[Byte](8))
+        finally { db.close(); options.close() }
+      }
+      def bytes(parts: Int*): Array[Byte] = parts.map(_.toByte).toArray
+      put(bytes(1, 0, 2, 2, 0, 1, 'g', 1, 0, 1, 't', 1, 0, 0, 0, 0)) // a pull offset (table 2)
+      val reopened = Store.open(StoreLocation(root.toString), null, Some(geometry(name)))
+      try assert(reopened.consumerOffsets == offsets("consumerOffsets"))
+      finally reopened.close()
+      val shortQueueId = bytes(1, 0, 1, 2, 0, 1, 'g', 1, 0, 1, 't', 1, 0, 0)
+      put(shortQueueId)
       val store = Store.open(StoreLocation(root.toString), null, Some(geometry(name)))
       try {
-        val failure = intercept[UnsupportedShapeException](store.consumerOffsets)
-        val refused = "RocksDB consumer offsets (config/rdb/): reading consumer offsets refused"
-        assert(failure.getMessage.contains(refused) && failure.getMessage.contains("configManagerVersion=v2"))
+        val failure = intercept[StoreCorruptionException](store.consumerOffsets)
+        assert(
+          failure.getMessage == s"$rdb: at physical offset 0: consumer-offset record key " +
+            s"${shortQueueId.map(b => f"$b%02x").mkString}: 2 bytes after the topic's separator, not a 4-byte queue id"
+        )
       } finally store.close()
     }
   }

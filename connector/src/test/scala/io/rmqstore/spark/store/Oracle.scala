@@ -106,6 +106,14 @@ object Oracle {
 
   def text(node: JsonNode, field: String): String = if (node.get(field).isNull) null else node.get(field).asText
 
+  /** An oracle offset table (`topic@group` -> {queueId: offset}) as `Store.consumerOffsets` answers it. */
+  def offsetTable(node: JsonNode): Map[(String, String), Map[Int, Long]] =
+    node.fields.asScala.map { e =>
+      val at = e.getKey.indexOf('@')
+      (e.getKey.substring(0, at), e.getKey.substring(at + 1)) ->
+        e.getValue.fields.asScala.map(q => q.getKey.toInt -> q.getValue.asLong).toMap
+    }.toMap
+
   def longs(node: JsonNode): Seq[Long] = node.asScala.map(_.asLong).toSeq
 
   def stringMap(node: JsonNode): Map[String, String] = node.fields.asScala.map(e => e.getKey -> e.getValue.asText).toMap

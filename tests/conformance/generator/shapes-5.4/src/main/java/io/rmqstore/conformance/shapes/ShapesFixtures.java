@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.Message;
@@ -42,11 +43,11 @@ import org.apache.rocketmq.store.stats.BrokerStatsManager;
  * and {@code rmq-<v>-cqext} (enableConsumeQueueExt). The oracle has the sections of the main fixtures plus
  * {@code backlogs}: getMessage from every committed consumer offset to the queue's end.
  */
-public final class ShapesFixtures {
+public class ShapesFixtures {
     static final String BATCH_TOPIC = "TopicBatch";
-    static final String LMQ_TOPIC = "TopicLmq";
+    protected static final String LMQ_TOPIC = "TopicLmq";
     static final String EXT_TOPIC = "TopicExt";
-    static final String GROUP = "shape-group";
+    protected static final String GROUP = "shape-group";
     static final InetSocketAddress BORN = new InetSocketAddress("10.0.0.7", 52100);
     static final InetSocketAddress STORE = new InetSocketAddress("127.0.0.1", 10911);
 
@@ -56,22 +57,36 @@ public final class ShapesFixtures {
     private int step;
     private Map<String, TopicConfig> topics;
 
-    ShapesFixtures(Path out) {
+    protected ShapesFixtures(Path out) {
         this.out = out;
     }
 
     public static void main(String[] args) {
+        run(args, ShapesFixtures::new, (g, version) -> {
+            g.batchCq("rmq-" + version + "-batchcq");
+            g.lmq("rmq-" + version + "-lmq");
+            g.cqExt("rmq-" + version + "-cqext");
+        });
+    }
+
+    /** What a generator main writes with its generator, named after the linked RocketMQ release. */
+    @FunctionalInterface
+    protected interface Fixtures<G extends ShapesFixtures> {
+        void write(G generator, String version) throws Exception;
+    }
+
+    /** Runs {@code fixtures} with a generator over {@code <fixtures output directory>}; exits the JVM. */
+    protected static <G extends ShapesFixtures> void run(String[] args, Function<Path, G> generator,
+        Fixtures<G> fixtures) {
         int status = 0;
         try {
             if (args.length != 1) {
                 throw new IllegalArgumentException("usage: <fixtures output directory>");
             }
-            ShapesFixtures g = new ShapesFixtures(Path.of(args[0]).toAbsolutePath());
+            Path out = Path.of(args[0]).toAbsolutePath();
             String version = Rmq5Driver.attachedTo(null).rocketmqVersion();
-            g.batchCq("rmq-" + version + "-batchcq");
-            g.lmq("rmq-" + version + "-lmq");
-            g.cqExt("rmq-" + version + "-cqext");
-            System.out.println("shape fixtures written for RocketMQ " + version + " under " + g.out);
+            fixtures.write(generator.apply(out), version);
+            System.out.println("shape fixtures written for RocketMQ " + version + " under " + out);
         } catch (Throwable e) {
             e.printStackTrace();
             status = 1;
@@ -118,7 +133,7 @@ public final class ShapesFixtures {
     }
 
     /** Records of TopicLmq dispatched also to one or two %LMQ% queues (queue id 0 there), and a plain topic. */
-    private void lmq(String name) throws Exception {
+    protected void lmq(String name) throws Exception {
         Path root = begin(name);
         MessageStoreConfig c = config(root);
         c.setEnableLmq(true);
@@ -260,11 +275,20 @@ public final class ShapesFixtures {
         oracle.put("msgIdQueries", Oracle.msgIdQueries(driver, ids));
         oracle.put("backlogs", backlogs(offsets));
         store.shutdown();
-        driver.persistConsumerOffsets(root, offsets); // the broker's ConsumerOffsetManager
-        oracle.put("consumerOffsets", FixtureGenerator.sorted(offsets));
+        persistConsumerOffsets(root, offsets, oracle);
         oracle.put("recoveredMaxPhyOffset", recoveredMaxPhyOffset(root, store.getMessageStoreConfig()));
         oracle.put("abortPresent", Files.exists(root.resolve("abort")));
         FixtureGenerator.write(root.getParent().resolve("oracle.json"), oracle);
+    }
+
+    /**
+     * Commits {@code offsets} as the broker's ConsumerOffsetManager persists them (config/consumerOffset.json) and
+     * puts into the oracle what it holds ({@code consumerOffsets}); the store is shut down.
+     */
+    protected void persistConsumerOffsets(Path root, Map<String, Map<Integer, Long>> offsets,
+        Map<String, Object> oracle) throws Exception {
+        Rmq5Driver.attachedTo(store).persistConsumerOffsets(root, offsets);
+        oracle.put("consumerOffsets", FixtureGenerator.sorted(offsets));
     }
 
     private static Map<String, Object> describe(MessageStoreConfig c) {
