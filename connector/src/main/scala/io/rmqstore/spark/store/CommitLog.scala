@@ -275,7 +275,8 @@ private[spark] final class CommitLog(
   /** `read` for a point or planning read: a positioned read of just these bytes (an unfinished file is never
     * mapped, `StoreFileSystem.open`), whatever the segment.
     */
-  def readAt(seg: Segment, pos: Long, len: Int, stats: ScanStats): ByteBuffer = read(seg, pos, len, stats, finished = false)
+  def readAt(seg: Segment, pos: Long, len: Int, stats: ScanStats): ByteBuffer =
+    read(seg, pos, len, stats, finished = false)
 
   /** `readRanges` for point reads (`readAt`). */
   def readRangesAt(seg: Segment, ranges: Seq[(Long, Int)], stats: ScanStats): Seq[ByteBuffer] =
