@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 
-def cached_demo_store(directory: Path, target_bytes: int, seed: int) -> Path:
-    """`directory/store`, a demo store of about `target_bytes` of log, written on first use."""
+def cached_demo_store(directory: Path, target_bytes: int, seed: int, segment_size: int | None = None) -> Path:
+    """`directory/store`, a demo store of about `target_bytes` of log (segments of `segment_size`, else
+    the demo's default), written on first use."""
     if not (directory / "store.done").exists():
         from rmqstore.writer.demo import create_demo_store
 
-        create_demo_store(directory / "store", target_bytes=target_bytes, seed=seed, overwrite=True)
+        create_demo_store(directory / "store", target_bytes=target_bytes, seed=seed,
+                          segment_size=segment_size, overwrite=True)
         (directory / "store.done").write_text("ok")
     return directory / "store"
+
+
+def sample_order_event(store: Path) -> tuple[str, datetime]:
+    """The single key of an order event from the middle of a demo store's log (a plain message: no
+    transaction half, no delayed copy, no space-separated key list; one match), and its storeTimestamp."""
+    from rmqstore.store import Store
+
+    with Store.open(str(store)) as opened:
+        middle = (opened.min_offset + opened.max_offset) // 2
+        batch = next(opened.scan(middle, middle + (1 << 20), ["topic", "key", "keys", "storeTimestamp"]))
+    row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["keys"] == [r["key"]])
+    return row["key"], row["storeTimestamp"]

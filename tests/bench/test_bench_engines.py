@@ -19,11 +19,11 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from bench_stores import cached_demo_store
+from bench_stores import cached_demo_store, sample_order_event
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -76,23 +76,13 @@ def bench() -> Iterator[tuple[SparkSession, Path]]:
     spark.stop()
 
 
-def _sample(store: Path) -> tuple[str, datetime]:
-    """The single key of an order event from the middle of the log (a plain message: no transaction
-    half, no delayed copy, no space-separated key list), and its storeTimestamp (UTC)."""
-    with Store.open(str(store)) as opened:
-        middle = (opened.min_offset + opened.max_offset) // 2
-        batch = next(opened.scan(middle, middle + (1 << 20), ["topic", "key", "keys", "storeTimestamp"]))
-    row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["keys"] == [r["key"]])
-    return row["key"], row["storeTimestamp"]
-
-
 def _noop(df: DataFrame) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
 def test_engines(bench: tuple[SparkSession, Path]) -> None:
     spark, store = bench
-    key, middle = _sample(store)
+    key, middle = sample_order_event(store)
     ts = F.col("storeTimestamp")
     window = (ts >= F.lit(middle)) & (ts < F.lit(middle + timedelta(minutes=1)))
     queries = [

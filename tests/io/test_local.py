@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import mmap
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers.page_cache import drop_page_cache, page_cache_droppable, resident_bytes
 from rmqstore.io import IOStats, LocalFileSystem, resolve_location
+
+COLD_FILE_BYTES = 16 << 20
 
 
 @pytest.fixture
@@ -47,6 +52,46 @@ def test_read_ranges_concatenates_clipped_ranges_and_counts_them(tree):
         handle.read_ranges([5], [-1])
     assert not data.flags.writeable
     assert len(handle.read_ranges([500, 200], [10, 10])) == 0
+
+
+def test_read_at_is_one_positioned_read_of_the_bytes_asked_for(tree):
+    fs = LocalFileSystem()
+    handle = fs.open(str(tree / "d" / "b.bin"))
+    data = handle.read_at(10, 5)
+    assert bytes(data) == bytes(range(10, 15)) and not data.flags.writeable
+    assert (fs.stats.bytes_read, fs.stats.read_calls) == (5, 1)
+    assert not np.shares_memory(data, handle.read(0, handle.size))  # a fresh array, not a view of the map
+    assert bytes(handle.read_at(198, 10)) == bytes([198, 199])
+
+
+@pytest.fixture
+def cold_file(tmp_path: Path) -> Path:
+    """16 MiB of random bytes on disk, none of them in the page cache."""
+    path = tmp_path / "cold.bin"
+    path.write_bytes(np.random.default_rng(5).integers(0, 256, COLD_FILE_BYTES, dtype=np.uint8).tobytes())
+    if not page_cache_droppable(tmp_path):
+        pytest.skip("this file system keeps its files in memory (tmpfs): no page cache to drop")
+    drop_page_cache([path])
+    assert resident_bytes([path]) == 0
+    return path
+
+
+def test_point_reads_bring_in_only_the_pages_they_read(cold_file):
+    """Positioned reads from a descriptor advised random: no read-ahead around them (a page fault in the
+    map would read the read-ahead window around the page)."""
+    handle = LocalFileSystem().open(str(cold_file))
+    at = COLD_FILE_BYTES // 2 + 100
+    assert bytes(handle.read_at(at, 300)) == cold_file.read_bytes()[at : at + 300]
+    drop_page_cache([cold_file])  # reading the whole file to compare brought it all in
+    handle.read_at(at, 300)
+    handle.read_ranges([1 << 20, 5 << 20], [1000, 1000])
+    assert resident_bytes([cold_file]) == 3 * mmap.PAGESIZE
+
+
+def test_a_random_access_map_brings_in_only_the_pages_touched(cold_file):
+    view = LocalFileSystem().open(str(cold_file), random_access=True).read(0, COLD_FILE_BYTES)
+    assert int(view[COLD_FILE_BYTES // 2]) + int(view[3 << 20]) >= 0  # touch two pages
+    assert resident_bytes([cold_file]) == 2 * mmap.PAGESIZE
 
 
 def test_read_ranges_of_a_file_that_shrank_names_file_and_offset(tmp_path):

@@ -3,6 +3,12 @@
 A `StoreFileSystem` lists directories and opens files; a `RandomAccessFile` hands out byte ranges as
 read-only numpy uint8 arrays (zero-copy views for local memory maps, fresh buffers for remote ranged
 reads). Nothing here can write, lock or create a file.
+
+Two access patterns (design §4.5), chosen by the caller that knows which it makes: `read` for scans (a
+local file's map, which the kernel reads ahead of the pages touched) and `read_at` / `read_ranges` for
+point and planning reads (a record, a header, a probe: a local file is read by positioned reads of just
+those bytes, since a page fault in a map reads the whole read-ahead window around the page, megabytes).
+Files only ever probed (index files) are opened with `random_access`.
 """
 
 from __future__ import annotations
@@ -84,8 +90,13 @@ class RandomAccessFile(ABC):
         Raises ValueError for a negative offset or length.
         """
 
+    def read_at(self, offset: int, length: int) -> np.ndarray:
+        """`read` for a point read: just these bytes, nothing read ahead around them (`read_ranges`)."""
+        return self.read_ranges([offset], [length])
+
     def read_ranges(self, offsets: Sequence[int], lengths: Sequence[int]) -> np.ndarray:
-        """The bytes of several ranges, each clipped like `read`, concatenated into one array."""
+        """The bytes of several ranges, each clipped like `read`, concatenated into one array; no more
+        than these ranges is read (point reads: module docstring)."""
         if not len(offsets):
             return np.zeros(0, dtype=np.uint8)
         return np.concatenate([self.read(o, n) for o, n in zip(offsets, lengths, strict=True)])
@@ -113,9 +124,10 @@ class StoreFileSystem(ABC):
         """The entry for `path`, None when nothing is there."""
 
     @abstractmethod
-    def open(self, path: str) -> RandomAccessFile:
+    def open(self, path: str, *, random_access: bool = False) -> RandomAccessFile:
         """Open a file for positioned reads; FileNotFoundError naming the path when it is missing,
-        NotRegularFileError (without opening it) when it is a FIFO, socket, device or directory."""
+        NotRegularFileError (without opening it) when it is a FIFO, socket, device or directory.
+        `random_access`: the file is only probed, never scanned, so even `read` reads nothing ahead."""
 
     def exists(self, path: str) -> bool:
         return self.info(path) is not None

@@ -1,6 +1,8 @@
-"""Local files, memory-mapped read-only (mmap ACCESS_READ from an O_RDONLY descriptor); many small
-scattered ranges are read with positioned reads from an O_RDONLY descriptor instead (one compiled loop
-of `pread` calls).
+"""Local files, memory-mapped read-only (mmap ACCESS_READ from an O_RDONLY descriptor) for scans; point
+reads and many small scattered ranges are read with positioned reads from an O_RDONLY descriptor
+advised `POSIX_FADV_RANDOM` instead (one compiled loop of `pread` calls): the kernel then reads just the
+pages asked for, where a page fault in the map would read the read-ahead window around it. A file
+opened with `random_access` has its map advised `MADV_RANDOM` (a fault reads the page it needs).
 
 The map is never written, locked or extended; a broker may keep writing the file while we read it.
 """
@@ -90,12 +92,19 @@ def open_regular(path: str) -> int:
     return fd
 
 
+def advise_random(fd: int) -> None:
+    """Tell the kernel reads of this descriptor are random: no read-ahead (where the call exists)."""
+    if hasattr(os, "posix_fadvise"):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+
+
 class LocalFile(RandomAccessFile):
-    """A local file mapped once; `read` returns zero-copy views of the map."""
+    """A local file mapped once; `read` returns zero-copy views of the map (advised `MADV_RANDOM` with
+    `random_access`), `read_at` and `read_ranges` fresh arrays filled by positioned reads."""
 
     zero_copy = True
 
-    def __init__(self, path: str, stats: IOStats) -> None:
+    def __init__(self, path: str, stats: IOStats, *, random_access: bool = False) -> None:
         self.path = path
         self._stats = stats
         fd = open_regular(path)
@@ -104,6 +113,8 @@ class LocalFile(RandomAccessFile):
             self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self.size else None
         finally:
             os.close(fd)
+        if random_access and self._map is not None and hasattr(mmap, "MADV_RANDOM"):
+            self._map.madvise(mmap.MADV_RANDOM)
         self._view = np.frombuffer(self._map, dtype=np.uint8) if self._map is not None else _EMPTY
 
     def read(self, offset: int, length: int) -> np.ndarray:
@@ -114,7 +125,7 @@ class LocalFile(RandomAccessFile):
 
     def read_ranges(self, offsets: Sequence[int], lengths: Sequence[int]) -> np.ndarray:
         """`RandomAccessFile.read_ranges` by positioned reads (`pread`, one compiled loop) into one
-        fresh array.
+        fresh array, from a descriptor advised random: only the pages of these ranges are read.
 
         For many small scattered ranges this is faster than touching the map: no page fault per
         touched page and nothing mapped to tear down.
@@ -129,6 +140,7 @@ class LocalFile(RandomAccessFile):
         out = np.empty(int(wanted.sum()), dtype=np.uint8)
         fd = open_regular(self.path)
         try:
+            advise_random(fd)
             got = _pread_ranges(fd, starts, wanted, out)
             if got < 0:
                 self._read_rest(fd, starts, wanted, out, -1 - got)
@@ -182,8 +194,8 @@ class LocalFileSystem(StoreFileSystem):
     def info(self, path: str) -> FileEntry | None:
         return self._entry(os.path.basename(path.rstrip(os.sep)), path)
 
-    def open(self, path: str) -> LocalFile:
-        return LocalFile(path, self.stats)
+    def open(self, path: str, *, random_access: bool = False) -> LocalFile:
+        return LocalFile(path, self.stats, random_access=random_access)
 
     @staticmethod
     def _entry(name: str, path: str) -> FileEntry | None:

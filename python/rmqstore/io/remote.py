@@ -164,7 +164,8 @@ class ArrowFileSystem(StoreFileSystem):
         found = self.filesystem.get_file_info(path)
         return None if found.type == pafs.FileType.NotFound else self._entry(found)
 
-    def open(self, path: str) -> ArrowFile:
+    def open(self, path: str, *, random_access: bool = False) -> ArrowFile:
+        """`StoreFileSystem.open`: every read is a ranged request of what it asks, `random_access` or not."""
         entry = self.info(path)
         if entry is None or entry.is_dir:
             raise FileNotFoundError(f"{path}: no such file")

@@ -30,7 +30,9 @@ damage (PERMISSIVE): reading resumes at the next record start that resync finds 
 and the place and the bytes skipped are counted in `StoreStats`.
 
 Reads go through windows: a local map hands out zero-copy views, a remote file is read in ranged
-requests of at most `remote_window` bytes; a record cut by a window edge is re-read whole.
+requests of at most `remote_window` bytes; a record cut by a window edge is re-read whole. Point and
+planning reads (a record's check, header or store time, resync, the walk for the end from a remembered
+position) are `read_at`: positioned reads of just their bytes, not the map's read-ahead around them.
 
 Entry framing (`lead`): in a DLedger log (§2.13) each record is the body of an entry whose 48-byte
 header comes right before it. Positions stay record positions (what consume queues, the index and
@@ -287,7 +289,7 @@ class CommitLog:
         """Zeros where a record would start at `pos` and no index entry past it (E, the newest index file's
         endPhyOffset): space the broker never wrote, the end of what was written (damage.md §2)."""
         indexed = self._indexed_end
-        return (indexed is None or indexed <= seg.base_offset + pos) and not np.any(self.read(seg, pos, 8))
+        return (indexed is None or indexed <= seg.base_offset + pos) and not np.any(self.read_at(seg, pos, 8))
 
     def _walk_start(self, seg: Segment) -> int:
         """Where the walk for the end starts in `seg`, the segment holding it (module docstring): the
@@ -309,9 +311,14 @@ class CommitLog:
         return find_segment(self.segments, offset)
 
     def read(self, seg: Segment, pos: int, length: int) -> np.ndarray:
-        """Bytes [pos, pos + length) of a segment, clipped to the file."""
+        """Bytes [pos, pos + length) of a segment, clipped to the file, for a scan (a local map's view)."""
         self._stats.segments_touched.add(seg.base_offset)
         return self._files.get(seg.path).read(pos, length)
+
+    def read_at(self, seg: Segment, pos: int, length: int) -> np.ndarray:
+        """`read` for a point read: just these bytes (`RandomAccessFile.read_at`)."""
+        self._stats.segments_touched.add(seg.base_offset)
+        return self._files.get(seg.path).read_at(pos, length)
 
     def read_ranges(self, seg: Segment, positions: Sequence[int], lengths: Sequence[int]) -> np.ndarray:
         """Bytes of several ranges of a segment (positions in the segment), concatenated."""
@@ -332,13 +339,13 @@ class CommitLog:
         if pos < lead:
             return RecordCheckResult("invalid", 0, f"no DLedger entry header before position {pos}",
                                      np.empty(0, np.uint8))
-        buf = self.read(seg, pos - lead, PROBE_BYTES)
+        buf = self.read_at(seg, pos - lead, PROBE_BYTES)
         if self._blank_at(buf, lead):
             return RecordCheckResult("blank", seg.size - pos, None, buf[lead:])
         if len(buf) >= lead + 4:
             total = _INT.unpack_from(buf, lead)[0]
             if len(buf) < total + lead <= seg.size - pos + lead:
-                buf = self.read(seg, pos - lead, total + lead)
+                buf = self.read_at(seg, pos - lead, total + lead)
         kind, size, reason = self._check_in(buf, lead, seg.base_offset + pos, check_crc)
         return RecordCheckResult(kind, size, reason, buf[lead:])
 
@@ -364,26 +371,27 @@ class CommitLog:
     def record_header(self, seg: Segment, pos: int) -> str:
         """TOTALSIZE to BORNTIMESTAMP of the record at `pos`, hex: tells a record from any other one
         (another store's, or a rewrite) in one small read."""
-        return self.read(seg, pos, OFF_BORNHOST).tobytes().hex()
+        return self.read_at(seg, pos, OFF_BORNHOST).tobytes().hex()
 
     def store_time_at(self, seg: Segment, pos: int) -> int:
         """STORETIMESTAMP of the record at pos (a record start found by a walk or resync)."""
-        head = self.read(seg, pos, OFF_SYSFLAG + 4)
+        head = self.read_at(seg, pos, OFF_SYSFLAG + 4)
         offset = store_timestamp_offset(_INT.unpack_from(head, OFF_SYSFLAG)[0])
-        return _LONG.unpack_from(self.read(seg, pos + offset, 8), 0)[0]
+        return _LONG.unpack_from(self.read_at(seg, pos + offset, 8), 0)[0]
 
     def resync(self, seg: Segment, pos: int, hi: int) -> int | None:
         """Position of the first record start in [pos, hi) of a segment, None when there is none.
 
         The first read is `RESYNC_FIRST_WINDOW` bytes (a record start is usually near); a miss
-        re-reads from `pos` with a 4x larger window up to the file's window cap, then windows of
-        that size slide on, overlapping by TAIL_SLACK so a record cut by one window is whole in the next.
+        re-reads from `pos` with a 4x larger window up to `REMOTE_WINDOW` (positioned reads fill fresh
+        buffers), then windows of that size slide on, overlapping by TAIL_SLACK so a record cut by one
+        window is whole in the next.
         """
-        cap = self._window_cap(seg)
-        window = min(RESYNC_FIRST_WINDOW, cap)
+        cap = REMOTE_WINDOW
+        window = RESYNC_FIRST_WINDOW
         while pos < hi:
             length = min(seg.size - pos, hi - pos + TAIL_SLACK, window)
-            buf = self.read(seg, pos, length)
+            buf = self.read_at(seg, pos, length)
             found = next_record_start(buf, 0, seg.base_offset + pos, min(hi - pos, len(buf)))
             if found is not None:
                 return pos + found
@@ -402,10 +410,12 @@ class CommitLog:
         Ends at `hi`, a BLANK or the first invalid record; `stop` says which and where. The record
         where the walk stops at `hi` (the first start at or after it) is checked too: a range that
         starts inside the record before it resyncs past an invalid one silently, so damage starting
-        exactly there is reported by the walk whose last record ends at it. With `first_window`,
-        windows grow from that size (x4 each) to the usual one: for walks that usually end soon.
+        exactly there is reported by the walk whose last record ends at it. With `first_window`, for
+        walks that usually end soon, windows are point reads (`read_at`) growing from that size (x4
+        each) to `REMOTE_WINDOW`; else scan windows of the usual size.
         """
-        cap = self._window_cap(seg)
+        read = self.read if first_window is None else self.read_at
+        cap = self._window_cap(seg) if first_window is None else REMOTE_WINDOW
         window = cap if first_window is None else min(first_window, cap)
         need = 0
         lead = self.lead
@@ -413,7 +423,7 @@ class CommitLog:
             length = min(seg.size - pos, max(min(hi - pos + TAIL_SLACK, window), need))
             window = min(window * 4, cap)
             first = pos - lead  # buf[0]: the entry header before the record at pos (module docstring)
-            buf = self.read(seg, first, length + lead)
+            buf = read(seg, first, length + lead)
             walked = walk_records(buf, seg.base_offset + first, lead, min(hi - first, len(buf)),
                                   check_crc=check_crc, lead=lead)
             self._stats.records_walked += len(walked.starts)

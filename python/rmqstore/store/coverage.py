@@ -202,6 +202,6 @@ def _blank_at(cov: Coverage, seg: Segment, pos: int) -> bool:
         return cov.log.check_at(seg, pos + cov.log.lead, check_crc=False).kind == "blank"
     if pos + BLANK_HEADER_SIZE > seg.size:
         return False
-    head = cov.log.read(seg, pos, BLANK_HEADER_SIZE)
+    head = cov.log.read_at(seg, pos, BLANK_HEADER_SIZE)
     total, magic = struct.unpack(">iI", head.tobytes())
     return magic == BLANK_MAGIC and total == seg.size - pos

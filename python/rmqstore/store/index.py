@@ -91,13 +91,13 @@ class IndexFiles:
         if not self._entries or self._entries[-1].special is not None:
             return None
         try:
-            head = self._files.get(self._entries[-1].path).read(0, INDEX_HEADER_SIZE)
+            head = self._files.get(self._entries[-1].path, random_access=True).read(0, INDEX_HEADER_SIZE)
             return parse_index_header(head).end_phy_offset
         except (UnreadableFileError, ValueError):
             return None
 
     def _inspect(self, name: str, path: str, size: int) -> IndexFileInfo:
-        handle = self._files.get(path)
+        handle = self._files.get(path, random_access=True)  # probed, never scanned: no read-ahead
         if handle.zero_copy:  # the whole file as a zero-copy map
             data = handle.read(0, handle.size)
             info = self._check(name, path, size, data)

@@ -2,12 +2,13 @@
 
 The offsets are taken in parts spanning at most the log's window for the file (`LOCAL_WINDOW` mapped,
 `REMOTE_WINDOW` else), which bounds the memory a part holds. A memory-mapped part is read as one
-zero-copy window (pages are touched only where records are), unless its offsets lie `LOCAL_SPARSE_GAP`
-apart on average: then, like other files (remote stores), in windows around runs of offsets, gathered
-into one buffer by a single `read_ranges` call (positioned reads of `LOCAL_PROBE` bytes per record
-locally; runs of offsets closer than `READ_RUN_GAP` remotely). Every position of a part is then checked
-by one `PointReader.check` call; a record longer than its window is read again whole (a mapped window
-is made longer, other records are read once more after the windows).
+zero-copy window (pages are touched only where records are), unless it is one offset or its offsets lie
+`LOCAL_SPARSE_GAP` apart on average: then, like other files (remote stores), in windows around runs of
+offsets, gathered into one buffer by a single `read_ranges` call (positioned reads of `LOCAL_PROBE`
+bytes per record locally, which read no more than that: a page fault in the map would read the
+read-ahead window around the record; runs of offsets closer than `READ_RUN_GAP` remotely). Every
+position of a part is then checked by one `PointReader.check` call; a record longer than its window is
+read again whole (a mapped window is made longer, other records are read once more after the windows).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _read_part(log: CommitLog, reader: PointReader, seg: Segment, offsets: np.nd
     rel = offsets - seg.base_offset
     if not log.zero_copy(seg):
         return _read_runs(log, reader, seg, offsets, READ_RUN_GAP, PROBE_BYTES, check_crc)
-    if len(rel) > 1 and rel[-1] - rel[0] >= LOCAL_SPARSE_GAP * (len(rel) - 1):
+    if rel[-1] - rel[0] >= LOCAL_SPARSE_GAP * (len(rel) - 1):
         return _read_runs(log, reader, seg, offsets, LOCAL_PROBE, LOCAL_PROBE, check_crc)
     start, end = int(rel[0]), min(int(rel[-1]) + PROBE_BYTES, seg.size)
     while True:

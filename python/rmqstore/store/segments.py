@@ -152,11 +152,12 @@ class OpenFiles:
         self.fs = fs
         self._files: dict[str, RandomAccessFile] = {}
 
-    def get(self, path: str) -> RandomAccessFile:
+    def get(self, path: str, *, random_access: bool = False) -> RandomAccessFile:
+        """The file, opened on first use (`random_access` then, as `StoreFileSystem.open` says)."""
         handle = self._files.get(path)
         if handle is None:
             try:
-                handle = self._files[path] = self.fs.open(path)
+                handle = self._files[path] = self.fs.open(path, random_access=random_access)
             except OSError as exc:
                 raise UnreadableFileError(path, _cause(exc)) from None
         return handle

@@ -185,7 +185,8 @@ def _after_record(store: IndexedLog, offset: int) -> int:
     seg = store.log.segment_at(offset)
     if seg is None or offset >= store.log.max_offset:
         return offset
-    total, magic = _HEAD.unpack(store.log.read(seg, offset - seg.base_offset, _HEAD.size).tobytes().ljust(8))
+    head = store.log.read_at(seg, offset - seg.base_offset, _HEAD.size)
+    total, magic = _HEAD.unpack(head.tobytes().ljust(8))
     fits = 0 < total <= min(seg.end_offset, store.log.max_offset) - offset
     return offset + total + store.log.lead if fits and magic in (MAGIC_V1, MAGIC_V2) else offset
 

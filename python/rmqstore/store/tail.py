@@ -234,7 +234,7 @@ class CommitLogTail:
         return SegmentBytes(self._open(seg.path))
 
     def _segment_started(self, seg: Segment) -> bool:
-        head = self._open(seg.path).read(0, 8)
+        head = self._open(seg.path).read_at(0, 8)
         return len(head) == 8 and _write_started(head, 0, seg.size, self.lead)
 
     def _is_sealed_segment(self, index: int) -> bool:
@@ -253,7 +253,7 @@ class CommitLogTail:
             return position
         seg = self.segments[index]
         rel = position - seg.base_offset - self.lead
-        data = self._open(seg.path).read(rel, 8)
+        data = self._open(seg.path).read_at(rel, 8)
         return self._last(seg) if _frame(data, 0, seg.size - rel, self.lead)[0] == "blank" else position
 
     def is_record_start(self, position: int) -> bool:
@@ -396,11 +396,11 @@ class CommitLogTail:
         """The record at `rel` validates when read again now: the broker finished it after the walk first
         read it, and what follows it was written since (a live broker, not damage)."""
         handle = self._open(seg.path)
-        head = handle.read(rel, _HEADER.size)
+        head = handle.read_at(rel, _HEADER.size)
         total = _HEADER.unpack_from(head, 0)[0] if len(head) == _HEADER.size else 0
         if total < MIN_RECORD_SIZE or rel + total > seg.size or rel < self.lead:
             return False
-        buf = handle.read(rel - self.lead, self.lead + total)
+        buf = handle.read_at(rel - self.lead, self.lead + total)
         return self._problem(buf, self.lead, seg.base_offset + rel) is None
 
     def _valid_after(self, seg: Segment, data: SegmentBytes, rel: int,

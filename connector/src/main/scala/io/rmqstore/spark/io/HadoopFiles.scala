@@ -38,7 +38,7 @@ final class HadoopFileSystem(root: URI, conf: Configuration) extends StoreFileSy
     * what was asked (S3A adds its readahead), never a stream to the end of the file; the listed status saves
     * the file system a second lookup.
     */
-  def open(path: String, finished: Boolean): RandomAccess = {
+  def open(path: String, finished: Boolean, random: Boolean): RandomAccess = {
     val status =
       try fs.getFileStatus(new Path(path))
       catch { case _: FileNotFoundException => null }

@@ -9,10 +9,11 @@ import java.nio.file.attribute.BasicFileAttributes
 import scala.jdk.CollectionConverters._
 import scala.util.Using
 
-/** Local files, read-only. Sealed files are memory-mapped once (a mapped file deleted by retention stays
-  * readable; one truncated would raise a fatal InternalError, so only files the broker no longer writes
-  * are mapped); other files are read with positioned reads (`FileChannel.read(buf, pos)`). Special files
-  * (FIFOs, devices, sockets) are never opened (design §4.1).
+/** Local files, read-only. Sealed files are memory-mapped once for scans (a mapped file deleted by retention
+  * stays readable; one truncated would raise a fatal InternalError, so only files the broker no longer writes
+  * are mapped, and the kernel reads ahead of the pages a scan touches); other files, and files opened
+  * `random` for point reads, are read with positioned reads (`FileChannel.read(buf, pos)`) that fetch just
+  * the pages asked for (design §4.5). Special files (FIFOs, devices, sockets) are never opened (design §4.1).
   */
 final class LocalFileSystem extends StoreFileSystem {
   def join(base: String, names: String*): String = names.foldLeft(Paths.get(base))(_.resolve(_)).toString
@@ -23,13 +24,13 @@ final class LocalFileSystem extends StoreFileSystem {
 
   def info(path: String): Option[FileEntry] = entry(Paths.get(path))
 
-  def open(path: String, finished: Boolean): RandomAccess = {
+  def open(path: String, finished: Boolean, random: Boolean): RandomAccess = {
     val p = Paths.get(path)
     if (!info(path).exists(!_.isDir)) throw new FileNotFoundException(s"$path: no such regular file")
     val channel = FileChannel.open(p, StandardOpenOption.READ)
     try {
       val size = channel.size
-      if (finished && size <= Int.MaxValue) {
+      if (finished && !random && size <= Int.MaxValue) {
         val map = channel.map(FileChannel.MapMode.READ_ONLY, 0, size)
         channel.close()
         new MappedFile(path, map)
@@ -67,7 +68,7 @@ final class MappedFile(val path: String, map: MappedByteBuffer) extends RandomAc
   def close(): Unit = () // Java 17 has no supported unmap; the map goes with its last reference.
 }
 
-/** A local file the broker may still write: positioned reads into fresh buffers. */
+/** A local file the broker may still write, or one read by point reads: positioned reads into fresh buffers. */
 final class PositionalFile(val path: String, channel: FileChannel, val length: Long) extends RandomAccess {
   def zeroCopy: Boolean = false
 

@@ -19,11 +19,13 @@ trait StoreFileSystem extends AutoCloseable {
   /** The entry for `path` (a regular file or a directory), None otherwise. */
   def info(path: String): Option[FileEntry]
 
-  /** Open a regular file for positioned reads. `finished` files (no longer written) may be memory-mapped;
-    * others are read by positioned reads so a file truncated under us cannot crash the JVM.
+  /** Open a regular file for positioned reads. `finished` files (no longer written) may be memory-mapped for
+    * scans; others are read by positioned reads so a file truncated under us cannot crash the JVM. `random`:
+    * the file is only probed (point and planning reads, never scanned), so it is read by positioned reads of
+    * just the bytes asked for (a page fault in a map reads the whole read-ahead window around the page).
     * FileNotFoundException naming the path when it is missing or not a regular file.
     */
-  def open(path: String, finished: Boolean): RandomAccess
+  def open(path: String, finished: Boolean, random: Boolean = false): RandomAccess
 
   final def isDir(path: String): Boolean = info(path).exists(_.isDir)
 

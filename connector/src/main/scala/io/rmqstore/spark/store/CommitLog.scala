@@ -45,8 +45,10 @@ private[store] object WalkStop {
   *
   * The walk reads windows growing from `ResumeWindow`, so a short one reads little. The same rule as
   * python/rmqstore/store/commitlog.py `CommitLog.end`. Segments wholly before the end are finished and
-  * memory-mapped; the segment holding the end is read by positioned reads in windows (the broker may be
-  * writing it); a record cut by a window edge is re-read whole.
+  * memory-mapped for scans; the segment holding the end is read by positioned reads in windows (the broker may
+  * be writing it); a record cut by a window edge is re-read whole. Point and planning reads (`readAt`: a
+  * record's check, header or store time, resync) are positioned reads of just their bytes in any segment: a
+  * page fault in a map reads the whole read-ahead window around the page.
   *
   * Entry framing (`lead`): in a DLedger log (§2.13) each record is the body of an entry whose 48-byte header
   * comes right before it. Positions stay record positions (what consume queues, the index and msgIds hold);
@@ -111,7 +113,7 @@ private[spark] final class CommitLog(
     for (seg <- segments if seg.endOffset > from) {
       var pos = math.max(from - seg.baseOffset, 0L)
       while (pos >= 0 && pos < seg.size && !unwritten(seg, pos, stats)) {
-        val found = resyncIn(seg, pos, seg.size, stats, finished = false)
+        val found = resync(seg, pos, seg.size, stats)
         if (found < 0) pos = -1
         else {
           val stop = new WalkStop
@@ -157,7 +159,7 @@ private[spark] final class CommitLog(
 
   private def cleanEnd(stats: ScanStats): Long = {
     val holding =
-      segments.reverseIterator.map(seg => seg -> recordAt(seg, lead, checkCrcAtEnd, stats, finished = false)._2)
+      segments.reverseIterator.map(seg => seg -> recordAt(seg, lead, checkCrcAtEnd, stats)._2)
         .find { case (_, first) => first == RecordCheck.Blank || first > 0 }
     holding match {
       case None =>
@@ -171,7 +173,7 @@ private[spark] final class CommitLog(
         val from = math.max(
           math.max(walkStart(seg, stats), lead.toLong),
           LogEndCache.resumeAt(seg, checkCrcAtEnd, recovery = false)(pos =>
-            recordAt(seg, pos, checkCrcAtEnd, stats, false)._2
+            recordAt(seg, pos, checkCrcAtEnd, stats)._2
           )
         )
         var lastStart = -1L
@@ -203,7 +205,7 @@ private[spark] final class CommitLog(
     while (found < 0) {
       val seg = segments(i)
       val from =
-        LogEndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats, false)._2)
+        LogEndCache.resumeAt(seg, checkCrcAtEnd, recovery = true)(recordAt(seg, _, checkCrcAtEnd, stats)._2)
       val stop = new WalkStop
       var lastStart = -1L
       walk(seg, from, seg.size, checkCrcAtEnd, stop, stats, finished = false, if (from > 0) ResumeWindow else 0) {
@@ -231,7 +233,7 @@ private[spark] final class CommitLog(
     */
   private def recoveryStart(minTimestamp: Long, stats: ScanStats): Int =
     (segments.length - 1 until 0 by -1).find { i =>
-      val (buf, code) = recordAt(segments(i), 0, checkCrcAtEnd, stats, finished = false)
+      val (buf, code) = recordAt(segments(i), 0, checkCrcAtEnd, stats)
       code >= Layout.MinRecordSize && {
         val storeTime = buf.getLong(Layout.storeTimestampOffset(buf.getInt(Layout.OffSysFlag)))
         storeTime > 0 && storeTime <= minTimestamp
@@ -247,7 +249,7 @@ private[spark] final class CommitLog(
   private def walkStart(seg: Segment, stats: ScanStats): Long =
     lastIndexed.filter(e => seg.contains(e) && e > seg.baseOffset).fold(0L) { e =>
       val pos = e - seg.baseOffset
-      if (recordAt(seg, pos, checkCrcAtEnd, stats, finished = false)._2 >= Layout.MinRecordSize) pos else 0L
+      if (recordAt(seg, pos, checkCrcAtEnd, stats)._2 >= Layout.MinRecordSize) pos else 0L
     }
 
   /** Sealed segments lie wholly before the valid end: the broker no longer writes them, so they are mapped. */
@@ -270,6 +272,16 @@ private[spark] final class CommitLog(
     buffers
   }
 
+  /** `read` for a point or planning read: a positioned read of just these bytes (an unfinished file is never
+    * mapped, `StoreFileSystem.open`), whatever the segment.
+    */
+  def readAt(seg: Segment, pos: Long, len: Int, stats: ScanStats): ByteBuffer =
+    read(seg, pos, len, stats, finished = false)
+
+  /** `readRanges` for point reads (`readAt`). */
+  def readRangesAt(seg: Segment, ranges: Seq[(Long, Int)], stats: ScanStats): Seq[ByteBuffer] =
+    readRanges(seg, ranges, stats, finished = false)
+
   private def windowCap(seg: Segment, finished: Boolean): Int =
     if (file(seg, finished).zeroCopy) Int.MaxValue else RemoteWindow
 
@@ -277,14 +289,14 @@ private[spark] final class CommitLog(
     * `RecordCheck.check` code (PHYSICALOFFSET compared with the position); in a DLedger log its entry header
     * is checked too (`entryProblem` says why it fails).
     */
-  def recordAt(seg: Segment, pos: Long, verifyCrc: Boolean, stats: ScanStats, finished: Boolean): (ByteBuffer, Int) = {
+  def recordAt(seg: Segment, pos: Long, verifyCrc: Boolean, stats: ScanStats): (ByteBuffer, Int) = {
     if (pos < lead) return (ByteBuffer.allocate(0), RecordCheck.TooShort)
-    var buf = read(seg, pos - lead, ProbeBytes, stats, finished)
+    var buf = readAt(seg, pos - lead, ProbeBytes, stats)
     if (blankAt(buf, lead)) return (slice(buf, lead), RecordCheck.Blank)
     if (buf.limit() >= lead + 4) {
       val total = buf.getInt(lead)
       if (buf.limit() < total + lead && total <= seg.size - pos)
-        buf = read(seg, pos - lead, total + lead, stats, finished)
+        buf = readAt(seg, pos - lead, total + lead, stats)
     }
     val code = RecordCheck.check(buf, lead, buf.limit(), verifyCrc, seg.baseOffset + pos)
     val framed = code <= 0 || entryProblem(buf, lead, seg.baseOffset + pos - lead, code) == null
@@ -309,28 +321,24 @@ private[spark] final class CommitLog(
 
   /** STORETIMESTAMP of the record at `pos` (a record start found by a walk or resync). */
   def storeTimeAt(seg: Segment, pos: Long, stats: ScanStats): Long = {
-    val finished = isSealed(seg)
-    val head = read(seg, pos, Layout.OffSysFlag + 4, stats, finished)
+    val head = readAt(seg, pos, Layout.OffSysFlag + 4, stats)
     val at = Layout.storeTimestampOffset(head.getInt(Layout.OffSysFlag))
-    read(seg, pos + at, 8, stats, finished).getLong(0)
+    readAt(seg, pos + at, 8, stats).getLong(0)
   }
 
   /** Position of the first record start in [pos, hi) of a segment, -1 when there is none.
     *
     * The first read is `ResyncFirstWindow` bytes (a record start is usually near); a miss re-reads from
-    * `pos` with a 4x larger window up to the file's window cap, then windows slide on, overlapping by
-    * `TailSlack` so a record cut by one window is whole in the next.
+    * `pos` with a 4x larger window up to `RemoteWindow` (point reads, `readAt`), then windows slide on,
+    * overlapping by `TailSlack` so a record cut by one window is whole in the next.
     */
-  def resync(seg: Segment, from: Long, hi: Long, stats: ScanStats): Long =
-    resyncIn(seg, from, hi, stats, isSealed(seg))
-
-  private def resyncIn(seg: Segment, from: Long, hi: Long, stats: ScanStats, finished: Boolean): Long = {
-    val cap = windowCap(seg, finished)
-    var window = math.min(ResyncFirstWindow, cap)
+  def resync(seg: Segment, from: Long, hi: Long, stats: ScanStats): Long = {
+    val cap = RemoteWindow
+    var window = ResyncFirstWindow
     var pos = from
     while (pos < hi) {
       val length = math.min(math.min(seg.size - pos, hi - pos + TailSlack), window.toLong).toInt
-      val buf = read(seg, pos, length, stats, finished)
+      val buf = readAt(seg, pos, length, stats)
       val lim = buf.limit()
       val found =
         Resync.nextRecordStart(buf, 0, math.min(hi - pos, lim.toLong).toInt, seg.baseOffset + pos, seg.endOffset)
@@ -414,7 +422,7 @@ private[spark] final class CommitLog(
         }
       }
     }
-    reached(seg, pos, verifyCrc, stop, stats, finished)
+    reached(seg, pos, verifyCrc, stop, stats)
   }
 
   /** Where a segment's part of the valid log ends. */
@@ -424,12 +432,11 @@ private[spark] final class CommitLog(
     * record (inside the valid log) fails the check. A range starting inside the record before resyncs
     * past an invalid one silently, so damage starting exactly there is reported by this walk.
     */
-  private def reached(seg: Segment, pos: Long, verifyCrc: Boolean, stop: WalkStop, stats: ScanStats, finished: Boolean)
-      : Unit = {
+  private def reached(seg: Segment, pos: Long, verifyCrc: Boolean, stop: WalkStop, stats: ScanStats): Unit = {
     stop.kind = WalkStop.End
     stop.position = pos
     if (pos < seg.size && pos < validEndIn(seg)) {
-      val (buf, code) = recordAt(seg, pos, verifyCrc, stats, finished)
+      val (buf, code) = recordAt(seg, pos, verifyCrc, stats)
       if (code < 0) {
         stop.kind = WalkStop.Invalid
         stop.code = code
@@ -443,7 +450,7 @@ private[spark] final class CommitLog(
     val code = RecordCheck.check(buf, 0, buf.limit(), verifyCrc, seg.baseOffset + pos)
     if (code < 0 || lead == 0) RecordCheck.describe(buf, 0, buf.limit(), verifyCrc, seg.baseOffset + pos)
     else {
-      val framed = read(seg, pos - lead, lead + code, ScanStats(), isSealed(seg))
+      val framed = readAt(seg, pos - lead, lead + code, ScanStats())
       DLedgerEntry.problem(framed, 0, seg.baseOffset + pos - lead, code)
     }
   }

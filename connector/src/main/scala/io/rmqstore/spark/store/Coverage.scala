@@ -186,10 +186,10 @@ private[store] object Coverage {
 
   /** A BLANK (§2.6) filling the segment from `pos`, or a DLedger blank (§2.13). */
   private def blankAt(log: CommitLog, seg: Segment, pos: Long): Boolean =
-    if (log.lead > 0) log.recordAt(seg, pos + log.lead, verifyCrc = false, ScanStats(), finished = true)._2 ==
+    if (log.lead > 0) log.recordAt(seg, pos + log.lead, verifyCrc = false, ScanStats())._2 ==
       io.rmqstore.spark.format.RecordCheck.Blank
     else pos + Layout.EndFileMinBlankLength <= seg.size && {
-      val head = log.read(seg, pos, Layout.EndFileMinBlankLength, ScanStats(), finished = true)
+      val head = log.readAt(seg, pos, Layout.EndFileMinBlankLength, ScanStats())
       head.limit() >= Layout.EndFileMinBlankLength && head.getInt(4) == Layout.BlankMagic &&
       head.getInt(0).toLong == seg.size - pos
     }

@@ -21,8 +21,9 @@ final case class IndexFileInfo(
   * Each file's geometry (hash slots S, entries N) is detected from the file unless the user gave it.
   * A file that cannot be read as an index is listed with its `problem`; lookups then refuse to answer
   * (IndexUnavailableException) so the caller scans instead and no row is lost. Index files are never
-  * truncated by the broker (created full size, deleted whole), so local ones are memory-mapped; remote ones
-  * are read through `CachedPages`: opening one reads its header and the samples that validate its geometry,
+  * scanned, only probed, so local and remote ones alike are read through `CachedPages` of positioned reads
+  * (a page fault in a map would read the read-ahead window around each probed page): opening one reads its
+  * header and the samples that validate its geometry,
   * a probe its slot and the entries its chain walk visits (design §3), never the whole file unless its
   * geometry has to be searched for (a file of other than the default size, geometry not given).
   */
@@ -58,13 +59,13 @@ private[spark] final class IndexFiles(fs: StoreFileSystem, directory: String, ge
       catch { case _: java.io.IOException => None }
     }
 
-  // The file's bytes, opened once: a local file mapped whole, a remote one read through `CachedPages`.
+  // The file's bytes, opened once, read through `CachedPages`.
   private def source(path: String, size: Long): ByteSource =
     sources.getOrElseUpdate(
       path, {
-        val file = fs.open(path, finished = true)
+        val file = fs.open(path, finished = true, random = true)
         opened += file
-        if (file.zeroCopy) ByteSource(file.read(0, size.toInt)) else new CachedPages(file)
+        new CachedPages(file)
       }
     )
 

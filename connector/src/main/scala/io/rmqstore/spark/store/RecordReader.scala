@@ -51,7 +51,7 @@ private[spark] final class RecordReader(log: CommitLog, maxMessageSize: Int) {
       val hi = math.min(end, seg.endOffset) - seg.baseOffset
       val found = if (pos <= log.lead) log.lead.toLong else log.resync(seg, pos, hi, stats)
       val isRecord =
-        found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats, log.isSealed(seg))._2 > 0
+        found >= 0 && found < hi && log.recordAt(seg, found, verifyCrc = false, stats)._2 > 0
       if (isRecord) seg.baseOffset + found else -1L
     }
     starts.find(_ >= 0).getOrElse(end)
@@ -95,7 +95,8 @@ private[spark] final class RecordReader(log: CommitLog, maxMessageSize: Int) {
       }
     }
     // The first reads of consecutive runs of one segment, up to ReadBatchBytes, are one batch (`readRanges`:
-    // a remote file fetches them concurrently, a mapped one hands out slices).
+    // a remote file fetches them concurrently, a mapped one hands out slices). Runs of one offset are point
+    // reads (`CommitLog.readRangesAt`): a page fault in the map would read the read-ahead window around them.
     var k = 0
     while (k < runs.length) {
       val seg = runs(k)._1
@@ -105,13 +106,19 @@ private[spark] final class RecordReader(log: CommitLog, maxMessageSize: Int) {
         bytes += firstRead(seg, runs(end)._2)._2
         end += 1
       }
-      val batch = runs.slice(k, end)
-      val buffers = log.readRanges(seg, batch.map(r => firstRead(seg, r._2)).toSeq, stats, log.isSealed(seg))
-      for (((_, run), buf) <- batch.zip(buffers)) readRun(seg, run, buf, verifyCrc, permissive, strict, stats, view, f)
+      val (points, spans) = runs.slice(k, end).map(_._2).toSeq.partition(_.length == 1)
+      val read = points.zip(firstReads(seg, points, stats)) ++ spans.zip(firstReads(seg, spans, stats))
+      for ((run, buf) <- read.sortBy(_._1.head)) readRun(seg, run, buf, verifyCrc, permissive, strict, stats, view, f)
       k = end
     }
     stats
   }
+
+  // The first reads of runs of one segment, all of one offset (point reads) or all longer, in one batch.
+  private def firstReads(seg: Segment, runs: Seq[Array[Long]], stats: ScanStats): Seq[ByteBuffer] =
+    if (runs.isEmpty) Nil
+    else if (runs.head.length == 1) log.readRangesAt(seg, runs.map(firstRead(seg, _)), stats)
+    else log.readRanges(seg, runs.map(firstRead(seg, _)), stats, log.isSealed(seg))
 
   // (position, length) of the first read of a run of offsets of one segment: the run and a record's worth after.
   private def firstRead(seg: Segment, run: Array[Long]): (Long, Int) = {
@@ -132,7 +139,7 @@ private[spark] final class RecordReader(log: CommitLog, maxMessageSize: Int) {
       view: RecordView,
       f: RecordView => Unit
   ): Unit = {
-    val finished = log.isSealed(seg)
+    val finished = log.isSealed(seg) && run.length > 1 // one offset: a point read (`CommitLog.readAt`)
     val (first, firstLength) = firstRead(seg, run)
     var length = firstLength.toLong
     var done = false

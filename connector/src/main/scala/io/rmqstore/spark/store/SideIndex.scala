@@ -190,7 +190,7 @@ private[store] object SideIndex {
   private def afterRecord(log: CommitLog, stats: ScanStats, offset: Long): Long =
     Segments.find(log.segments, offset) match {
       case Some(seg) if offset < log.end =>
-        val head = log.read(seg, offset - seg.baseOffset, 8, stats, log.isSealed(seg))
+        val head = log.readAt(seg, offset - seg.baseOffset, 8, stats)
         if (head.limit() < 8) offset
         else {
           val (total, magic) = (head.getInt(0), head.getInt(Layout.OffMagic))
