@@ -306,8 +306,8 @@ final class RmqMicroBatchStream(
 
   /** The batch's queue slices grouped into partitions of about `maxBytesPerPartition` record bytes (an `%LMQ%`
     * queue's apart, `ScanPlanner.readingGroups`), each reading its units' records in commit-log order. A queue that
-    * appeared after `first` starts at its earliest offset (like a new Kafka partition). A group's damaged units go
-    * with its first partition (docs/damage.md §3).
+    * appeared after `first` starts at its earliest offset (like a new Kafka partition). A group's damaged units, and
+    * the units lost past the end of a queue its window reaches, go with its first partition (docs/damage.md §3).
     */
   private def queuePartitions(broker: String, index: Int, store: Store, first: StoreOffset, last: StoreOffset)
       : Seq[StreamPartition] = {
@@ -317,6 +317,7 @@ final class RmqMicroBatchStream(
     } yield {
       val damaged = mutable.ArrayBuffer.empty[UnitDamage]
       val units = store.queueSelection(queue._1, queue._2, begin, stop, None, damaged += _).toSeq
+      damaged ++= ScanPlanner.lostAtEnds(store, Seq(io.rmqstore.spark.plan.QueueSlice(queue._1, queue._2, begin, stop)))
       ((queue._1, queue._2, begin, stop), units, damaged.toSeq)
     }
     val groups = ScanPlanner.readingGroups(queues.toIndexedSeq)(_._1._1).flatMap { together =>
