@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 import io.rmqstore.spark.{OffsetSpec, RmqInputPartition, RmqOptionException, RmqOptions, RmqScan, RmqStores}
-import io.rmqstore.spark.plan.{OffsetsTask, RangeTask, ScanPlanner, Split}
+import io.rmqstore.spark.plan.{OffsetsTask, QueueSlice => PlanSlice, RangeTask, ScanPlanner, Split}
 import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail, UnitDamage}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,
@@ -317,7 +317,6 @@ final class RmqMicroBatchStream(
     } yield {
       val damaged = mutable.ArrayBuffer.empty[UnitDamage]
       val units = store.queueSelection(queue._1, queue._2, begin, stop, None, damaged += _).toSeq
-      damaged ++= ScanPlanner.lostAtEnds(store, Seq(io.rmqstore.spark.plan.QueueSlice(queue._1, queue._2, begin, stop)))
       ((queue._1, queue._2, begin, stop), units, damaged.toSeq)
     }
     val groups = ScanPlanner.readingGroups(queues.toIndexedSeq)(_._1._1).flatMap { together =>
@@ -329,7 +328,8 @@ final class RmqMicroBatchStream(
     val logEnd = store.logEnd
     groups.flatMap { group =>
       val slices = group.map(_._1).toSeq
-      val damaged = group.flatMap(_._3).toSeq
+      val lost = ScanPlanner.lostAtEnds(store, slices.map { case (t, q, a, z) => PlanSlice(t, q, a, z) })
+      val damaged = group.flatMap(_._3).toSeq ++ lost
       val chunks = group.flatMap(_._2).toArray.sorted.grouped(ScanPlanner.OffsetsPerTask).toSeq
       (if (chunks.isEmpty && damaged.nonEmpty) Seq(Array.empty[Long]) else chunks).zipWithIndex.map {
         case (offsets, i) =>
