@@ -65,6 +65,8 @@ class LostUnits:
         end = queue.max_offset
         last = queue.slice_units(end - 1, end) if end > queue.min_offset else []
         start = int(last["phy"][0]) + int(last["size"][0]) if len(last) else self.records.log.min_offset
+        if start > frontier:  # the queue's last record is the furthest dispatched: nothing can be lost
+            return []
         gaps = clip_ranges(self.coverage.uncovered_ranges(), start, frontier + 1)
         orphans: dict[int, int] = {}  # queue offset -> the first record holding it
         for batch in self.records.scan_ranges(gaps, HEADER_COLUMNS, mode=PERMISSIVE, decompress=False):

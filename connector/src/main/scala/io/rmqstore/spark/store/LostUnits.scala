@@ -25,10 +25,16 @@ private[spark] final class LostUnits(log: CommitLog, coverage: Coverage, index: 
     * BatchConsumeQueue ends at its first invalid unit, §4.5; a RocksDB queue has none).
     */
   def lostAtEnd(topic: String, queueId: Int): Seq[UnitDamage] = (queues.queue(topic, queueId), frontier) match {
-    case (queue: ConsumeQueue, Some(reach)) if queue.segments.nonEmpty =>
-      val end = queue.maxOffset
-      val last = if (end > queue.minOffset) queue.sliceUnits(end - 1, end, _ => ()).toSeq.headOption else None
-      val start = last.fold(log.minOffset)(u => u.phyOffset + u.size)
+    case (queue: ConsumeQueue, Some(reach)) if queue.segments.nonEmpty => lost(queue, topic, queueId, reach)
+    case _ => Nil
+  }
+
+  private def lost(queue: ConsumeQueue, topic: String, queueId: Int, reach: Long): Seq[UnitDamage] = {
+    val end = queue.maxOffset
+    val last = if (end > queue.minOffset) queue.sliceUnits(end - 1, end, _ => ()).toSeq.headOption else None
+    val start = last.fold(log.minOffset)(u => u.phyOffset + u.size)
+    if (start > reach) Nil // the queue's last record is the furthest dispatched: nothing can be lost
+    else {
       val orphans = mutable.TreeMap.empty[Long, Long] // queue offset -> the first record holding it
       log.rangeChunks(
         Ranges.within(coverage.uncoveredRanges, start, reach + 1),
@@ -51,7 +57,7 @@ private[spark] final class LostUnits(log: CommitLog, coverage: Coverage, index: 
               "names it)"
           )
       }
-    case _ => Nil
+    }
   }
 }
 
