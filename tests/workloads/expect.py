@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from stores import FIXTURES
 
-_OPS = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_OPS = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "in": lambda have, values: have in values}
 
 
 @dataclass(frozen=True)

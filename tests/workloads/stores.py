@@ -20,11 +20,16 @@ segments of `segmentSize` bytes, then `damage` (a list, applied in order):
   record, where no record starts (§4.1);
 - `{"kind": "cqUnitZeroed", "record": n}`: record n's consume-queue unit zeroed, valid units after it (an
   invalid unit that is damage, not the queue's end, docs/damage.md §2);
+- `{"kind": "cqTailZeroed", "topic": t, "units": k}`: the units of topic t's last k records zeroed (units
+  lost at the queue's end, which look like the zeros past it, docs/damage.md §3);
+- `{"kind": "cqTailBeyond", "topic": t, "units": k}`: those units pointing past the log's end instead;
+- `{"kind": "undispatched", "records": n}`: the last n records not dispatched yet (a live broker without
+  message index whose dispatcher is behind): their units zeroed and the index files removed;
 - `{"kind": "tornTail"}`: the first half of one more record after the log's end (a broker writing);
 - `{"kind": "abort"}`: an `abort` file, as a copy of a running broker has (§6.2).
 The manifest: `offsets` and `sizes` of the records in log order, `segmentSize`, `damaged` (the
 physical offsets of the damaged records, or where a damaged unit points, or the record of a zeroed unit,
-in the order of `damage`).
+or the first record whose unit a tail damage lost, in the order of `damage`).
 """
 
 from __future__ import annotations
@@ -82,6 +87,9 @@ def build(recipe: dict, root: Path) -> dict:
         if d["kind"] == "abort":
             (root / "abort").write_text("4242")
             continue
+        if d["kind"] in ("cqTailZeroed", "cqTailBeyond", "undispatched"):
+            damaged += _lose_units(root, results, d)
+            continue
         r = results[d["record"]]
         if d["kind"] in ("cqUnitNowhere", "cqUnitZeroed"):
             unit_at = r.queue_offset * CQ_UNIT_SIZE
@@ -110,6 +118,24 @@ def build(recipe: dict, root: Path) -> dict:
             raise ValueError(f"unknown damage {d['kind']!r}")
     return {"offsets": [r.physical_offset for r in results], "sizes": [r.store_size for r in results],
             "segmentSize": segment, "damaged": damaged}
+
+
+def _lose_units(root: Path, results: list, d: dict) -> list[int]:
+    """Units lost at queues' ends (`cqTailZeroed`, `cqTailBeyond`: the record of the first lost unit) or
+    not written yet (`undispatched`: nothing damaged)."""
+    if d["kind"] == "undispatched":
+        lost = results[-d["records"]:]
+        for index_file in (root / "index").iterdir():
+            index_file.unlink()
+    else:
+        lost = [r for r in results if r.topic == d["topic"]][-d["units"]:]
+    log_end = results[-1].physical_offset + results[-1].store_size
+    for r in lost:
+        path = root / "consumequeue" / r.topic / str(r.queue_id) / offset_file_name(0)
+        beyond = d["kind"] == "cqTailBeyond"
+        unit = (log_end + r.physical_offset).to_bytes(8, "big") if beyond else bytes(CQ_UNIT_SIZE)
+        _patch(path, r.queue_offset * CQ_UNIT_SIZE, unit)
+    return [] if d["kind"] == "undispatched" else [lost[0].physical_offset]
 
 
 def _patch(path: Path, at: int, data: bytes) -> None:

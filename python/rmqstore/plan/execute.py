@@ -94,23 +94,30 @@ def _owner(tokens: Sequence[str | None] | None, probes: set[str], buckets: int) 
 
 
 def _queue_offsets(store: Store, task: QueueSliceTask, mode: str) -> np.ndarray:
-    """Physical offsets of the slices' units; a damaged unit fails the read (FAILFAST) or is counted, one
-    record and no bytes (PERMISSIVE), unless the plan's coverage scan reads its record (damage.md §3)."""
+    """Physical offsets of the slices' units; a damaged unit, and a unit lost past a queue's end
+    (`task.lost`), fails the read (FAILFAST) or is counted, one record and no bytes (PERMISSIVE), unless
+    the plan's coverage scan reads its record (damage.md §3)."""
     parts = []
     for s in task.slices:
         queue = store.consume_queue(s.topic, s.queue_id)
         if isinstance(queue, ConsumeQueue) and not task.coverage:
             damage: list[UnitDamage] = []
             units = queue.slice_units(s.start, s.end, tags=task.tags, damage=damage)
-            for d in damage:
-                if mode == FAILFAST:
-                    raise StoreCorruptionError(d.path, d.position, d.cause)
-                store.stats.skip(d.path, d.position, 0, d.cause)
+            _report(store, damage, mode)
         else:
             units = queue.slice_units(s.start, s.end, tags=task.tags)
         parts.append(units["phy"].astype(np.int64))
+    _report(store, task.lost, mode)
     offsets = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
     return within(offsets, task.lo, task.hi, task.exclude)  # one ascending run per queue: the store sorts
+
+
+def _report(store: Store, damage: Sequence[UnitDamage], mode: str) -> None:
+    """Damaged units: the first fails the read (FAILFAST); each counts one record, no bytes (PERMISSIVE)."""
+    for d in damage:
+        if mode == FAILFAST:
+            raise StoreCorruptionError(d.path, d.position, d.cause)
+        store.stats.skip(d.path, d.position, 0, d.cause)
 
 
 def _read(store: Store, offsets: np.ndarray, columns: Sequence[str], settings: ReadSettings,

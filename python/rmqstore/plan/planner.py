@@ -23,7 +23,7 @@ from rmqstore.format.consumequeue import CQ_UNIT_SIZE
 from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.plan.contract_plan import DENSE_SHARE, MIN_QUEUE_TASK_BYTES
 from rmqstore.plan.predicates import Bounds, Predicate, ProbeKind, bounds
-from rmqstore.plan.queues import queue_windows_slices, reading_groups
+from rmqstore.plan.queues import lost_at_ends, queue_windows_slices, reading_groups
 from rmqstore.plan.tasks import (
     KeyProbeTask,
     OffsetsTask,
@@ -94,7 +94,7 @@ def _plan_store(index: int, store: Store, b: Bounds, settings: PlanSettings,
     if b.empty or lo >= hi:
         return "empty", []
     if b.windows is not None and b.windows.lmq:  # one row per queue unit read, in every plan (§4.6)
-        return "queues", _queue_tasks(index, b, _queue_slices(store, b), (lo, hi), (), settings)
+        return "queues", _queue_tasks(index, store, b, (lo, hi), settings)
     if b.points is not None:
         offsets = sorted(o for o in b.points if lo <= o < hi)
         return "offsets", _offset_tasks(index, offsets, settings, user_points=True)
@@ -109,7 +109,7 @@ def _plan_store(index: int, store: Store, b: Bounds, settings: PlanSettings,
             if tasks is not None:
                 return "key-index", tasks
     if b.windows is not None:
-        return "queues", _queue_tasks(index, b, _queue_slices(store, b), (lo, hi), (), settings)
+        return "queues", _queue_tasks(index, store, b, (lo, hi), settings)
     if b.topics is not None:
         return _topic_plan(index, store, b, (lo, hi), settings, notes)
     access = "range" if ranges != [(store.min_offset, store.max_offset)] else "scan"
@@ -394,15 +394,19 @@ def _is_lmq(s: QueueSlice) -> bool:
     return s.topic.startswith(LMQ_PREFIX)
 
 
-def _queue_tasks(index: int, b: Bounds, clipped: Sequence[QueueSlice], bounds: tuple[int, int],
-                 exclude: Sequence[tuple[int, int]], settings: PlanSettings) -> list[ReadTask]:
-    """`QueueSliceTask`s over the slices, at most `UNITS_PER_QUEUE_TASK` units each, an LMQ queue's
-    slices in tasks of their own (`reading_groups`)."""
+def _queue_tasks(index: int, store: Store, b: Bounds, bounds: tuple[int, int],
+                 settings: PlanSettings) -> list[ReadTask]:
+    """`QueueSliceTask`s over the slices of a queue-window plan, at most `UNITS_PER_QUEUE_TASK` units
+    each, an LMQ queue's slices in tasks of their own (`reading_groups`); the units lost past a queue's
+    end go with the task reading up to it (damage.md §3)."""
+    clipped = _queue_slices(store, b)
     total_units = sum(s.end - s.start for s in clipped)
     units_per_task = task_size(total_units, UNITS_PER_QUEUE_TASK, settings.min_partitions)
     tags = None if b.tags is None else tuple(sorted(b.tags))
     lo, hi = bounds
-    return [QueueSliceTask(index, tuple(QueueSlice(group[i].topic, group[i].queue_id, start, end)
-                                        for i, start, end in packed), tags, lo, hi, tuple(exclude))
-            for group in reading_groups(clipped)
-            for packed in pack_ranges([(s.start, s.end) for s in group], units_per_task)]
+    tasks: list[ReadTask] = []
+    for group in reading_groups(clipped):
+        for packed in pack_ranges([(s.start, s.end) for s in group], units_per_task):
+            slices = tuple(QueueSlice(group[i].topic, group[i].queue_id, a, z) for i, a, z in packed)
+            tasks.append(QueueSliceTask(index, slices, tags, lo, hi, lost=lost_at_ends(store, slices)))
+    return tasks

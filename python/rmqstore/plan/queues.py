@@ -13,6 +13,7 @@ from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.plan.predicates import QueueWindow, QueueWindows
 from rmqstore.plan.tasks import QueueSlice
 from rmqstore.store import Store
+from rmqstore.store.consumequeue import UnitDamage
 
 EARLIEST = -2
 LATEST = -1
@@ -47,6 +48,15 @@ def _resolve(offset: int, earliest: int, latest: int) -> int:
 def queue_windows_slices(store: Store, windows: QueueWindows) -> list[QueueSlice]:
     """The windows as consume-queue slices (windows are already resolved against the store)."""
     return [QueueSlice(w.topic, w.queue_id, w.start, w.end) for w in windows.windows]
+
+
+def lost_at_ends(store: Store, slices: Iterable[QueueSlice]) -> tuple[UnitDamage, ...]:
+    """The units lost past the end of the queues of the slices that reach it (`Store.lost_at_end`,
+    damage.md §3): what a read taking rows from the units alone would silently miss. An `%LMQ%` queue's
+    records carry their own topic (§4.6), so none is ever found there: not looked for."""
+    return tuple(d for s in slices if not s.topic.startswith(LMQ_PREFIX)
+                 and s.end == store.consume_queue(s.topic, s.queue_id).max_offset
+                 for d in store.lost_at_end(s.topic, s.queue_id))
 
 
 def reading_groups(slices: Sequence[QueueSlice]) -> list[list[QueueSlice]]:

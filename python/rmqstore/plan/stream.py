@@ -10,7 +10,8 @@ A stream batch of one store is one of
   heavier window gets a task of its own; `group_items`), an `%LMQ%` queue's apart (§4.6).
 Log mode is cut as the JVM engine cuts it. Offsets are taken as given, never clipped to what the store
 still holds: data retention deleted is reported by the stream reader when a task runs (failOnDataLoss).
-A unit of a window that points at no valid record is damage, as in a batch queue slice (damage.md §3).
+A unit of a window that points at no valid record is damage, as in a batch queue slice, and so are units
+lost past the end of a queue a window reaches (damage.md §3).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 
 from rmqstore.plan.planner import PlanSettings, ReadPlan
 from rmqstore.plan.predicates import Bounds, Predicate, QueueWindows, bounds, describe
-from rmqstore.plan.queues import queue_windows_slices, reading_groups
+from rmqstore.plan.queues import lost_at_ends, queue_windows_slices, reading_groups
 from rmqstore.plan.tasks import (
     QueueSliceTask,
     RangeTask,
@@ -59,11 +60,14 @@ def _log_tasks(index: int, store: Store, start: int, end: int, settings: PlanSet
 
 
 def _window_tasks(index: int, store: Store, windows: QueueWindows, settings: PlanSettings) -> list[ReadTask]:
-    """Whole windows grouped by record bytes, an LMQ queue's in tasks of its own (`reading_groups`)."""
+    """Whole windows grouped by record bytes, an LMQ queue's in tasks of its own (`reading_groups`); the
+    units lost past a queue's end go with the window reaching it (damage.md §3)."""
     tasks: list[ReadTask] = []
     for slices in reading_groups([s for s in queue_windows_slices(store, windows) if s.start < s.end]):
         sizes = [int(store.consume_queue(s.topic, s.queue_id).units(s.start, s.end)["size"].sum())
                  for s in slices]
-        tasks += [QueueSliceTask(index, tuple(slices[i] for i in group), None, None, None)
-                  for group in group_items(sizes, at_most=settings.max_bytes_per_partition)]
+        for group in group_items(sizes, at_most=settings.max_bytes_per_partition):
+            together = tuple(slices[i] for i in group)
+            lost = lost_at_ends(store, together)
+            tasks.append(QueueSliceTask(index, together, None, None, None, lost=lost))
     return tasks

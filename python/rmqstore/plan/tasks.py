@@ -17,6 +17,7 @@ import mmh3
 import numpy as np
 
 from rmqstore.plan.predicates import ProbeKind
+from rmqstore.store.consumequeue import UnitDamage
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,9 @@ class QueueSliceTask:
     hi: int | None
     exclude: tuple[tuple[int, int], ...] = ()
     coverage: bool = False
+    lost: tuple[UnitDamage, ...] = ()
+    """Units lost past the end of queues whose last slice is this task's (damage.md §3, found while planning:
+    `rmqstore.plan.queues.lost_at_ends`): damage the task reports as it reports a damaged unit."""
 
 
 ReadTask = RangeTask | RangesTask | OffsetsTask | KeyProbeTask | QueueSliceTask

@@ -35,6 +35,7 @@ from rmqstore.format.consumequeue import (
 )
 from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import SCHEDULE_TOPIC
+from rmqstore.store.names import segment_file_name
 from rmqstore.store.segments import OpenFiles, Segment
 
 REMOTE_FIRST_WINDOW_UNITS = 1024
@@ -243,13 +244,24 @@ class ConsumeQueue(_QueueFiles):
         """Where each of these damaged units is, and why it is damage (damage.md §3)."""
         for q, phy, size in zip(units["queue_offset"].tolist(), units["phy"].tolist(), units["size"].tolist(),
                                 strict=True):
-            byte = q * CQ_UNIT_SIZE
-            seg = next(s for s in self.segments if s.base_offset <= byte < s.end_offset)
             why = ("is invalid" if phy < 0 or size <= 0 else
                    f"points outside the commit log's [{self._log_min}, {self._log_max})")
-            at = byte - seg.base_offset
-            yield UnitDamage(seg.path, at, q, f"consume-queue unit of queue offset {q} at byte {at} of the "
-                             f"file (phyOffset {phy}, size {size}) {why}, and valid units follow it")
+            yield self.unit_damage(q, f"(phyOffset {phy}, size {size}) {why}, and valid units follow it")
+
+    def unit_damage(self, queue_offset: int, why: str) -> UnitDamage:
+        """The damage of the unit of `queue_offset` (damage.md §3): the file holding it, or the one that
+        would (a file past the last, named as the broker names them, §4.3), and its byte in that file."""
+        byte = queue_offset * CQ_UNIT_SIZE
+        seg = next((s for s in self.segments if s.contains(byte)), None)
+        if seg is None:
+            last = self.segments[-1]
+            base = byte - byte % last.size
+            path = last.path[: -len(segment_file_name(last.base_offset))] + segment_file_name(base)
+        else:
+            path, base = seg.path, seg.base_offset
+        at = byte - base
+        return UnitDamage(path, at, queue_offset,
+                          f"consume-queue unit of queue offset {queue_offset} at byte {at} of the file {why}")
 
     def floor(self, offset: int) -> int:
         """The first queue offset of the unit holding `offset`: `offset` itself (one message per unit)."""

@@ -1,8 +1,8 @@
 """`Store`: one RocketMQ broker store, opened read-only (design §4.1).
 
 A facade (design §1): it opens the store, builds the services in dependency order (config, cache
-identity, index files, commit log, records, queues, coverage, timeline, side index), delegates to them
-and pickles as its open arguments.
+identity, index files, commit log, records, queues, coverage, lost units, timeline, side index),
+delegates to them and pickles as its open arguments.
 
 Never writes, locks, truncates or recovers anything: the bytes on disk are the same after any read.
 """
@@ -27,7 +27,7 @@ from rmqstore.io.location import is_uri, resolve_location
 from rmqstore.store.cache_identity import CacheIdentity
 from rmqstore.store.commitlog import CommitLog, LogEnd
 from rmqstore.store.config import StoreConfig
-from rmqstore.store.consumequeue import ConsumeQueueExt
+from rmqstore.store.consumequeue import ConsumeQueueExt, UnitDamage
 from rmqstore.store.contract_store import INDEX_TAIL_SCAN_LIMIT
 from rmqstore.store.coverage import Coverage
 from rmqstore.store.errors import (
@@ -38,6 +38,7 @@ from rmqstore.store.errors import (
 )
 from rmqstore.store.index import INDEX_DIR, IndexFileInfo, IndexFiles
 from rmqstore.store.logend import LogEndCache
+from rmqstore.store.lost_units import LostUnits
 from rmqstore.store.queues import Queue, Queues
 from rmqstore.store.records import DEFAULT_BATCH_ROWS, RecordReader
 from rmqstore.store.segments import OpenFiles, Segment, list_entries, list_segments
@@ -69,7 +70,8 @@ class Store:
 
     Open with `Store.open`. Offsets are physical commit-log offsets unless named queue offsets. The
     methods without a docstring here delegate to the service of the same method name, where it is
-    documented: `records` (RecordReader), `queues`, `coverage`, `timeline`, `side_index`, `config`.
+    documented: `records` (RecordReader), `queues`, `coverage`, `lost_units`, `timeline`, `side_index`,
+    `config`.
     """
 
     def __init__(self, location: str, *, index_geometry: tuple[int, int] | None = None,
@@ -115,6 +117,7 @@ class Store:
         self.records = RecordReader(self.log, self.stats, max_message_size=max_message_size,
                                     decompress_threads=decompress_threads)
         self.coverage = Coverage(self.log, self.records, self.queues, self.cache_identity)
+        self.lost_units = LostUnits(self.records, self.coverage, self.index, self.queues)
         self.timeline = Timeline(self.log, self.records, self.cache_identity)
         self.side_index = SideIndex(self.log, self.records, self.index, self.coverage, self.cache_identity,
                                     location=location, tail_scan_limit=index_tail_scan_limit)
@@ -348,6 +351,9 @@ class Store:
 
     def uncovered_segments(self) -> list[Segment]:
         return self.coverage.uncovered_segments()
+
+    def lost_at_end(self, topic: str, queue_id: int) -> list[UnitDamage]:
+        return self.lost_units.lost_at_end(topic, queue_id)
 
     # ---- time ---------------------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ from rmqstore.store.commitlog import CommitLog
 from rmqstore.store.config import StoreConfig
 from rmqstore.store.errors import StoreCorruptionError
 from rmqstore.store.index import IndexFiles
+from rmqstore.store.lost_units import dispatch_frontier
 from rmqstore.store.names import segment_file_name
 from rmqstore.store.queues import Queues
 from rmqstore.store.segments import OpenFiles, Segment
@@ -157,12 +158,8 @@ class SealConfirmer:
         """The furthest record start after `position` that the store's consume queues (a queue's last
         valid unit) or index (the newest file's endPhyOffset) name, or None: evidence that a failing
         record at `position` is damage, not a record still being written (damage.md §2)."""
-        queues = self._queues
-        known = [self._index.last_indexed_offset()]
-        for topic in queues.topics():
-            known += [queues.consume_queue(topic, qid).last_phy() for qid in queues.queue_ids(topic)]
-        after = [k for k in known if k is not None and k > position]
-        return max(after) if after else None
+        known = dispatch_frontier(self._index, self._queues)
+        return known if known is not None and known > position else None
 
 
 class SegmentBytes:

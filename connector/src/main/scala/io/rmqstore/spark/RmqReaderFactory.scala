@@ -80,7 +80,9 @@ final class RmqColumnarReader(
         else if (options.permissive) stats.skip(d.file, d.position, 0, d.cause)
         else throw new StoreCorruptionException(d.file, d.position, d.cause)
       val phys = t.slices.iterator.flatMap(s => store.queueOffsets(s.topic, s.queueId, s.start, s.end, t.tags, damage))
-      readChunks(Ranges.keep(phys.toArray.distinct.sorted, t.lo, t.hi, t.exclude), keep, strict = true)
+      val offsets = phys.toArray.distinct.sorted
+      t.lost.foreach(damage) // units lost past a queue's end (docs/damage.md §3)
+      readChunks(Ranges.keep(offsets, t.lo, t.hi, t.exclude), keep, strict = true)
   }
 
   /** Commit-log ranges in `ScanChunkBytes` pieces; a record straddling a piece's end belongs to it. */

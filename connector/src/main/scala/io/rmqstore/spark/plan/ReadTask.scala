@@ -2,6 +2,8 @@ package io.rmqstore.spark.plan
 
 import java.nio.charset.StandardCharsets.UTF_8
 
+import io.rmqstore.spark.store.UnitDamage
+
 /** The serializable units of work of a plan (one per Spark partition), as python/rmqstore/plan/tasks.py.
   * `storeIndex` indexes the read's store paths. `lo`/`hi` bound the commit-log offsets a task may return
   * ([lo, hi)); `exclude` lists byte ranges [start, end) (sorted, disjoint) a queue task leaves out
@@ -48,7 +50,9 @@ final case class QueueSlice(topic: String, queueId: Int, start: Long, end: Long)
 
 /** Read the records these consume-queue slices point to (tagsCode-prefiltered with `tags`); a damaged unit is
   * damage (docs/damage.md §3) unless `coverage`: the plan scans the bytes no unit covers, its record among them
-  * (a batch topic plan; python/rmqstore/plan/tasks.py `QueueSliceTask`).
+  * (a batch topic plan; python/rmqstore/plan/tasks.py `QueueSliceTask`). `lost`: the units lost past the end of
+  * queues whose last slice is this task's (found while planning, `ScanPlanner.lostAtEnds`), damage it reports as
+  * it reports a damaged unit.
   */
 final case class QueueSliceTask(
     storeIndex: Int,
@@ -57,7 +61,8 @@ final case class QueueSliceTask(
     lo: Long,
     hi: Long,
     exclude: IndexedSeq[(Long, Long)],
-    coverage: Boolean = false
+    coverage: Boolean = false,
+    lost: Seq[UnitDamage] = Nil
 ) extends ReadTask
 
 /** The tasks of one read and how they were chosen: per store the access path ("offsets", "key-index",

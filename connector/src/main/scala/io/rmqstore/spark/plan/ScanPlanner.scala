@@ -1,7 +1,7 @@
 package io.rmqstore.spark.plan
 
 import io.rmqstore.spark.format.{MsgId, MultiDispatch}
-import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store}
+import io.rmqstore.spark.store.{IndexUnavailableException, Ranges, Store, UnitDamage}
 
 /** Predicates -> read tasks, per store: the JVM twin of python/rmqstore/plan/planner.py (design §3.1).
   *
@@ -424,7 +424,8 @@ object ScanPlanner extends ContractPlan {
   }
 
   /** The slices of `topicSlices`, packed into tasks of at most `UnitsPerQueueTask` units (`Split.packRanges`), an
-    * LMQ queue's slices in tasks of their own (`readingGroups`).
+    * LMQ queue's slices in tasks of their own (`readingGroups`); the units lost past a queue's end go with the
+    * task reading up to it (docs/damage.md §3).
     */
   private def queueTasks(
       index: Int,
@@ -440,17 +441,20 @@ object ScanPlanner extends ContractPlan {
     val tags = b.tags.map(_.toSeq.sorted)
     readingGroups(clipped)(_.topic).flatMap { slices =>
       Split.packRanges(slices.map(s => (s.start, s.end)), unitsPerTask).map { group =>
-        QueueSliceTask(
-          index,
-          group.map { case (i, a, z) => QueueSlice(slices(i).topic, slices(i).queueId, a, z) },
-          tags,
-          lo,
-          hi,
-          exclude
-        )
+        val packed = group.map { case (i, a, z) => QueueSlice(slices(i).topic, slices(i).queueId, a, z) }
+        QueueSliceTask(index, packed, tags, lo, hi, exclude, lost = lostAtEnds(store, packed))
       }
     }
   }
+
+  /** The units lost past the end of the queues of the slices that reach it (`Store.lostAtEnd`, docs/damage.md
+    * §3): what a read taking rows from the units alone would silently miss. An `%LMQ%` queue's records carry
+    * their own topic (§4.6), so none is ever found there: not looked for (python/rmqstore/plan/queues.py
+    * `lost_at_ends`).
+    */
+  def lostAtEnds(store: Store, slices: Seq[QueueSlice]): Seq[UnitDamage] =
+    slices.filter(s => !s.topic.startsWith(MultiDispatch.LmqPrefix) && s.end == store.queueRange(s.topic, s.queueId)._2)
+      .flatMap(s => store.lostAtEnd(s.topic, s.queueId))
 
   /** The items (queue slices) that may share a read task: those of ordinary queues together, and each
     * `%LMQ%` queue's alone. A task reads a record once however many of its slices point at it; a record in an

@@ -261,19 +261,30 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
           val q = from + i
           if (!inside && !ConsumeQueueUnit.isFiller(units, at) && q >= minOffset && q < maxOffset) {
             val why = if (phy < 0 || size <= 0) "is invalid" else s"points outside the commit log's [$logMin, $logMax)"
-            damage(UnitDamage(
-              seg.path,
-              at + (from - segFirst) * Unit20,
-              q,
-              s"consume-queue unit of queue offset $q at byte ${at + (from - segFirst) * Unit20} of the file " +
-                s"(phyOffset $phy, size $size) $why, and valid units follow it"
-            ))
+            damage(unitDamage(q, s"(phyOffset $phy, size $size) $why, and valid units follow it"))
           }
           if (inside && !ConsumeQueueUnit.isFiller(units, at))
             Some(QueueUnit(q, phy, size, ConsumeQueueUnit.tagsCode(units, at)))
           else None
         }
       }
+
+  /** The damage of the unit of `queueOffset` (docs/damage.md §3): the file holding it, or the one that would (a
+    * file past the last, named as the broker names them, §4.3), and its byte in that file
+    * (python/rmqstore/store/consumequeue.py `unit_damage`).
+    */
+  def unitDamage(queueOffset: Long, why: String): UnitDamage = {
+    val byte = queueOffset * Unit20
+    val (path, base) = segments.find(_.contains(byte)) match {
+      case Some(seg) => (seg.path, seg.baseOffset)
+      case None =>
+        val last = segments.last
+        val base = byte - byte % last.size
+        (last.path.dropRight(Segments.NameDigits) + f"$base%020d", base)
+    }
+    val at = byte - base
+    UnitDamage(path, at, queueOffset, s"consume-queue unit of queue offset $queueOffset at byte $at of the file $why")
+  }
 
   /** Files are named by the offset of their first byte: planning splits these runs, never the offsets between
     * files (python/rmqstore/store/consumequeue.py `spans`).

@@ -69,6 +69,7 @@ final class Store private (
   private[spark] val queues = new Queues(fs, root, log, config)
   private val cacheIdentity = CacheIdentity.of(fs, location.path, root, commitlogDir, segmentList)
   private[spark] val coverage = new Coverage(log, queues, cacheIdentity)
+  private[spark] val lostUnits = new LostUnits(log, coverage, index, queues)
   private[spark] val sideIndex = new SideIndex(log, records, index, coverage, cacheIdentity)
   private[spark] lazy val timeline = new Timeline(log)
 
@@ -200,6 +201,13 @@ final class Store private (
   def unindexedRanges: IndexedSeq[(Long, Long)] = coverage.unindexedRanges
 
   def indexedTopics: Seq[String] = coverage.indexedTopics
+
+  // ---- lost units (`LostUnits`) -------------------------------------------------------------------
+
+  /** The units missing at the end of the consume queue of (topic, queueId), each naming the record it should
+    * point to (docs/damage.md §3).
+    */
+  def lostAtEnd(topic: String, queueId: Int): Seq[UnitDamage] = lostUnits.lostAtEnd(topic, queueId)
 
   // ---- time (`Timeline`) --------------------------------------------------------------------------
 

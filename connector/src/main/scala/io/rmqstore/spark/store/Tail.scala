@@ -302,17 +302,12 @@ final class Tail private[store] (
       if (whole) Some((base + next, None)) else None
     }
     leads.orElse {
-      val named =
-        (index.indexedEnd +: queues.topics.flatMap(t => queues.queueIds(t).flatMap(queues.queueLastPhy(t, _))))
-          .filter(_ > base + rel)
-      if (named.isEmpty) None
-      else {
-        val known = named.max
+      LostUnits.dispatchFrontier(index, queues).filter(_ > base + rel).map { known =>
         val stop = math.min(known, seg.endOffset) - base
         val at = w.at(rel, (stop - rel + HeaderBytes).toInt)
         val found =
           Resync.nextRecordStart(w.buffer, at + 1, at + (stop - rel).toInt + 1, base + rel - at, seg.endOffset)
-        Some((if (found >= 0) base + rel - at + found else base + stop, Some(known)))
+        (if (found >= 0) base + rel - at + found else base + stop, Some(known))
       }
     }
   }

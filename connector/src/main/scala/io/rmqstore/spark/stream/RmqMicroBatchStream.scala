@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
 
 import io.rmqstore.spark.{OffsetSpec, RmqInputPartition, RmqOptionException, RmqOptions, RmqScan, RmqStores}
-import io.rmqstore.spark.plan.{OffsetsTask, RangeTask, ScanPlanner, Split}
+import io.rmqstore.spark.plan.{OffsetsTask, QueueSlice => PlanSlice, RangeTask, ScanPlanner, Split}
 import io.rmqstore.spark.store.{Limits, LogWalkCache, Store, Tail, UnitDamage}
 
 /** `spark.readStream.format(...)` on the JVM engine: the same offsets, torn-record rule, read limits,
@@ -306,8 +306,8 @@ final class RmqMicroBatchStream(
 
   /** The batch's queue slices grouped into partitions of about `maxBytesPerPartition` record bytes (an `%LMQ%`
     * queue's apart, `ScanPlanner.readingGroups`), each reading its units' records in commit-log order. A queue that
-    * appeared after `first` starts at its earliest offset (like a new Kafka partition). A group's damaged units go
-    * with its first partition (docs/damage.md §3).
+    * appeared after `first` starts at its earliest offset (like a new Kafka partition). A group's damaged units, and
+    * the units lost past the end of a queue its window reaches, go with its first partition (docs/damage.md §3).
     */
   private def queuePartitions(broker: String, index: Int, store: Store, first: StoreOffset, last: StoreOffset)
       : Seq[StreamPartition] = {
@@ -328,7 +328,8 @@ final class RmqMicroBatchStream(
     val logEnd = store.logEnd
     groups.flatMap { group =>
       val slices = group.map(_._1).toSeq
-      val damaged = group.flatMap(_._3).toSeq
+      val lost = ScanPlanner.lostAtEnds(store, slices.map { case (t, q, a, z) => PlanSlice(t, q, a, z) })
+      val damaged = group.flatMap(_._3).toSeq ++ lost
       val chunks = group.flatMap(_._2).toArray.sorted.grouped(ScanPlanner.OffsetsPerTask).toSeq
       (if (chunks.isEmpty && damaged.nonEmpty) Seq(Array.empty[Long]) else chunks).zipWithIndex.map {
         case (offsets, i) =>
