@@ -36,18 +36,22 @@ class ColumnarWriterSuite extends AnyFunSuite {
     withTopic("T".getBytes(UTF_8), prop("k" ++ new String(bad, UTF_8), bad) ++ properties("TAGS" -> "\uD83D\uDE00"))
   )
 
-  private def rows(schema: StructType): (ColumnarBatch, Seq[RecordView]) = {
+  // The records in buffers of `kind`: "heap" (an array, as positional reads give), "direct" (native memory,
+  // as a memory map gives) or "read-only" (a heap buffer hiding its array), each record at position 7.
+  private def rows(schema: StructType, kind: String): (ColumnarBatch, Seq[RecordView]) = {
     val writer = new ColumnarWriter(schema, "b1", decompress = true)
     val views = records.map { r =>
-      val v = new RecordView(ByteBuffer.wrap(r), 0, 0L)
+      val buf = if (kind == "direct") ByteBuffer.allocateDirect(r.length + 7) else ByteBuffer.allocate(r.length + 7)
+      buf.put(7, r)
+      val v = new RecordView(if (kind == "read-only") buf.asReadOnlyBuffer else buf, 7, 0L)
       writer.append(v)
       v
     }
     (writer.flush(), views)
   }
 
-  private def check(schema: StructType): Unit = {
-    val (batch, views) = rows(schema)
+  private def check(schema: StructType, kind: String = "heap"): Unit = {
+    val (batch, views) = rows(schema, kind)
     assert(batch.numRows == records.size)
     for ((v, row) <- views.zipWithIndex; (f, col) <- schema.fields.zipWithIndex) {
       val c = batch.column(col)
@@ -91,6 +95,11 @@ class ColumnarWriterSuite extends AnyFunSuite {
 
   test("a subset of columns in another order") {
     check(StructType(Seq("properties", "keys", "topic", "body", "tags").map(RmqSchema.field)))
+  }
+
+  test("every column from native memory (a memory map's kind of buffer) and from a read-only heap buffer") {
+    check(RmqSchema.Table, "direct")
+    check(RmqSchema.Table, "read-only")
   }
 
   test("a compressed body is written decompressed, a stored one as is") {

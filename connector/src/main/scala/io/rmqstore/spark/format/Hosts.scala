@@ -43,22 +43,42 @@ object Hosts {
     at - off
   }
 
-  /** The text of the last host written, reused while an IPv4 host's 8 bytes repeat (a store's hosts
-    * rarely change): `write` puts it in `text` and returns its length.
+  /** Host texts built once per distinct IPv4 host (a store's hosts are few: its brokers and producers'
+    * addresses): `text` returns an exact-size array, shared by every record with those 8 bytes and never
+    * changed, so columns may point at it. An IPv6 host gets a new array unless it repeats the last one.
     */
-  final class Memo {
-    val text = new Array[Byte](MaxTextLength)
-    private var raw = 0L
-    private var length = -1
+  final class Texts {
+    private val ipv4 = new java.util.HashMap[java.lang.Long, Array[Byte]]
+    private val scratch = new Array[Byte](MaxTextLength)
+    private var lastRaw = 0L
+    private var last: Array[Byte] = null
+    private var lastIpv6: Array[Byte] = null
 
-    def write(buf: ByteBuffer, pos: Int, len: Int): Int =
-      if (len != Layout.Ipv4HostLen) { length = -1; Hosts.write(buf, pos, len, text, 0) }
-      else {
-        val bytes = buf.getLong(pos)
-        if (length < 0 || bytes != raw) { raw = bytes; length = Hosts.write(buf, pos, len, text, 0) }
-        length
+    def text(buf: ByteBuffer, pos: Int, len: Int): Array[Byte] =
+      if (len == Layout.Ipv4HostLen) {
+        val raw = buf.getLong(pos)
+        if (last == null || raw != lastRaw) {
+          last = ipv4.get(raw)
+          if (last == null) {
+            if (ipv4.size >= MaxCachedHosts) ipv4.clear()
+            last = built(buf, pos, len)
+            ipv4.put(raw, last)
+          }
+          lastRaw = raw
+        }
+        last
+      } else {
+        val built = this.built(buf, pos, len)
+        if (lastIpv6 == null || !java.util.Arrays.equals(built, lastIpv6)) lastIpv6 = built
+        lastIpv6
       }
+
+    private def built(buf: ByteBuffer, pos: Int, len: Int): Array[Byte] =
+      java.util.Arrays.copyOf(scratch, write(buf, pos, len, scratch, 0))
   }
+
+  /** Distinct IPv4 hosts a `Texts` keeps before it starts afresh. */
+  final val MaxCachedHosts = 1 << 16
 
   // Decimal digits of a signed int; returns the position after them.
   private def writeInt(value: Int, out: Array[Byte], off: Int): Int = {
