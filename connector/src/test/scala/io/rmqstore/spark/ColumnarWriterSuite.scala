@@ -16,6 +16,7 @@ import format.Encode._
   * for malformed UTF-8), row by row, with every column and with subsets in another order.
   */
 class ColumnarWriterSuite extends AnyFunSuite {
+  private val Ipv6 = Array.tabulate[Byte](16)(i => if (i < 2 || i == 15) (i + 0x20).toByte else 0)
   private val bad = Array[Byte](0xc3.toByte, 'x', 0xed.toByte, 0xa0.toByte, 0x80.toByte)
   private def prop(name: String, value: Array[Byte]) =
     name.getBytes(UTF_8) ++ Array[Byte](Layout.PropertyNameValueSeparator) ++ value :+ Layout.PropertySeparator
@@ -33,7 +34,11 @@ class ColumnarWriterSuite extends AnyFunSuite {
     record(topic = "\u4e3b\u9898", props = properties("KEYS" -> " a  \u5024 ", "x" -> "1", "KEYS" -> "c d")),
     record(props = Array.emptyByteArray, body = Array.emptyByteArray),
     withTopic(bad, prop("KEYS", bad ++ " ok".getBytes(UTF_8)) ++ prop("TAGS", bad) ++ prop("UNIQ_KEY", bad)),
-    withTopic("T".getBytes(UTF_8), prop("k" ++ new String(bad, UTF_8), bad) ++ properties("TAGS" -> "\uD83D\uDE00"))
+    withTopic("T".getBytes(UTF_8), prop("k" ++ new String(bad, UTF_8), bad) ++ properties("TAGS" -> "\uD83D\uDE00")),
+    // IPv6 hosts, then the first record's hosts again: texts built once per distinct host (Hosts.Texts)
+    record(bornHost = host(Ipv6, 1), storeHost = host(Ipv6, 2)),
+    record(bornHost = host(Ipv6, 1), storeHost = host(Array[Byte](10, 0, 0, 1), 10911)),
+    record()
   )
 
   // The records in buffers of `kind`: "heap" (an array, as positional reads give), "direct" (native memory,

@@ -43,41 +43,29 @@ object Hosts {
     at - off
   }
 
-  /** Host texts built once per distinct IPv4 host (a store's hosts are few: its brokers and producers'
-    * addresses): `text` returns an exact-size array, shared by every record with those 8 bytes and never
-    * changed, so columns may point at it. An IPv6 host gets a new array unless it repeats the last one.
+  /** Host texts built once per distinct host (a store's hosts are few: its brokers and the producers'
+    * addresses): `text` returns an exact-size array, shared by every record with those address and port
+    * bytes and never changed, so columns may point at it.
     */
   final class Texts {
-    private val ipv4 = new java.util.HashMap[java.lang.Long, Array[Byte]]
+    private val texts = new java.util.HashMap[ByteBuffer, Array[Byte]]
     private val scratch = new Array[Byte](MaxTextLength)
-    private var lastRaw = 0L
-    private var last: Array[Byte] = null
-    private var lastIpv6: Array[Byte] = null
 
-    def text(buf: ByteBuffer, pos: Int, len: Int): Array[Byte] =
-      if (len == Layout.Ipv4HostLen) {
-        val raw = buf.getLong(pos)
-        if (last == null || raw != lastRaw) {
-          last = ipv4.get(raw)
-          if (last == null) {
-            if (ipv4.size >= MaxCachedHosts) ipv4.clear()
-            last = built(buf, pos, len)
-            ipv4.put(raw, last)
-          }
-          lastRaw = raw
-        }
-        last
-      } else {
-        val built = this.built(buf, pos, len)
-        if (lastIpv6 == null || !java.util.Arrays.equals(built, lastIpv6)) lastIpv6 = built
-        lastIpv6
+    def text(buf: ByteBuffer, pos: Int, len: Int): Array[Byte] = {
+      val raw = buf.slice(pos, len) // equal and hashed by content
+      var text = texts.get(raw)
+      if (text == null) {
+        if (texts.size >= MaxCachedHosts) texts.clear()
+        text = java.util.Arrays.copyOf(scratch, write(buf, pos, len, scratch, 0))
+        val key = new Array[Byte](len)
+        buf.get(pos, key)
+        texts.put(ByteBuffer.wrap(key), text)
       }
-
-    private def built(buf: ByteBuffer, pos: Int, len: Int): Array[Byte] =
-      java.util.Arrays.copyOf(scratch, write(buf, pos, len, scratch, 0))
+      text
+    }
   }
 
-  /** Distinct IPv4 hosts a `Texts` keeps before it starts afresh. */
+  /** Distinct hosts a `Texts` keeps before it starts afresh. */
   final val MaxCachedHosts = 1 << 16
 
   // Decimal digits of a signed int; returns the position after them.
