@@ -8,7 +8,8 @@ The session loads the connector jar (`session(engine="jvm")`): the JVM engine is
 median of a few warm runs after one warm-up; the table prints both engines' seconds, the ratio
 python/jvm and the issue's target, and `spark.range(1).collect()` as the baseline of the key lookup.
 Beside wall time, the CPU seconds of the session's processes (driver JVM, Python workers: /proc) per run
-and their ratio: on a loaded machine wall time follows the scheduler more than the engine.
+and their ratio: on a loaded machine wall time follows the scheduler more than the engine (a sub-second
+query's CPU is rough: an exited worker counts once it is reaped).
 `test_streaming_catch_up` times a stream from earliest to the end of the store on each engine
 (Trigger.AvailableNow, noop sink; `RMQSTORE_BENCH_MAX_OFFSETS=<n>` for batches of n messages).
 Only sanity is asserted (both engines return the same count), never a timing.
@@ -69,8 +70,8 @@ def _median_wall_cpu(action: Callable[[], object],
 
 
 def _session_cpu_s() -> float:
-    """User + system CPU seconds so far of this process's descendants alive now: the driver JVM and the
-    Python workers it forked (Linux /proc)."""
+    """User + system CPU seconds so far of this process's descendants alive now and of the children they
+    reaped: the driver JVM and the Python workers it forked (Linux /proc)."""
     tick, total, todo = os.sysconf("SC_CLK_TCK"), 0.0, [os.getpid()]
     while todo:
         pid = todo.pop()
@@ -79,7 +80,7 @@ def _session_cpu_s() -> float:
                 todo += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
             if pid != os.getpid():
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / tick
+                total += sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
         except OSError:  # the process ended meanwhile
             continue
     return total
