@@ -7,6 +7,9 @@ The session loads the connector jar (`session(engine="jvm")`): the JVM engine is
 `format(PROVIDER_CLASS)`, the Python engine `format("rmqstore_python")`. Each query is timed as the
 median of a few warm runs after one warm-up; the table prints both engines' seconds, the ratio
 python/jvm and the issue's target, and `spark.range(1).collect()` as the baseline of the key lookup.
+Beside wall time, the CPU seconds of the session's processes (driver JVM, Python workers: /proc) per run
+and their ratio: on a loaded machine wall time follows the scheduler more than the engine (a sub-second
+query's CPU is rough: an exited worker counts once it is reaped).
 `test_streaming_catch_up` times a stream from earliest to the end of the store on each engine
 (Trigger.AvailableNow, noop sink; `RMQSTORE_BENCH_MAX_OFFSETS=<n>` for batches of n messages).
 Only sanity is asserted (both engines return the same count), never a timing.
@@ -48,13 +51,39 @@ def _store() -> Path:
 
 def _median_s(action: Callable[[], object], runs: int = WARM_RUNS) -> tuple[float, object]:
     """The median seconds of `runs` warm runs after one warm-up, and the warm-up's result."""
+    (wall, _), result = _median_wall_cpu(action, runs)
+    return wall, result
+
+
+def _median_wall_cpu(action: Callable[[], object],
+                     runs: int = WARM_RUNS) -> tuple[tuple[float, float], object]:
+    """The median wall and CPU seconds (`_session_cpu_s`) of `runs` warm runs after one warm-up, and the
+    warm-up's result."""
     result = action()
-    times = []
+    walls, cpus = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        cpu, start = _session_cpu_s(), time.perf_counter()
         action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        walls.append(time.perf_counter() - start)
+        cpus.append(_session_cpu_s() - cpu)
+    return (statistics.median(walls), statistics.median(cpus)), result
+
+
+def _session_cpu_s() -> float:
+    """User + system CPU seconds so far of this process's descendants alive now and of the children they
+    reaped: the driver JVM and the Python workers it forked (Linux /proc)."""
+    tick, total, todo = os.sysconf("SC_CLK_TCK"), 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                todo += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+            if pid != os.getpid():
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+        except OSError:  # the process ended meanwhile
+            continue
+    return total
 
 
 @dataclass(frozen=True)
@@ -98,17 +127,18 @@ def test_engines(bench: tuple[SparkSession, Path]) -> None:
     with Store.open(str(store)) as opened:
         log_bytes = opened.max_offset - opened.min_offset
     print(f"\nstore {store}: {log_bytes / 1e9:.2f} GB of commit log; key {key!r}; window from {middle}")
-    print(f"{'query':<40}{'jvm s':>9}{'python s':>10}{'py/jvm':>8}  {'rows':>11}  target")
+    print(f"{'query':<40}{'jvm s':>9}{'python s':>10}{'py/jvm':>8}{'cpu py/jvm':>12}  {'rows':>11}  target")
     for query in queries:
-        measured = {name: _median_s(lambda df=df, run=query.run: run(df)) for name, df in frames.items()}
-        (jvm, jvm_rows), (python, python_rows) = measured["jvm"], measured["python"]
+        measured = {name: _median_wall_cpu(lambda df=df, run=query.run: run(df))
+                    for name, df in frames.items()}
+        ((jvm, jvm_cpu), jvm_rows), ((python, python_cpu), python_rows) = measured["jvm"], measured["python"]
         assert jvm_rows == python_rows, f"{query.name}: jvm {jvm_rows} rows, python {python_rows}"
         if query.run is not _noop:
             assert jvm_rows, f"{query.name}: no rows"
         extra = f" (jvm/baseline {jvm / baseline:.2f}x)" if query.target.endswith("baseline") else ""
         rows = "" if jvm_rows is None else f"{jvm_rows:,}"
-        print(f"{query.name:<40}{jvm:>9.3f}{python:>10.3f}{python / jvm:>7.1f}x  {rows:>11}  "
-              f"{query.target}{extra}")
+        print(f"{query.name:<40}{jvm:>9.3f}{python:>10.3f}{python / jvm:>7.1f}x"
+              f"{python_cpu / jvm_cpu:>11.1f}x  {rows:>11}  {query.target}{extra}")
     print(f"{'baseline spark.range(1).collect()':<40}{baseline:>9.3f}")
 
 

@@ -1,41 +1,54 @@
 package io.rmqstore.spark
 
+import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets.UTF_8
 
 import scala.annotation.switch
+import scala.collection.mutable
 
-import org.apache.spark.sql.execution.vectorized.{OnHeapColumnVector, WritableColumnVector}
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector
+import org.apache.spark.sql.types.{ArrayType, BinaryType, MapType, StringType, StructType}
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatch}
+import org.apache.spark.unsafe.Platform
 
 import format.{Compression, Hosts, MsgId, Properties, RecordView, Utf8}
 
-/** Decoded records -> on-heap column vectors of the requested columns only (a query needing no
-  * column, such as count(), gets batches with zero columns and `numRows` set). One writer per task,
-  * reset per batch.
+/** Decoded records -> column vectors of the requested columns only (a query needing no column, such as
+  * count(), gets batches with zero columns and `numRows` set). One writer per task, reset per batch.
   *
-  * Text columns are copied as UTF-8 bytes straight from the record (through reusable scratch arrays), no
-  * String built; bytes that are not well-formed UTF-8 go through Java's decoder, which replaces them with
-  * U+FFFD as RocketMQ does.
+  * Numbers go to on-heap vectors. Text and bytes are not copied: a row of a `SpanVector` points at them
+  * where they lie, in the record's buffer (valid UTF-8 as stored), a decompressed body, a host text built
+  * once per distinct host (`Hosts.Texts`), the msgId written to a reused scratch arena; the writer keeps
+  * the buffers a batch points into until `reset`. Bytes that are not well-formed UTF-8 go through Java's
+  * decoder, which replaces them with U+FFFD as RocketMQ does.
   */
 final class ColumnarWriter(schema: StructType, broker: String, decompress: Boolean) {
   import ColumnarWriter._
 
   private val capacity = InitialRows
-  private val vectors: Array[WritableColumnVector] =
-    schema.fields.map(f => new OnHeapColumnVector(capacity, f.dataType))
   private val columns: Array[Int] = schema.fieldNames.map(column)
+  private val vectors: Array[ColumnVector] = schema.fields.map(_.dataType match {
+    case t @ (StringType | BinaryType) => new SpanVector(t, capacity)
+    case t @ (_: ArrayType | _: MapType) => new NestedSpanVector(t, capacity)
+    case t => new OnHeapColumnVector(capacity, t)
+  })
+  private val numbers = vectors.map { case v: OnHeapColumnVector => v; case _ => null }
+  private val texts = vectors.map { case v: SpanVector => v; case _ => null }
+  private val nested = vectors.map { case v: NestedSpanVector => v; case _ => null }
   private val brokerBytes = broker.getBytes(UTF_8)
-  private val scratch = new Array[Byte](MsgId.MaxLength)
-  private val bornHosts = new Hosts.Memo
-  private val storeHosts = new Hosts.Memo
-  private var text = new Array[Byte](256)
-  private var stored = new Array[Byte](64 << 10)
+  private val bornHosts = new Hosts.Texts
+  private val storeHosts = new Hosts.Texts
+  private var arena = new Array[Byte](ArenaBytes)
+  private var arenaUsed = 0
+  private val held = mutable.ArrayBuffer.empty[ByteBuffer] // native buffers the batch points into
+  private var buffer: ByteBuffer = null // the current record's buffer, at Platform address (base, origin)
+  private var base: AnyRef = null
+  private var origin = 0L
+  private var copied = false
   private var tokens = new Array[Int](64)
   private val hasBody = columns.contains(Body)
   private val hasProperties = columns.contains(PropertiesColumn)
-  private var body: Array[Byte] = null
-  private var bodyLength = 0
+  private var body: Array[Byte] = null // a decompressed body, or null: the stored one
   private var rows = 0
   private var reserved = capacity
   private var propsChecked = false
@@ -47,57 +60,87 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
     * be decompressed, which PERMISSIVE skips), is decoded before any column is written.
     */
   def append(r: RecordView): Unit = {
-    if (hasBody) readBody(r)
+    body = if (hasBody && decompress && Compression.applies(r.sysFlag, math.max(r.bodyLength, 0))) r.body(decompress)
+    else null
     if (hasProperties) r.propertyCount // first: KEYS, TAGS and UNIQ_KEY are then read from the spans
+    locate(r)
     if (rows == reserved) {
       reserved *= 2
-      vectors.foreach(_.reserve(reserved))
+      vectors.foreach {
+        case v: OnHeapColumnVector => v.reserve(reserved)
+        case v: SpanVector => v.reserve(reserved)
+        case v: NestedSpanVector => v.reserve(reserved)
+      }
     }
     propsChecked = false
     var i = 0
     while (i < vectors.length) {
-      write(vectors(i), columns(i), r, rows)
+      write(i, columns(i), r, rows)
       i += 1
     }
     rows += 1
   }
 
-  /** The rows appended since the last call as a batch (valid until the next `append`). */
+  /** The rows appended since the last call as a batch (valid until the next `reset`). */
   def flush(): ColumnarBatch = {
-    val batch = new ColumnarBatch(vectors.asInstanceOf[Array[ColumnVector]], rows)
+    val batch = new ColumnarBatch(vectors, rows)
     rows = 0
     batch
   }
 
-  def reset(): Unit = vectors.foreach(_.reset())
+  def reset(): Unit = {
+    vectors.foreach {
+      case v: OnHeapColumnVector => v.reset()
+      case v: SpanVector => v.reset()
+      case v: NestedSpanVector => v.reset()
+    }
+    held.clear()
+    buffer = null
+    arenaUsed = 0
+  }
 
-  def close(): Unit = vectors.foreach(_.close())
+  def close(): Unit = {
+    vectors.foreach(_.close())
+    held.clear()
+  }
 
-  // The body into `body`/`bodyLength`: the stored bytes copied into a reused array, or a decompressed copy.
-  private def readBody(r: RecordView): Unit = {
-    val length = math.max(r.bodyLength, 0)
-    if (decompress && Compression.applies(r.sysFlag, length)) {
-      body = r.body(decompress)
-      bodyLength = body.length
-    } else {
-      if (stored.length < length) stored = new Array[Byte](length)
-      r.buffer.get(r.bodyPosition, stored, 0, length)
-      body = stored
-      bodyLength = length
+  // `base`/`origin` of the record's buffer; a buffer that hides its array (read-only, on the heap) has the
+  // record's bytes copied, for this record only.
+  private def locate(r: RecordView): Unit = if (!(r.buffer eq buffer) || copied) {
+    buffer = r.buffer
+    SpanVector.origin(buffer) match {
+      case Some((b, o)) =>
+        base = b
+        origin = o
+        copied = false
+        if (b == null) held += buffer
+      case None =>
+        val bytes = new Array[Byte](r.totalSize)
+        buffer.get(r.position, bytes)
+        base = bytes
+        origin = Platform.BYTE_ARRAY_OFFSET.toLong - r.position
+        copied = true
     }
   }
 
-  // Text of `bytes(at until at + length)` as row `row` of `v`, or appended to an array's element vector
-  // `v` when `row` is `Append`; `valid`: already known to be UTF-8.
-  private def utf8(v: WritableColumnVector, row: Int, bytes: Array[Byte], at: Int, length: Int, valid: Boolean): Unit =
-    if (valid || Utf8.isValid(bytes, at, length)) put(v, row, bytes, at, length)
+  // Text of the `length` bytes at index `at` of the record's buffer as row `row` of `v`, or appended to
+  // an array's or map's elements `v` when `row` is `Append`; `valid`: already known to be UTF-8.
+  private def utf8(v: SpanVector, row: Int, at: Int, length: Int, valid: Boolean): Unit = {
+    val offset = origin + at
+    if (valid || Utf8.isValid(base, offset, length)) put(v, row, base, offset, length)
     else {
-      val decoded = new String(bytes, at, length, UTF_8).getBytes(UTF_8)
-      put(v, row, decoded, 0, decoded.length)
+      val raw = new Array[Byte](length)
+      Platform.copyMemory(base, offset, raw, Platform.BYTE_ARRAY_OFFSET, length)
+      val decoded = new String(raw, UTF_8).getBytes(UTF_8)
+      put(v, row, decoded, Platform.BYTE_ARRAY_OFFSET, decoded.length)
     }
+  }
 
-  private def put(v: WritableColumnVector, row: Int, bytes: Array[Byte], at: Int, length: Int): Unit =
-    if (row == Append) v.appendByteArray(bytes, at, length) else v.putByteArray(row, bytes, at, length)
+  private def put(v: SpanVector, row: Int, base: AnyRef, offset: Long, length: Int): Unit =
+    if (row == Append) v.append(base, offset, length) else v.put(row, base, offset, length)
+
+  private def putArray(v: SpanVector, row: Int, bytes: Array[Byte]): Unit =
+    v.put(row, bytes, Platform.BYTE_ARRAY_OFFSET, bytes.length)
 
   // Whether the whole PROPERTIES field is UTF-8, checked once per record: then so is every name, value
   // and key token (0x01, 0x02 and spaces never occur inside a multi-byte sequence).
@@ -110,78 +153,81 @@ final class ColumnarWriter(schema: StructType, broker: String, decompress: Boole
   }
 
   // A KEYS, TAGS or UNIQ_KEY value (RecordView.wellKnownAt), null when absent.
-  private def wellKnown(v: WritableColumnVector, row: Int, r: RecordView, which: Int): Unit = {
+  private def wellKnown(v: SpanVector, row: Int, r: RecordView, which: Int): Unit = {
     val at = r.wellKnownAt(which)
-    if (at < 0) v.putNull(row) else utf8(v, row, r.propertyArray, at, r.wellKnownLength(which), propertiesValid(r))
+    if (at < 0) v.putNull(row)
+    else utf8(v, row, r.propertiesPosition + at, r.wellKnownLength(which), propertiesValid(r))
   }
 
-  private def topic(v: WritableColumnVector, row: Int, r: RecordView): Unit = {
-    val length = math.max(r.topicLength, 0)
-    if (text.length < length) text = new Array[Byte](length)
-    r.buffer.get(r.topicPosition, text, 0, length)
-    utf8(v, row, text, 0, length, valid = false)
-  }
-
-  private def keys(v: WritableColumnVector, row: Int, r: RecordView): Unit = {
+  private def keys(v: NestedSpanVector, row: Int, r: RecordView): Unit = {
     if (tokens.length < r.propertiesLength + 2) tokens = new Array[Int](r.propertiesLength + 2)
     val n = r.keyTokenSpans(tokens)
     if (n < 0) v.putNull(row)
     else {
-      val child = v.arrayData()
-      v.putArray(row, child.getElementsAppended, n)
-      val bytes = r.propertyArray
+      val start = v.elements.size
+      val at = r.propertiesPosition
       val valid = propertiesValid(r)
       var i = 0
       while (i < n) {
-        utf8(child, Append, bytes, tokens(2 * i), tokens(2 * i + 1), valid)
+        utf8(v.elements, Append, at + tokens(2 * i), tokens(2 * i + 1), valid)
         i += 1
       }
+      v.put(row, start)
     }
   }
 
-  private def properties(v: WritableColumnVector, row: Int, r: RecordView): Unit = {
+  private def properties(v: NestedSpanVector, row: Int, r: RecordView): Unit = {
     val n = r.propertyCount
     val spans = r.propertySpans
-    val names = v.getChild(0)
-    val values = v.getChild(1)
-    v.putArray(row, names.getElementsAppended, n) // offsets/lengths in the parent, names and values in the children
-    val bytes = r.propertyArray
+    val start = v.elements.size
+    val at = r.propertiesPosition
     val valid = propertiesValid(r)
     var i = 0
     while (i < n) {
-      val at = i * Properties.SpanInts
-      utf8(names, Append, bytes, spans(at), spans(at + 1), valid)
-      utf8(values, Append, bytes, spans(at + 2), spans(at + 3), valid)
+      val span = i * Properties.SpanInts
+      utf8(v.elements, Append, at + spans(span), spans(span + 1), valid)
+      utf8(v.values, Append, at + spans(span + 2), spans(span + 3), valid)
       i += 1
     }
+    v.put(row, start)
   }
 
-  // Row `row` of column `column`: vectors are reserved per batch (`append`), so values are put, not appended.
-  private def write(v: WritableColumnVector, column: Int, r: RecordView, row: Int): Unit = (column: @switch) match {
-    case Topic => topic(v, row, r)
-    case QueueId => v.putInt(row, r.queueId)
-    case QueueOffset => v.putLong(row, r.queueOffset)
-    case CommitLogOffset => v.putLong(row, r.physicalOffset)
-    case StoreSize => v.putInt(row, r.totalSize)
-    case MsgIdColumn => v.putByteArray(row, scratch, 0, r.msgIdBytes(scratch, 0))
-    case UniqKey => wellKnown(v, row, r, RecordView.UniqKey)
-    case Key => wellKnown(v, row, r, RecordView.Keys)
-    case Keys => keys(v, row, r)
-    case Tags => wellKnown(v, row, r, RecordView.Tags)
-    case Body => v.putByteArray(row, body, 0, bodyLength)
-    case BodyCrc => v.putInt(row, r.bodyCrc)
-    case Flag => v.putInt(row, r.flag)
-    case SysFlag => v.putInt(row, r.sysFlag)
-    case BornTimestamp => v.putLong(row, r.bornTimestampMs * 1000L)
-    case StoreTimestamp => v.putLong(row, r.storeTimestampMs * 1000L)
-    case BornHost =>
-      v.putByteArray(row, bornHosts.text, 0, bornHosts.write(r.buffer, r.bornHostPosition, r.bornHostLength))
-    case StoreHost =>
-      v.putByteArray(row, storeHosts.text, 0, storeHosts.write(r.buffer, r.storeHostPosition, r.storeHostLength))
-    case ReconsumeTimes => v.putInt(row, r.reconsumeTimes)
-    case PreparedTransactionOffset => v.putLong(row, r.preparedTransactionOffset)
-    case PropertiesColumn => properties(v, row, r)
-    case Broker => v.putByteArray(row, brokerBytes, 0, brokerBytes.length)
+  private def msgId(v: SpanVector, row: Int, r: RecordView): Unit = {
+    if (arenaUsed + MsgId.MaxLength > arena.length) { // the full arena stays with the rows pointing into it
+      arena = new Array[Byte](ArenaBytes)
+      arenaUsed = 0
+    }
+    val length = r.msgIdBytes(arena, arenaUsed)
+    v.put(row, arena, Platform.BYTE_ARRAY_OFFSET.toLong + arenaUsed, length)
+    arenaUsed += length
+  }
+
+  // Row `row` of the `i`th column, `column`: vectors are reserved per batch (`append`), so values are put.
+  private def write(i: Int, column: Int, r: RecordView, row: Int): Unit = (column: @switch) match {
+    case Topic => utf8(texts(i), row, r.topicPosition, math.max(r.topicLength, 0), valid = false)
+    case QueueId => numbers(i).putInt(row, r.queueId)
+    case QueueOffset => numbers(i).putLong(row, r.queueOffset)
+    case CommitLogOffset => numbers(i).putLong(row, r.physicalOffset)
+    case StoreSize => numbers(i).putInt(row, r.totalSize)
+    case MsgIdColumn => msgId(texts(i), row, r)
+    case UniqKey => wellKnown(texts(i), row, r, RecordView.UniqKey)
+    case Key => wellKnown(texts(i), row, r, RecordView.Keys)
+    case Keys => keys(nested(i), row, r)
+    case Tags => wellKnown(texts(i), row, r, RecordView.Tags)
+    case Body =>
+      if (body != null) putArray(texts(i), row, body)
+      else texts(i).put(row, base, origin + r.bodyPosition, math.max(r.bodyLength, 0))
+    case BodyCrc => numbers(i).putInt(row, r.bodyCrc)
+    case Flag => numbers(i).putInt(row, r.flag)
+    case SysFlag => numbers(i).putInt(row, r.sysFlag)
+    case BornTimestamp => numbers(i).putLong(row, r.bornTimestampMs * 1000L)
+    case StoreTimestamp => numbers(i).putLong(row, r.storeTimestampMs * 1000L)
+    case BornHost => putArray(texts(i), row, bornHosts.text(r.buffer, r.bornHostPosition, r.bornHostLength))
+    case StoreHost => putArray(texts(i), row, storeHosts.text(r.buffer, r.storeHostPosition, r.storeHostLength))
+    case ReconsumeTimes => numbers(i).putInt(row, r.reconsumeTimes)
+    case PreparedTransactionOffset => numbers(i).putLong(row, r.preparedTransactionOffset)
+    case PropertiesColumn => properties(nested(i), row, r)
+    case Broker => putArray(texts(i), row, brokerBytes)
   }
 }
 
@@ -189,6 +235,9 @@ object ColumnarWriter {
 
   /** Rows per batch; vectors grow on demand. */
   val InitialRows = 4096
+
+  /** Bytes of a msgId arena (a new one when full). */
+  private final val ArenaBytes = 64 << 10
 
   private final val Append = -1
 

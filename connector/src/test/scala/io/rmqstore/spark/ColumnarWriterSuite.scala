@@ -16,6 +16,7 @@ import format.Encode._
   * for malformed UTF-8), row by row, with every column and with subsets in another order.
   */
 class ColumnarWriterSuite extends AnyFunSuite {
+  private val Ipv6 = Array.tabulate[Byte](16)(i => if (i < 2 || i == 15) (i + 0x20).toByte else 0)
   private val bad = Array[Byte](0xc3.toByte, 'x', 0xed.toByte, 0xa0.toByte, 0x80.toByte)
   private def prop(name: String, value: Array[Byte]) =
     name.getBytes(UTF_8) ++ Array[Byte](Layout.PropertyNameValueSeparator) ++ value :+ Layout.PropertySeparator
@@ -33,21 +34,29 @@ class ColumnarWriterSuite extends AnyFunSuite {
     record(topic = "\u4e3b\u9898", props = properties("KEYS" -> " a  \u5024 ", "x" -> "1", "KEYS" -> "c d")),
     record(props = Array.emptyByteArray, body = Array.emptyByteArray),
     withTopic(bad, prop("KEYS", bad ++ " ok".getBytes(UTF_8)) ++ prop("TAGS", bad) ++ prop("UNIQ_KEY", bad)),
-    withTopic("T".getBytes(UTF_8), prop("k" ++ new String(bad, UTF_8), bad) ++ properties("TAGS" -> "\uD83D\uDE00"))
+    withTopic("T".getBytes(UTF_8), prop("k" ++ new String(bad, UTF_8), bad) ++ properties("TAGS" -> "\uD83D\uDE00")),
+    // IPv6 hosts, then the first record's hosts again: texts built once per distinct host (Hosts.Texts)
+    record(bornHost = host(Ipv6, 1), storeHost = host(Ipv6, 2)),
+    record(bornHost = host(Ipv6, 1), storeHost = host(Array[Byte](10, 0, 0, 1), 10911)),
+    record()
   )
 
-  private def rows(schema: StructType): (ColumnarBatch, Seq[RecordView]) = {
+  // The records in buffers of `kind`: "heap" (an array, as positional reads give), "direct" (native memory,
+  // as a memory map gives) or "read-only" (a heap buffer hiding its array), each record at position 7.
+  private def rows(schema: StructType, kind: String): (ColumnarBatch, Seq[RecordView]) = {
     val writer = new ColumnarWriter(schema, "b1", decompress = true)
     val views = records.map { r =>
-      val v = new RecordView(ByteBuffer.wrap(r), 0, 0L)
+      val buf = if (kind == "direct") ByteBuffer.allocateDirect(r.length + 7) else ByteBuffer.allocate(r.length + 7)
+      buf.put(7, r)
+      val v = new RecordView(if (kind == "read-only") buf.asReadOnlyBuffer else buf, 7, 0L)
       writer.append(v)
       v
     }
     (writer.flush(), views)
   }
 
-  private def check(schema: StructType): Unit = {
-    val (batch, views) = rows(schema)
+  private def check(schema: StructType, kind: String = "heap"): Unit = {
+    val (batch, views) = rows(schema, kind)
     assert(batch.numRows == records.size)
     for ((v, row) <- views.zipWithIndex; (f, col) <- schema.fields.zipWithIndex) {
       val c = batch.column(col)
@@ -91,6 +100,11 @@ class ColumnarWriterSuite extends AnyFunSuite {
 
   test("a subset of columns in another order") {
     check(StructType(Seq("properties", "keys", "topic", "body", "tags").map(RmqSchema.field)))
+  }
+
+  test("every column from native memory (a memory map's kind of buffer) and from a read-only heap buffer") {
+    check(RmqSchema.Table, "direct")
+    check(RmqSchema.Table, "read-only")
   }
 
   test("a compressed body is written decompressed, a stored one as is") {

@@ -43,22 +43,30 @@ object Hosts {
     at - off
   }
 
-  /** The text of the last host written, reused while an IPv4 host's 8 bytes repeat (a store's hosts
-    * rarely change): `write` puts it in `text` and returns its length.
+  /** Host texts built once per distinct host (a store's hosts are few: its brokers and the producers'
+    * addresses): `text` returns an exact-size array, shared by every record with those address and port
+    * bytes and never changed, so columns may point at it.
     */
-  final class Memo {
-    val text = new Array[Byte](MaxTextLength)
-    private var raw = 0L
-    private var length = -1
+  final class Texts {
+    private val texts = new java.util.HashMap[ByteBuffer, Array[Byte]]
+    private val scratch = new Array[Byte](MaxTextLength)
 
-    def write(buf: ByteBuffer, pos: Int, len: Int): Int =
-      if (len != Layout.Ipv4HostLen) { length = -1; Hosts.write(buf, pos, len, text, 0) }
-      else {
-        val bytes = buf.getLong(pos)
-        if (length < 0 || bytes != raw) { raw = bytes; length = Hosts.write(buf, pos, len, text, 0) }
-        length
+    def text(buf: ByteBuffer, pos: Int, len: Int): Array[Byte] = {
+      val raw = buf.slice(pos, len) // equal and hashed by content
+      var text = texts.get(raw)
+      if (text == null) {
+        if (texts.size >= MaxCachedHosts) texts.clear()
+        text = java.util.Arrays.copyOf(scratch, write(buf, pos, len, scratch, 0))
+        val key = new Array[Byte](len)
+        buf.get(pos, key)
+        texts.put(ByteBuffer.wrap(key), text)
       }
+      text
+    }
   }
+
+  /** Distinct hosts a `Texts` keeps before it starts afresh. */
+  final val MaxCachedHosts = 1 << 16
 
   // Decimal digits of a signed int; returns the position after them.
   private def writeInt(value: Int, out: Array[Byte], off: Int): Int = {

@@ -3,6 +3,8 @@ package io.rmqstore.spark.format
 import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets.UTF_8
 
+import org.apache.spark.unsafe.Platform
+
 /** The PROPERTIES field of a commit-log record (docs/format.md §2.8), mirroring
   * `MessageDecoder.string2messageProperties`.
   *
@@ -152,29 +154,42 @@ object Utf8 {
 
   /** True when `bytes(pos until pos + len)` is well-formed UTF-8 (then Java decodes it unchanged). */
   def isValid(bytes: Array[Byte], pos: Int, len: Int): Boolean = {
-    val end = pos + len
-    var ascii = 0 // all ASCII, the usual case: one branch-free pass
-    var i = pos
+    if (pos < 0 || len < 0 || pos > bytes.length - len)
+      throw new IndexOutOfBoundsException(s"bytes [$pos, ${pos.toLong + len}) of an array of ${bytes.length}")
+    isValid(bytes, Platform.BYTE_ARRAY_OFFSET.toLong + pos, len)
+  }
+
+  /** `isValid` of the `len` bytes at the `Platform` address (`base`, `offset`): an array's or native memory's
+    * (null `base`); the caller guarantees the bytes are there.
+    */
+  def isValid(base: AnyRef, offset: Long, len: Int): Boolean = {
+    val end = offset + len
+    var high = 0L // all ASCII, the usual case: eight bytes at a time, branch-free
+    var i = offset
+    while (i <= end - 8) {
+      high |= Platform.getLong(base, i)
+      i += 8
+    }
     while (i < end) {
-      ascii |= bytes(i)
+      high |= Platform.getByte(base, i)
       i += 1
     }
-    if (ascii >= 0) return true
-    i = pos
+    if ((high & 0x8080808080808080L) == 0) return true
+    i = offset
     while (i < end) {
-      val b = bytes(i) & 0xff
+      val b = Platform.getByte(base, i) & 0xff
       if (b < 0x80) i += 1
       else {
         if (b < 0xc2 || b > 0xf4) return false
         val width = if (b < 0xe0) 2 else if (b < 0xf0) 3 else 4
         if (i + width > end) return false
-        val second = bytes(i + 1) & 0xff
+        val second = Platform.getByte(base, i + 1) & 0xff
         val low = if (b == 0xe0) 0xa0 else if (b == 0xf0) 0x90 else 0x80
         val high = if (b == 0xed) 0x9f else if (b == 0xf4) 0x8f else 0xbf
         if (second < low || second > high) return false
         var k = 2
         while (k < width) {
-          if ((bytes(i + k) & 0xc0) != 0x80) return false
+          if ((Platform.getByte(base, i + k) & 0xc0) != 0x80) return false
           k += 1
         }
         i += width

@@ -48,6 +48,20 @@ class RecordRulesSuite extends AnyFunSuite {
       assert(!Utf8.isValid(bad.map(_.toByte), 0, bad.length), bad.toSeq)
   }
 
+  test("UTF-8 validity read eight bytes at a time: a non-ASCII byte anywhere, in any window of the array") {
+    val ascii = Array.fill[Byte](40)('a')
+    for (len <- 0 to 20; from <- 0 to 9) assert(Utf8.isValid(ascii, from, len))
+    for (seq <- Seq(Array(0xc3, 0xa9), Array(0xc3), Array(0x80)).map(_.map(_.toByte)); at <- 0 to 19) {
+      val bytes = ascii.clone()
+      System.arraycopy(seq, 0, bytes, 3 + at, seq.length)
+      val window = bytes.slice(3, 23)
+      assert(Utf8.isValid(bytes, 3, 20) == new String(window, UTF_8).getBytes(UTF_8).sameElements(window), (seq, at))
+      assert(Utf8.isValid(bytes, 3, 20) == (seq.length == 2 && at < 19), (seq.toSeq, at))
+      assert(Utf8.isValid(bytes, 3, at)) // ends before it
+    }
+    assertThrows[IndexOutOfBoundsException](Utf8.isValid(ascii, 35, 6))
+  }
+
   test("keys: split on single spaces, empty tokens dropped, null without KEYS") {
     val r = record(props = properties("KEYS" -> " a  b "))
     val v = new RecordView(buf(r), 0, 0L)
