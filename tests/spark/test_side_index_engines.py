@@ -1,12 +1,15 @@
-"""One side index and one coverage cache for both engines: the cache files python/rmqstore/store/
-side_index.py and coverage.py write are the ones the JVM engine's store/SideIndex.scala and
-Coverage.scala read and write, so whichever engine builds them first, the other answers from them. The
-side index is proven by the commit-log bytes each engine reads (the JVM's `bytesRead` /
-`recordsDecoded` scan metrics, driver and tasks; the Python Store's file reads); the coverage by
-emptying the queues after the first engine decided it (the second then still sees the first's gaps)."""
+"""One side index, one coverage cache and one timeline cache for both engines: the cache files
+python/rmqstore/store/side_index.py, coverage.py and timeline.py write are the ones the JVM engine's
+store/SideIndex.scala, Coverage.scala and Timeline.scala read and write, so whichever engine builds them
+first, the other answers from them. The side index is proven by the commit-log bytes each engine reads
+(the JVM's `bytesRead` / `recordsDecoded` scan metrics, driver and tasks; the Python Store's file
+reads); the coverage by emptying the queues after the first engine decided it (the second then still
+sees the first's gaps); the timeline by moving the cached store times a day later (the second engine
+then finds nothing in the window)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,8 @@ from helpers.spark_stores import read_stats, scan_metrics
 from rmqstore.plan.lookup import find_by_key
 from rmqstore.spark.jar import PROVIDER_CLASS
 from rmqstore.store import Store
+from rmqstore.store.contract_store import TIMELINE_CACHE_KIND
+from rmqstore.store.segment_cache import cache_dir
 from rmqstore.store.side_index import lacking_ranges
 
 RECORDS = 6_000
@@ -152,3 +157,50 @@ def test_coverage_decided_by_one_engine_serves_the_other(spark: SparkSession, ro
             assert store.uncovered_ranges() == uncovered
     else:
         assert note in _jvm_uncovered_note(spark, path, tmp_path / "jvm")
+
+
+DAY_MS = 86_400_000
+
+
+def _window(path: Path) -> tuple[int, int, list[int]]:
+    """A window [begin, end] (ms) over the middle fifth of the log's records, and their offsets."""
+    with Store.open(path) as store:
+        rows = [(offset, ts.value // 1000)
+                for batch in store.scan(columns=["commitLogOffset", "storeTimestamp"])
+                for offset, ts in zip(batch.column(0).to_pylist(), batch.column(1), strict=True)]
+    begin, end = rows[2 * len(rows) // 5][1], rows[3 * len(rows) // 5][1]
+    return begin, end, [offset for offset, ms in rows if begin <= ms <= end]
+
+
+def _engine_window(spark: SparkSession, engine: str, path: Path, begin: int, end: int) -> list[int]:
+    """The offsets of the window's records, found by the JVM engine's plan or by the Python Store's."""
+    if engine == "python":
+        with Store.open(path) as store:
+            return [offset for start, stop in store.time_ranges(begin, end)
+                    for batch in store.scan(start, stop, ["commitLogOffset", "storeTimestamp"])
+                    for offset, ts in zip(batch.column(0).to_pylist(), batch.column(1), strict=True)
+                    if begin <= ts.value // 1000 <= end]
+    df = spark.read.format(PROVIDER_CLASS).load(str(path))
+    window = F.col("storeTimestamp").between(F.lit(begin / 1000).cast("timestamp"),
+                                             F.lit(end / 1000).cast("timestamp"))
+    return sorted(r.commitLogOffset for r in df.where(window).select("commitLogOffset").collect())
+
+
+@pytest.mark.parametrize("first", ["jvm", "python"])
+def test_timeline_summarized_by_one_engine_serves_the_other(spark: SparkSession, rollback_heavy: Path,
+                                                            tmp_path: Path, first: str) -> None:
+    path = copy_store(rollback_heavy, tmp_path / "store")
+    begin, end, expected = _window(rollback_heavy)
+    assert 0 < len(expected) < RECORDS // 4
+    assert _engine_window(spark, first, path, begin, end) == expected
+    with Store.open(path) as store:
+        cached = Path(cache_dir(TIMELINE_CACHE_KIND)) / store.cache_identity.file_name
+        live = [seg for seg in store.segments if seg.base_offset < store.max_offset]
+    doc = json.loads(cached.read_text())
+    assert sorted(doc["segments"]) == sorted(Path(seg.path).name for seg in live)
+    for entry in doc["segments"].values():  # [size, mtime, records' end, last record, *runs]
+        for run in entry[4:]:
+            run[2], run[3] = run[2] + DAY_MS, run[3] + DAY_MS
+    cached.write_text(json.dumps(doc))
+    second = "python" if first == "jvm" else "jvm"
+    assert _engine_window(spark, second, path, begin, end) == []

@@ -70,7 +70,7 @@ final class Store private (
   private val cacheIdentity = CacheIdentity.of(fs, location.path, root, commitlogDir, segmentList)
   private[spark] val coverage = new Coverage(log, queues, cacheIdentity)
   private[spark] val sideIndex = new SideIndex(log, records, index, coverage, cacheIdentity)
-  private[spark] lazy val timeline = new Timeline(log)
+  private[spark] lazy val timeline = new Timeline(log, cacheIdentity)
 
   // ---- the log ------------------------------------------------------------------------------------
 
