@@ -174,7 +174,8 @@ private[store] object Timeline {
 
   /** A summary from its cached entry (`Summary.entry`), None when it is not that shape. */
   def fromEntry(entry: IndexedSeq[JsonNode]): Option[Summary] = {
-    def longs(node: JsonNode, n: Int) = node.isArray && node.size == n && (0 until n).forall(node.get(_).isIntegralNumber)
+    def longs(node: JsonNode, n: Int) =
+      node.isArray && node.size == n && (0 until n).forall(node.get(_).isIntegralNumber)
     val runs = entry.drop(1)
     val fits = entry.nonEmpty && (entry(0).isNull || longs(entry(0), 4)) &&
       runs.forall(r => r.isArray && r.size == 5 && (0 until 4).forall(r.get(_).isIntegralNumber) && r.get(4).isBoolean)
