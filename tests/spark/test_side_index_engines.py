@@ -10,6 +10,8 @@ then finds nothing in the window)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from helpers.side_index_stores import (
     write_keyed_store,
 )
 from helpers.spark_stores import read_stats, scan_metrics
+from helpers.store_builder import BASE_TS, StoreBuilder
 from rmqstore.plan.lookup import find_by_key
 from rmqstore.spark.jar import PROVIDER_CLASS
 from rmqstore.store import Store
@@ -194,13 +197,46 @@ def test_timeline_summarized_by_one_engine_serves_the_other(spark: SparkSession,
     assert 0 < len(expected) < RECORDS // 4
     assert _engine_window(spark, first, path, begin, end) == expected
     with Store.open(path) as store:
+        live = [Path(seg.path).name for seg in store.segments if seg.base_offset < store.max_offset]
+    assert sorted(_move_cached_times(path)) == sorted(live)
+    second = "python" if first == "jvm" else "jvm"
+    assert _engine_window(spark, second, path, begin, end) == []
+
+
+def _move_cached_times(path: Path) -> list[str]:
+    """Move the store times of every cached run a day later; the names of the segments cached."""
+    with Store.open(path) as store:
         cached = Path(cache_dir(TIMELINE_CACHE_KIND)) / store.cache_identity.file_name
-        live = [seg for seg in store.segments if seg.base_offset < store.max_offset]
     doc = json.loads(cached.read_text())
-    assert sorted(doc["segments"]) == sorted(Path(seg.path).name for seg in live)
     for entry in doc["segments"].values():  # [size, mtime, records' end, last record, *runs]
         for run in entry[4:]:
             run[2], run[3] = run[2] + DAY_MS, run[3] + DAY_MS
     cached.write_text(json.dumps(doc))
-    second = "python" if first == "jvm" else "jvm"
-    assert _engine_window(spark, second, path, begin, end) == []
+    return list(doc["segments"])
+
+
+def _timed_store(root: Path, records: int) -> StoreBuilder:
+    """`records` records a second apart in one 64 KiB segment (the same first records for any count)."""
+    b = StoreBuilder(str(root), segment_size=1 << 16)
+    for i in range(records):
+        b.append("T", b"g" * 60, store_ts=BASE_TS + i * 1000)
+    b.finish(guard=False)
+    return b
+
+
+def test_the_jvm_walks_a_grown_segment_only_from_where_its_cached_summary_ends(spark: SparkSession,
+                                                                             tmp_path: Path) -> None:
+    """The segment holding the valid end has grown since Python summarized it: the JVM goes on from the
+    cached runs (moved a day later here, so a window over the older records finds none) and walks only
+    the records after them, as Python does (design §3.5)."""
+    live = tmp_path / "live"
+    shutil.copytree(_timed_store(tmp_path / "v1", 150).root, live)
+    with Store.open(live) as store:
+        assert store.time_ranges(BASE_TS, BASE_TS) and store.timeline.note is not None  # summarized, cached
+    assert _move_cached_times(live) == [f"{0:020d}"]
+    grown = _timed_store(tmp_path / "v2", 200)
+    shutil.copytree(grown.root, live, dirs_exist_ok=True)
+    os.utime(live / "commitlog" / f"{0:020d}")
+    assert _engine_window(spark, "jvm", live, BASE_TS + 10_000, BASE_TS + 20_000) == []
+    assert _engine_window(spark, "jvm", live, BASE_TS + 160_000, BASE_TS + 170_000) == [
+        w.offset for w in grown.written[160:171]]

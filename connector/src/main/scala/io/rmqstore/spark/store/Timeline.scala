@@ -5,6 +5,8 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.JsonNode
 
+import io.rmqstore.spark.format.Layout
+
 /** Records [start, end) of the log (physical offsets) with store times in [firstMs, lastMs], non-decreasing
   * in log order when `ordered`.
   */
@@ -25,7 +27,8 @@ final case class TimeRun(start: Long, end: Long, firstMs: Long, lastMs: Long, or
   * is cached in memory per JVM by segment identity (path, size, last-modified time, where its records
   * end) and on disk outside the store where it has a `cache` identity (design §8), in the files of
   * python/rmqstore/store/timeline.py (`SegmentCache` kind `timeline`), so a new JVM, or the Python engine,
-  * does not walk the segment again.
+  * does not walk the segment again; the segment holding the valid end, when it has grown, is walked only
+  * from where its summary ends.
   */
 private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]) {
   import Timeline._
@@ -51,7 +54,7 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
     val known = live.indices.map { i =>
       Option(summaries.get(identities(i))).orElse(stored.get(live(i).baseOffset).flatMap(fromEntry))
     }
-    val all = live.indices.map(i => known(i).getOrElse(summarize(live(i))))
+    val all = live.indices.map(i => known(i).getOrElse(summarize(live(i), disk.flatMap(grown(_, live(i))))))
     walked = live.indices.filter(known(_).isEmpty).map(i =>
       (math.max(log.minOffset, live(i).baseOffset), math.min(live(i).endOffset, log.end))
     )
@@ -83,12 +86,44 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
     out.toSeq
   }
 
-  /** The runs of one segment's records (class comment). */
-  private def summarize(seg: Segment): Summary = {
-    val found = mutable.ArrayBuffer.empty[TimeRun]
-    var current: TimeRun = null
-    var last: Option[IndexedSeq[Long]] = None
-    log.chunks(seg.baseOffset, math.min(seg.endOffset, log.end), verifyCrc = false, permissive = true, ScanStats()) {
+  /** The cached summary of `seg` from when it held the valid end, if the segment has only grown since: the
+    * broker appends and never rewrites records before its valid end, so the cached runs still hold while the
+    * record they end with is still there (python/rmqstore/store/timeline.py `_grown`).
+    */
+  private def grown(disk: SegmentCache, seg: Segment): Option[Summary] =
+    disk.stale(seg).flatMap { case (key, entry) =>
+      fromEntry(entry).filter { summary =>
+        key(0).isIntegralNumber && key(0).asLong == seg.size && !key(2).isNull && summary.runs.nonEmpty &&
+        summary.last.exists(last => identityAt(seg, last(0)).contains(last)) &&
+        math.min(seg.endOffset, log.end) >= summary.runs.last.end
+      }
+    }
+
+  /** PHYSICALOFFSET, TOTALSIZE, BODYCRC and BORNTIMESTAMP of the record at physical offset `at` (one small read,
+    * §2.2); None when it is not in `seg` (timeline.py `_identity`).
+    */
+  private def identityAt(seg: Segment, at: Long): Option[IndexedSeq[Long]] =
+    Option.when(seg.contains(at)) {
+      val head = log.read(seg, at - seg.baseOffset, Layout.OffBornHost, ScanStats(), finished = true)
+      Option.when(head.limit() >= Layout.OffBornHost)(
+        IndexedSeq(
+          head.getLong(Layout.OffPhysicalOffset),
+          head.getInt(Layout.OffTotalSize).toLong,
+          head.getInt(Layout.OffBodyCrc).toLong,
+          head.getLong(Layout.OffBornTimestamp)
+        )
+      )
+    }.flatten
+
+  /** The runs of one segment's records (class comment): only of those after the runs of `grown` (the cached
+    * summary of a segment that has grown since), which they go on.
+    */
+  private def summarize(seg: Segment, grown: Option[Summary]): Summary = {
+    val found = mutable.ArrayBuffer.from(grown.fold(IndexedSeq.empty[TimeRun])(_.runs))
+    var current: TimeRun = if (found.nonEmpty && found.last.ordered) found.remove(found.length - 1) else null
+    var last: Option[IndexedSeq[Long]] = grown.flatMap(_.last)
+    val start = grown.fold(seg.baseOffset)(_.runs.last.end)
+    log.chunks(start, math.min(seg.endOffset, log.end), verifyCrc = false, permissive = true, ScanStats()) {
       v =>
         last = Some(IndexedSeq(v.physicalOffset, v.totalSize.toLong, v.bodyCrc.toLong, v.bornTimestampMs))
         val t = v.storeTimestampMs
@@ -102,7 +137,7 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
     }
     if (current != null) found += current
     val runs =
-      if (found.length <= MaxRuns) found.toIndexedSeq
+      if (found.length <= MaxRuns && found.forall(_.ordered)) found.toIndexedSeq
       else
         IndexedSeq(TimeRun(found.head.start, found.last.end, found.map(_.firstMs).min, found.map(_.lastMs).max, false))
     Summary(runs, last)
