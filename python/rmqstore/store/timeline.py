@@ -346,7 +346,15 @@ def _grown(store: TimedLog, cache: SegmentCache, seg: Segment) -> _Summary | Non
         return None
     if min(seg.end_offset, store.log.max_offset) < summary.runs[-1].end:
         return None
-    return summary if _still_ends(store, seg, summary) else None
+    return summary if _still_ends(store, seg, summary) and _same_last_time(store, seg, summary) else None
+
+
+def _same_last_time(store: TimedLog, seg: Segment, summary: _Summary) -> bool:
+    """The record the summary ends with still has the last time of its run, when that run is ordered (the
+    identity does not hold the store time: a segment rewritten with other store times is walked again)."""
+    assert summary.last is not None
+    run = summary.runs[-1]
+    return not run.ordered or store.log.store_time_at(seg, summary.last[0] - seg.base_offset) == run.last_ms
 
 
 def _still_ends(store: TimedLog, seg: Segment, summary: _Summary) -> bool:

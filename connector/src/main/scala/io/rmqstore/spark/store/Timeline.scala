@@ -94,10 +94,19 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
     disk.stale(seg).flatMap { case (key, entry) =>
       fromEntry(entry).filter { summary =>
         key(0).isIntegralNumber && key(0).asLong == seg.size && !key(2).isNull && summary.runs.nonEmpty &&
-        summary.last.exists(last => identityAt(seg, last(0)).contains(last)) &&
-        math.min(seg.endOffset, log.end) >= summary.runs.last.end
+        math.min(seg.endOffset, log.end) >= summary.runs.last.end &&
+        summary.last.exists(last => identityAt(seg, last(0)).contains(last)) && sameLastTime(seg, summary)
       }
     }
+
+  /** The record `summary` ends with still has the last time of its run, when that run is ordered (the identity
+    * does not hold the store time: a segment rewritten with other store times is walked again; timeline.py
+    * `_same_last_time`).
+    */
+  private def sameLastTime(seg: Segment, summary: Summary): Boolean = {
+    val run = summary.runs.last
+    !run.ordered || log.storeTimeAt(seg, summary.last.get(0) - seg.baseOffset, ScanStats()) == run.lastMs
+  }
 
   /** PHYSICALOFFSET, TOTALSIZE, BODYCRC and BORNTIMESTAMP of the record at physical offset `at` (one small read,
     * §2.2); None when it is not in `seg` (timeline.py `_identity`).
