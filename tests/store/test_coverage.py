@@ -127,27 +127,30 @@ def test_verdicts_are_cached_outside_the_store_and_reused(builder: StoreBuilder,
     fill(builder, 150)
     root = builder.finish()
 
-    def measured() -> tuple[list[tuple[int, int]], int, int]:
+    def measured() -> tuple[list[tuple[int, int]], int, int, str | None]:
         with Store.open(root) as store:
             assert store.max_offset > 0  # the valid end is found before measuring
             store.stats.reset()
             ranges = store.uncovered_ranges()
             cq_paths = [p for p in store.stats.paths_read if os.sep + "consumequeue" + os.sep in p]
-            return ranges, store.stats.bytes_read, len(cq_paths)
+            return ranges, store.stats.bytes_read, len(cq_paths), store.coverage.note
 
-    cold, cold_bytes, cold_files = measured()
+    cold, cold_bytes, cold_files, cold_note = measured()
     with Store.open(root) as store:
         assert store.unindexed_ranges() == []  # a PREPARED record is indexed, from the cache too
     files = os.listdir(private_cache)
     assert len(files) == 1 and files[0].endswith(".json")
     assert os.path.commonpath([root, private_cache]) != root
-    warm, warm_bytes, warm_files = measured()
+    warm, warm_bytes, warm_files, warm_note = measured()
     assert warm == cold and len(cold) == 1
     assert warm_bytes < cold_bytes / 4
-    assert warm_files < cold_files
+    assert warm_files == 0 < cold_files  # every verdict cached: no queue is opened
+    assert warm_note is None
     with Store.open(root) as store:
         assert cold_files == len({p for t in store.topics() for q in store.queue_ids(t)
                                   for p in (s.path for s in store.consume_queue(t, q).segments)})
+        queues = sum(len(store.queue_ids(t)) for t in store.topics())
+    assert cold_note is not None and f"from the units of {queues} queue(s)" in cold_note
 
 
 def test_a_cached_verdict_is_used_until_its_segment_changes(builder: StoreBuilder,

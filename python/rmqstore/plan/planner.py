@@ -80,6 +80,8 @@ def plan_read(stores: Sequence[Store], predicates: Sequence[Sequence[Predicate]]
     plan = ReadPlan()
     for index, (store, preds) in enumerate(zip(stores, predicates, strict=True)):
         access, tasks = _plan_store(index, store, bounds(preds), settings, plan.notes)
+        built = (store.coverage.note, store.timeline.note)  # the one-time builds this plan paid for
+        plan.notes += [f"store {store.path}: {note}" for note in built if note]
         plan.access.append(access)
         plan.tasks.extend(tasks)
     for note in plan.notes:

@@ -21,5 +21,5 @@ LOGEND_CACHE_KIND = "logend"
 §8.3)."""
 LOGEND_CACHE_VERSION = 2
 TIMELINE_CACHE_KIND = "timeline"
-"""Store-time runs per segment (Python) (docs/design.md §8.3)."""
+"""Store-time runs per segment (docs/design.md §8.3)."""
 TIMELINE_CACHE_VERSION = 2

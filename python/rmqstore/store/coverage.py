@@ -62,6 +62,9 @@ class Coverage:
         self.records = records
         self.queues = queues
         self.cache_identity = cache_identity
+        self.note: str | None = None
+        """What deciding the verdicts read, when some were not cached (None: all came from the cache):
+        a one-time cost per segment the plan reports (design §3.2)."""
 
     @cached_property
     def verdicts(self) -> list[SegmentVerdict]:
@@ -113,17 +116,24 @@ def segment_verdicts(cov: Coverage) -> list[SegmentVerdict]:
     live = [s for s in cov.log.segments if s.base_offset < cov.log.max_offset]
     if not live:
         return []
-    queues = [cov.queues.consume_queue(t, q) for t in cov.queues.topics() for q in cov.queues.queue_ids(t)]
-    queue_names = sorted(f"{q.topic}/{q.queue_id}" for q in queues)
-    digest = hashlib.sha256(json.dumps(queue_names).encode()).hexdigest()
+    names = [(t, q) for t in cov.queues.topics() for q in cov.queues.queue_ids(t)]
+    digest = hashlib.sha256(json.dumps(sorted(f"{t}/{q}" for t, q in names)).encode()).hexdigest()
     cache = SegmentCache.for_store(cov, COVERAGE_CACHE_KIND, COVERAGE_CACHE_VERSION, digest)
     by_base = {s.base_offset: s for s in live}
     known = {base: SegmentVerdict(by_base[base], tuple((a, b) for a, b in gaps),
                                   tuple((a, b) for a, b in unindexed), tuple(topics))
              for base, (gaps, unindexed, topics) in (cache.load(cov.log, live) if cache else {}).items()}
-    fresh = _compute(cov, [s for s in live if s.base_offset not in known], queues)
+    lacking = [s for s in live if s.base_offset not in known]
+    # the queues' files are listed and read only when a verdict is decided again
+    queues = [cov.queues.consume_queue(t, q) for t, q in names] if lacking else []
+    fresh = _compute(cov, lacking, queues)
     if cache and fresh:
         cache.save(cov.log, [(v.segment, [v.gaps, v.unindexed, v.topics]) for v in [*known.values(), *fresh]])
+    if fresh:
+        where = f"cached in {cache_dir()}" if cache else "kept per Store"
+        cov.note = (f"decided which bytes of {len(fresh)} commit-log segment(s) no consume queue covers, "
+                    f"from the units of {len(names)} queue(s) and a scan of the uncovered bytes, once: "
+                    f"{where}")
     verdicts = {**known, **{v.segment.base_offset: v for v in fresh}}
     return [verdicts[s.base_offset] for s in live]
 

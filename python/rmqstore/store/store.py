@@ -369,6 +369,10 @@ class Store:
     def walked_spans(self) -> list[tuple[int, int]]:
         return self.timeline.walked_spans()
 
+    @property
+    def summarized(self) -> list[tuple[int, int]]:
+        return self.timeline.summarized
+
     def ask_summaries(self, spans: Sequence[tuple[int, int]]) -> None:
         self.timeline.ask_summaries(spans)
 

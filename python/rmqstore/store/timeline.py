@@ -33,7 +33,7 @@ from rmqstore.store.commitlog import PROBE_BYTES, CommitLog
 from rmqstore.store.contract_store import TIMELINE_CACHE_KIND, TIMELINE_CACHE_VERSION
 from rmqstore.store.errors import PERMISSIVE
 from rmqstore.store.records import RecordReader
-from rmqstore.store.segment_cache import SegmentCache
+from rmqstore.store.segment_cache import SegmentCache, cache_dir
 from rmqstore.store.segments import Segment
 
 MAX_RUNS = 256
@@ -59,6 +59,8 @@ class TimedLog(Protocol):
     def records(self) -> RecordReader: ...
     @property
     def cache_identity(self) -> CacheIdentity: ...
+    @property
+    def summarized(self) -> list[tuple[int, int]]: ...
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,18 @@ class Timeline:
         self.log = log
         self.records = records
         self.cache_identity = cache_identity
+        self.summarized: list[tuple[int, int]] = []
+        """The parts of the log walked to summarize their store times (not cached yet)."""
+
+    @property
+    def note(self) -> str | None:
+        """What summarizing read, when some summaries were not cached (None: none walked): a one-time
+        cost per segment the plan reports (design §3.5)."""
+        if not self.summarized:
+            return None
+        return (f"summarized the store times of {len(self.summarized)} commit-log segment(s), "
+                f"{sum(z - a for a, z in self.summarized)} bytes, walked once: cached in "
+                f"{cache_dir(TIMELINE_CACHE_KIND)}")
 
     @cached_property
     def _time_runs(self) -> list[TimeRun]:
@@ -287,6 +301,7 @@ def _summaries(store: TimedLog, *, walk: bool) -> tuple[list[Segment], dict[int,
         assert cache is not None
         lacking = asked = [s for s in lacking if cache.asked(store.log, s)]
     fresh = {s.base_offset: _summarize(store, s, _grown(store, cache, s) if cache else None) for s in lacking}
+    store.summarized.extend(_span(store, s) for s in lacking)
     found.update(fresh)
     if cache and (fresh or joined):
         cache.save(store.log, [(s, found[s.base_offset].to_entry()) for s in live if s.base_offset in found])
@@ -331,7 +346,15 @@ def _grown(store: TimedLog, cache: SegmentCache, seg: Segment) -> _Summary | Non
         return None
     if min(seg.end_offset, store.log.max_offset) < summary.runs[-1].end:
         return None
-    return summary if _still_ends(store, seg, summary) else None
+    return summary if _still_ends(store, seg, summary) and _same_last_time(store, seg, summary) else None
+
+
+def _same_last_time(store: TimedLog, seg: Segment, summary: _Summary) -> bool:
+    """The record the summary ends with still has the last time of its run, when that run is ordered (the
+    identity does not hold the store time: a segment rewritten with other store times is walked again)."""
+    assert summary.last is not None
+    run = summary.runs[-1]
+    return not run.ordered or store.log.store_time_at(seg, summary.last[0] - seg.base_offset) == run.last_ms
 
 
 def _still_ends(store: TimedLog, seg: Segment, summary: _Summary) -> bool:

@@ -77,7 +77,12 @@ object ScanPlanner extends ContractPlan {
 
   def plan(stores: IndexedSeq[Store], predicates: IndexedSeq[Seq[Predicate]], settings: Settings): ReadPlan = {
     val notes = Vector.newBuilder[String]
-    val perStore = stores.indices.map(i => planStore(i, stores(i), bounds(predicates(i)), settings, notes))
+    val perStore = stores.indices.map { i =>
+      val planned = planStore(i, stores(i), bounds(predicates(i)), settings, notes)
+      // the one-time builds this plan paid for (python/rmqstore/plan/planner.py `plan_read`)
+      notes ++= (stores(i).coverage.note ++ stores(i).timeline.note).map(n => s"store ${stores(i).root}: $n")
+      planned
+    }
     ReadPlan(perStore.flatMap(_._2), perStore.map(_._1), notes.result())
   }
 

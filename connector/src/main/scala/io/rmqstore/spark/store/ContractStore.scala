@@ -30,7 +30,7 @@ trait ContractStore {
   final val LogendCacheKind = "logend"
   final val LogendCacheVersion = 2
 
-  /** Store-time runs per segment (Python) (docs/design.md §8.3). */
+  /** Store-time runs per segment (docs/design.md §8.3). */
   final val TimelineCacheKind = "timeline"
   final val TimelineCacheVersion = 2
 }

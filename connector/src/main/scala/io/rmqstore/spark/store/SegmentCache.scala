@@ -34,6 +34,12 @@ private[spark] final class SegmentCache(identity: CacheIdentity, kind: String, v
     }.toMap
   }
 
+  /** Whatever is cached for the segment's name, valid or not: (its key then, its entry)
+    * (python/rmqstore/store/segment_cache.py `stale`).
+    */
+  def stale(seg: Segment): Option[(IndexedSeq[JsonNode], IndexedSeq[JsonNode])] =
+    read().get(seg.name).filter(_.size >= 3).map(entry => (entry.take(3), entry.drop(3)))
+
   /** Write these entries (JSON values) as the whole cache, by atomic rename; failures are only ignored
     * (a cache that cannot be written is built again next time).
     */

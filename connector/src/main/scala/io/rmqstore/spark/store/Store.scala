@@ -71,7 +71,7 @@ final class Store private (
   private[spark] val coverage = new Coverage(log, queues, cacheIdentity)
   private[spark] val lostUnits = new LostUnits(log, coverage, index, queues)
   private[spark] val sideIndex = new SideIndex(log, records, index, coverage, cacheIdentity)
-  private[spark] lazy val timeline = new Timeline(log)
+  private[spark] lazy val timeline = new Timeline(log, cacheIdentity)
 
   // ---- the log ------------------------------------------------------------------------------------
 
