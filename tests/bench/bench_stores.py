@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from rmqstore.writer.bulk import BulkShape
 
 
 def cached_demo_store(directory: Path, target_bytes: int, seed: int) -> Path:
@@ -13,3 +16,15 @@ def cached_demo_store(directory: Path, target_bytes: int, seed: int) -> Path:
         create_demo_store(directory / "store", target_bytes=target_bytes, seed=seed, overwrite=True)
         (directory / "store.done").write_text("ok")
     return directory / "store"
+
+
+def cached_bulk_store(directory: Path, shape: BulkShape) -> tuple[Path, dict]:
+    """`directory/store`, a production-shape store (`rmqstore.writer.bulk`) written on first use, and the
+    summary of what was written (`directory/summary.json`: record count, hot topic, a middle record)."""
+    summary = directory / "summary.json"
+    if not summary.exists():
+        from rmqstore.writer.bulk import create_bulk_store
+
+        written = create_bulk_store(directory / "store", shape, overwrite=True)
+        summary.write_text(written.to_json())
+    return directory / "store", json.loads(summary.read_text())
