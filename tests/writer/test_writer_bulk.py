@@ -17,7 +17,7 @@ from rmqstore.store import Store
 from rmqstore.writer.bulk import GROUP, GROUP_LAG, BulkShape, BulkSummary, create_bulk_store
 
 SHAPE = BulkShape(target_bytes=3 << 20, topics=40, queues=4, seed=3, segment_size=1 << 20, cq_units=300,
-                  index_hash_slots=97, index_entries=3000, hot_share=0.05, key_repeats=20)
+                  index_hash_slots=97, index_entries=2000, hot_share=0.05, key_repeats=5)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_bulk_store_is_sound(bulk) -> None:
         findings = verify(store, args)
     assert findings.sound, (dict(findings.errors), findings.error_examples)
     assert findings.counts["records"] == summary.records > 2000
-    assert findings.counts["index entries"] == 3 * summary.records
+    assert findings.counts["index entries"] == 2 * summary.records
     assert summary.index_files == findings.counts["index files"] > 2
     segments = sorted((path / "commitlog").iterdir())
     assert [int(p.name) for p in segments] == [i << 20 for i in range(4)]
@@ -52,8 +52,8 @@ def test_bulk_summary_names_records_the_lookups_find(bulk) -> None:
         assert find_by_uniq_key(store, middle.uniq_key) == [middle.phy]
         assert find_by_msg_id(store, middle.msg_id) == [middle.phy]
         repeated = find_by_key(store, middle.repeated_key)
-        assert middle.phy in repeated and len(repeated) in (summary.records // summary.key_groups,
-                                                            summary.records // summary.key_groups + 1)
+        holders = -(-summary.records // 16)  # every 16th record holds a repeated key
+        assert len(repeated) in (holders // summary.key_groups, holders // summary.key_groups + 1)
         assert len(set(repeated)) == len(repeated) and max(repeated) - min(repeated) > summary.log_bytes // 2
         row = store.read_offsets([middle.phy], ["topic", "storeTimestamp"]).to_pylist()[0]
     assert row["topic"] == middle.topic and row["storeTimestamp"].timestamp() * 1000 == middle.store_timestamp

@@ -7,8 +7,9 @@ are built from the record table, not record by record. Every record is a plain m
 transaction or batch), so none of `StoreWriter`'s broker rewrites are needed. Deterministic per seed.
 
 Record r: topic drawn with `hot_share` for topic 0 and a Zipf share for the others, queue uniform,
-store time `start + r * 1000 // rate`, KEYS `o<r, 12 digits> u<r mod G, 7 digits>` (G = records / 500:
-each `u` key is held by `key_repeats` records spread over the whole log), a UNIQ_KEY of its producer.
+store time `start + r * 1000 // rate`, a UNIQ_KEY of its producer and one key: `o<r>` (12 digits), or
+for every 16th record (template 0) `u<n>` with n = r / 16 mod G, G = records / 16 / `key_repeats`: each
+`u` key is held by `key_repeats` records spread over the whole log.
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ GROUP = "cg-bench"
 """The consumer group committed on the hot topic, `GROUP_LAG` messages behind on every queue."""
 GROUP_LAG = 1000
 _TEMPLATES = 16
+_REPEATED_TEMPLATE = 0
+"""Records of this template carry a `u` key that `key_repeats` records share."""
 _TOPIC_DIGITS = 5
 _KEY_DIGITS = 12
-_GROUP_DIGITS = 7
 _UNIQ_VARYING = 12
 """Hex chars of a UNIQ_KEY after the producer prefix: ms since the month (8) and counter (4), §3.2."""
 _STORE_TS_OFFSET = 56
@@ -80,12 +82,13 @@ class BulkShape:
     rate_per_s: int = 2000
     hot_share: float = 0.01
     key_repeats: int = 500
-    body_sizes: tuple[int, int] = (200, 2000)
+    body_sizes: tuple[int, int] = (100, 1000)
 
 
 @dataclass(frozen=True)
 class Sample:
-    """One record the benchmarks look up: its physical offset, msgId, keys and times."""
+    """One record the benchmarks look up (its physical offset, msgId, key, UNIQ_KEY and store time) and
+    `repeated_key`, a key `key_repeats` records share."""
 
     record: int
     topic: str
@@ -170,12 +173,13 @@ class _Layout:
         self.topic_hash = np.array([java_string_hashcode(topic_name(i) + "#") & 0xFFFFFFFF
                                     for i in range(shape.topics)], dtype=np.uint64)
         average = float(self.sizes.mean())
-        self.key_groups = max(1, int(shape.target_bytes / average) // shape.key_repeats)
+        self.key_groups = max(1, int(shape.target_bytes / average) // _TEMPLATES // shape.key_repeats)
+        self.key_char = np.array([ord(t.data[t.keys_at : t.keys_at + 1]) for t in self.templates], np.uint8)
 
     def _template(self, number: int, body_size: int, pool: bytes) -> _Template:
         producer = number % len(PRODUCERS)
         tags = TAGS[number % len(TAGS)]
-        keys = "o" + "0" * _KEY_DIGITS + " u" + "0" * _GROUP_DIGITS
+        keys = ("u" if number == _REPEATED_TEMPLATE else "o") + "0" * _KEY_DIGITS
         uniq = self.uniq_prefix[producer] + "0" * _UNIQ_VARYING
         body = (b'{"n":%d,"d":"' % number + pool)[: body_size - 2] + b'"}'
         properties = {PROPERTY_KEYS: keys, PROPERTY_TAGS: tags, "WAIT": "true", PROPERTY_UNIQ_KEY: uniq,
@@ -367,16 +371,14 @@ class _BulkWriter:
         _put_be(buf, within + OFF_BORNTIMESTAMP, born_ts, ">i8")
         _put_be(buf, within + _STORE_TS_OFFSET, store_ts, ">i8")
         _put(buf, within + layout.offsets(template, "topic_at"), _digits(topic, _TOPIC_DIGITS))
-        key = _digits(numbers, _KEY_DIGITS)
-        group = _digits(numbers % layout.key_groups, _GROUP_DIGITS)
-        keys_at = within + layout.offsets(template, "keys_at")
-        _put(buf, keys_at + 1, key)
-        _put(buf, keys_at + 3 + _KEY_DIGITS, group)
+        values = np.where(template == _REPEATED_TEMPLATE, numbers // _TEMPLATES % layout.key_groups, numbers)
+        key = np.hstack([layout.key_char[template][:, None], _digits(values, _KEY_DIGITS)])
+        _put(buf, within + layout.offsets(template, "keys_at"), key)
         producer = template % len(PRODUCERS)
         counter = (numbers // len(PRODUCERS)) & 0xFFFF
         uniq = _hex(((born_ts - layout.month_start) << 16) | counter, _UNIQ_VARYING)
         _put(buf, within + layout.offsets(template, "uniq_at"), uniq)
-        self._dispatch(numbers, topic, producer, key, group, uniq, phy, store_ts)
+        self._dispatch(topic, producer, key, uniq, phy, store_ts)
         self.queue_keys.append(queue_key.astype(np.int32))
         self.queue_phys.append(phy)
         self.queue_templates.append(template.astype(np.int8))
@@ -394,8 +396,8 @@ class _BulkWriter:
         self.queue_heads += np.bincount(queue_key, minlength=len(self.queue_heads))
         return offsets
 
-    def _dispatch(self, numbers, topic, producer, key, group, uniq, phy, store_ts) -> None:
-        """Index entries in the broker's order (§5.4): `topic#UNIQ_KEY`, then each KEYS token."""
+    def _dispatch(self, topic, producer, key, uniq, phy, store_ts) -> None:
+        """Index entries in the broker's order (§5.4): `topic#UNIQ_KEY`, then the key."""
         layout = self.layout
         prefix = layout.topic_hash[topic]
         uniq_prefix = np.array([java_string_hashcode(p) & 0xFFFFFFFF for p in layout.uniq_prefix],
@@ -404,11 +406,8 @@ class _BulkWriter:
         with np.errstate(over="ignore"):
             uniq_hash_prefix = prefix * np.uint64(pow(31, prefix_len, 1 << 32)) + uniq_prefix[producer]
         uniq_hash_prefix &= np.uint64(0xFFFFFFFF)
-        o, u = np.full((len(numbers), 1), ord("o"), np.uint8), np.full((len(numbers), 1), ord("u"), np.uint8)
-        hashes = np.stack([_hash_tail(uniq_hash_prefix, uniq),
-                           _hash_tail(prefix, np.hstack([o, key])),
-                           _hash_tail(prefix, np.hstack([u, group]))], axis=1).reshape(-1)
-        self.index.add(hashes, np.repeat(phy, 3), np.repeat(store_ts, 3))
+        hashes = np.stack([_hash_tail(uniq_hash_prefix, uniq), _hash_tail(prefix, key)], axis=1).reshape(-1)
+        self.index.add(hashes, np.repeat(phy, 2), np.repeat(store_ts, 2))
 
     def _write_queues(self) -> None:
         """Every queue's units in queue-offset order, in segments of `cq_units` units (§4.1, §4.3)."""
@@ -449,7 +448,7 @@ class _BulkWriter:
         (self.path / "lock").write_bytes(b"lock")
         return BulkSummary(records=self.records, log_bytes=self.position, topics=shape.topics, hot_topic=hot,
                            group=GROUP, first_timestamp=START_MS, last_timestamp=last_ts,
-                           key_groups=layout.key_groups, middle=self._sample(self.records // 2),
+                           key_groups=layout.key_groups, middle=self._sample(self.records // 2 | 1),
                            index_files=self.index.written)
 
     def _sample(self, record: int) -> Sample:
@@ -466,7 +465,7 @@ class _BulkWriter:
             phy=phy,
             msg_id=offset_msg_id(encode_host(STORE_HOST), phy),
             key=f"o{record:0{_KEY_DIGITS}d}",
-            repeated_key=f"u{record % layout.key_groups:0{_GROUP_DIGITS}d}",
+            repeated_key=f"u{record // _TEMPLATES % layout.key_groups:0{_KEY_DIGITS}d}",
             uniq_key=layout.uniq_prefix[template % len(PRODUCERS)] + f"{varying:0{_UNIQ_VARYING}X}",
             store_timestamp=store_ts,
         )
