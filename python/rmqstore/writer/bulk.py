@@ -107,6 +107,7 @@ class BulkSummary:
     records: int
     log_bytes: int
     topics: int
+    queues: int
     hot_topic: str
     group: str
     first_timestamp: int
@@ -446,8 +447,9 @@ class _BulkWriter:
                                 confirm_phy_offset=last_phy)
         (self.path / "checkpoint").write_bytes(encode_checkpoint(checkpoint))
         (self.path / "lock").write_bytes(b"lock")
-        return BulkSummary(records=self.records, log_bytes=self.position, topics=shape.topics, hot_topic=hot,
-                           group=GROUP, first_timestamp=START_MS, last_timestamp=last_ts,
+        return BulkSummary(records=self.records, log_bytes=self.position, topics=shape.topics,
+                           queues=shape.queues, hot_topic=hot, group=GROUP, first_timestamp=START_MS,
+                           last_timestamp=last_ts,
                            key_groups=layout.key_groups, middle=self._sample(self.records // 2 | 1),
                            index_files=self.index.written)
 
