@@ -2,7 +2,9 @@
 
 Run as `python3 growth_probe.py '<json spec>'` (spec: store, summary, engine, query, cache); prints one
 JSON line. The rmqstore cache directory is the spec's (fresh), set before Spark's JVM starts so the
-JVM and the Python workers use it. The store's pages are dropped (`POSIX_FADV_DONTNEED` on every file)
+JVM and the Python workers use it; compiled kernels (`NUMBA_CACHE_DIR`) are kept in `kernels/` beside
+it, as they belong to the installation, not to a store (compiling them takes minutes on a busy machine).
+The store's pages are dropped (`POSIX_FADV_DONTNEED` on every file)
 just before the cold run; resident store bytes are counted with `fincore` right after it. CPU seconds
 are those of the whole process tree (this driver, Spark's JVM, the Python workers); peak RSS is each
 process's VmHWM. Wall times are also given as a ratio to `spark.range(1).collect()` in this process.
@@ -138,6 +140,7 @@ def queries(summary: dict) -> dict[str, tuple[dict[str, str], Callable, Callable
 
 def measure(spec: dict) -> dict:
     os.environ["RMQSTORE_CACHE_DIR"] = spec["cache"]
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(spec["cache"]).parent / "kernels"))
     from rmqstore.spark import session
     from rmqstore.spark.jar import PROVIDER_CLASS
 
