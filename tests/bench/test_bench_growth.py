@@ -8,7 +8,9 @@ tests/bench/test_bench_growth.py`. Environment:
   series (not in the fit), default `1.3`, empty to skip;
 - RMQSTORE_GROWTH_DIR: where stores are written once and kept (default ~/.cache/rmqstore/bench-growth);
 - RMQSTORE_GROWTH_ENGINES (`jvm,python`), RMQSTORE_GROWTH_QUERIES (default: all of growth_probe.queries);
-- RMQSTORE_GROWTH_JSON: file the results are written to as JSON (after every measurement).
+- RMQSTORE_GROWTH_JSON: file the results are written to as JSON (after every measurement); results
+  already in it are kept and not measured again, so runs add up (the table covers them all);
+- RMQSTORE_GROWTH_TIMEOUT: seconds one probe may take (default 3600), reported as `timeout_s` beyond.
 Stores come from `rmqstore.writer.bulk` with the broker's geometry (1 GiB segments, index files of 5M
 slots x 20M entries, consume queues of 300k units): 100 topics x 8 queues, one of them 1 % of the
 records. Each (store, engine, query) runs in a fresh driver (growth_probe.py): fresh cache directory,
@@ -24,6 +26,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,9 +48,12 @@ QUERIES = os.environ.get("RMQSTORE_GROWTH_QUERIES",
                          "key1,topic1pct,window1m,plan,key500,uniqKey,msgId,backlog,count").split(",")
 OUT = os.environ.get("RMQSTORE_GROWTH_JSON")
 PROBE = Path(__file__).with_name("growth_probe.py")
-PROBE_TIMEOUT_S = 3600
-COSTS = {"cold×": "cold_ratio", "warm×": "warm_ratio", "cpu s": "cold_cpu_s", "res MB": "resident_total"}
-"""Table columns: cold and warm wall time / range(1), cold CPU seconds, store bytes resident after it."""
+PROBE_TIMEOUT_S = float(os.environ.get("RMQSTORE_GROWTH_TIMEOUT", "3600"))
+"""Seconds one probe may take; a probe that takes longer is reported as a timeout (a cost, not a failure)."""
+COSTS = {"cold×": "cold_ratio", "warm×": "warm_ratio", "cpu s": "cold_cpu_s", "res MB": "resident_total",
+         "log res": "resident_log_share"}
+"""Table rows per query: cold and warm wall time / range(1), cold CPU seconds, store MB resident after the
+cold run, and the share of the commit log among them."""
 
 
 def _store(gib: float, topics: int) -> tuple[Path, dict]:
@@ -58,11 +64,17 @@ def _store(gib: float, topics: int) -> tuple[Path, dict]:
 def _probe(store: Path, summary: dict, engine: str, query: str) -> dict:
     cache = Path(tempfile.mkdtemp(prefix="cache-", dir=BENCH_DIR))
     spec = {"store": str(store), "summary": summary, "engine": engine, "query": query, "cache": str(cache)}
+    probe = subprocess.Popen([sys.executable, str(PROBE), json.dumps(spec)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=PROBE.parent, start_new_session=True)
     try:
-        done = subprocess.run([sys.executable, str(PROBE), json.dumps(spec)], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, cwd=PROBE.parent)
+        stdout, stderr = probe.communicate(timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(probe.pid, signal.SIGKILL)  # the probe's session: its driver, Spark's JVM, the workers
+        probe.communicate()
+        return {"engine": engine, "query": query, "sane": True, "timeout_s": PROBE_TIMEOUT_S}
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+    done = subprocess.CompletedProcess(probe.args, probe.returncode, stdout, stderr)
     lines = [line for line in done.stdout.splitlines() if line.startswith("GROWTH ")]
     if done.returncode or not lines:
         return {"engine": engine, "query": query, "sane": False, "error": done.stderr[-3000:]}
@@ -83,34 +95,44 @@ def growth_exponent(sizes: list[float], costs: list[float]) -> float | None:
     return round(sum((x - mx) * (y - my) for x, y in points) / sxx, 2) if sxx else None
 
 
-def _table(results: list[dict], stores: list[str], fitted: list[str], log_gib: dict[str, float]) -> str:
+def _table(results: list[dict], engines: list[str], queries: list[str], stores: list[str], fitted: list[str],
+           log_gib: dict[str, float]) -> str:
     lines = []
     header = f"{'engine':6} {'query':9} {'cost':6} " + " ".join(f"{s:>10}" for s in stores) + "  growth"
     lines.append(header)
-    for engine in ENGINES:
-        for query in QUERIES:
+    for engine in engines:
+        for query in queries:
             for label, field in COSTS.items():
-                row = {r["store"]: r.get(field) for r in results
-                       if r["engine"] == engine and r["query"] == query}
-                cells = " ".join(f"{row[s]:>10.2f}" if row.get(s) is not None else f"{'-':>10}"
-                                 for s in stores)
+                mine = [r for r in results if r["engine"] == engine and r["query"] == query]
+                row = {r["store"]: r.get(field) for r in mine}
+                late = {r["store"] for r in mine if "timeout_s" in r}
+                cells = " ".join(f"{row[s]:>10.4g}" if row.get(s) is not None
+                                 else f"{'timeout' if s in late else '-':>10}" for s in stores)
                 slope = growth_exponent([log_gib[s] for s in fitted if row.get(s) is not None],
                                         [row[s] for s in fitted if row.get(s) is not None])
                 lines.append(f"{engine:6} {query:9} {label:6} {cells}  {slope if slope is not None else '-'}")
     return "\n".join(lines)
 
 
+def _load(path: str | None) -> list[dict]:
+    """Results of earlier runs kept in the JSON file (errors are measured again)."""
+    if not path or not Path(path).exists():
+        return []
+    return [r for r in json.loads(Path(path).read_text())["results"] if "error" not in r]
+
+
 def test_growth() -> None:
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     plan = [(f"{gib:g}G", gib, 100) for gib in SIZES]
     plan += [(f"{WIDE}G×3000", float(WIDE), 3000)] if WIDE else []
-    results: list[dict] = []
-    fitted = [f"{gib:g}G" for gib in SIZES]
+    results = _load(OUT)
+    done = {(r["store"], r["engine"], r["query"]) for r in results}
     stores = {name: _store(gib, topics) for name, gib, topics in plan}
-    log_gib = {name: summary["log_bytes"] / GIB for name, (_, summary) in stores.items()}
     for query in QUERIES:  # a query's whole series first: a cut-short run still fits what it measured
         for engine in ENGINES:
             for name, _, topics in plan:
+                if (name, engine, query) in done:
+                    continue
                 store, summary = stores[name]
                 result = {"store": name, "log_bytes": summary["log_bytes"], "topics": topics,
                           **_probe(store, summary, engine, query)}
@@ -118,15 +140,21 @@ def test_growth() -> None:
                 print(json.dumps(result), flush=True)
                 if OUT:
                     Path(OUT).write_text(json.dumps({"results": results}, indent=1))
+    log_gib = {r["store"]: r["log_bytes"] / GIB for r in results}
+    topics = {r["store"]: r["topics"] for r in results}
+    names = sorted(log_gib, key=lambda name: (topics[name], log_gib[name]))
+    fitted = [name for name in names if topics[name] == 100]
+    engines = list(dict.fromkeys(r["engine"] for r in results))
+    queries = list(dict.fromkeys(r["query"] for r in results))
     exponents = {
         f"{engine}/{query}/{field}": growth_exponent(
             [log_gib[r["store"]] for r in rows], [r.get(field) for r in rows])
-        for engine in ENGINES for query in QUERIES
+        for engine in engines for query in queries
         for field in [*COSTS.values(), "jvm_peak_rss", "cache_bytes"]
         for rows in [[r for r in results if r["engine"] == engine and r["query"] == query
                       and r["store"] in fitted and r.get(field) is not None]]
     }
-    print("\n" + _table(results, [name for name, _, _ in plan], fitted, log_gib))
+    print("\n" + _table(results, engines, queries, names, fitted, log_gib))
     if OUT:
         Path(OUT).write_text(json.dumps({"results": results, "growth_exponents": exponents}, indent=1))
     insane = [(r["store"], r["engine"], r["query"], r.get("result"), r.get("error", "")[-500:])
