@@ -74,10 +74,9 @@ def _probe(store: Path, summary: dict, engine: str, query: str) -> dict:
         return {"engine": engine, "query": query, "sane": True, "timeout_s": PROBE_TIMEOUT_S}
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    done = subprocess.CompletedProcess(probe.args, probe.returncode, stdout, stderr)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("GROWTH ")]
-    if done.returncode or not lines:
-        return {"engine": engine, "query": query, "sane": False, "error": done.stderr[-3000:]}
+    lines = [line for line in stdout.splitlines() if line.startswith("GROWTH ")]
+    if probe.returncode or not lines:
+        return {"engine": engine, "query": query, "sane": False, "error": stderr[-3000:]}
     result = json.loads(lines[-1][len("GROWTH "):])
     result["resident_total"] = sum(result["resident"].values()) / 1e6
     return result
