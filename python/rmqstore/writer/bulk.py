@@ -136,19 +136,6 @@ class _Template:
     tags_code: int
 
 
-@dataclass(frozen=True)
-class _Records:
-    """Arrays over a run of records (global numbers `numbers`) of one segment."""
-
-    numbers: np.ndarray
-    template: np.ndarray
-    topic: np.ndarray
-    queue: np.ndarray
-    queue_offset: np.ndarray
-    phy: np.ndarray
-    store_ts: np.ndarray
-
-
 class _Layout:
     """The per-store constants: templates, topic weights and hashes, the producers' UNIQ_KEY parts."""
 
@@ -156,9 +143,9 @@ class _Layout:
         self.shape = shape
         rng = random.Random(shape.seed)
         low, high = shape.body_sizes
-        self.producers = [UniqKeyGenerator(host, rng.randrange(1, 65536), rng.getrandbits(31))
-                          for host in PRODUCERS]
-        first = [gen.next(START_MS) for gen in self.producers]
+        producers = [UniqKeyGenerator(host, rng.randrange(1, 65536), rng.getrandbits(31))
+                     for host in PRODUCERS]
+        first = [gen.next(START_MS) for gen in producers]
         self.uniq_prefix = [uid[: -_UNIQ_VARYING] for uid in first]
         self.month_start = START_MS - int(first[0][-_UNIQ_VARYING:-4], 16)
         words = ("order", "paid", "user", "sku", "qty", "eu-west", "ok")
@@ -200,6 +187,7 @@ class _Layout:
         )
 
     def offsets(self, template: np.ndarray, field: str) -> np.ndarray:
+        """`field` of each record's template."""
         return np.array([getattr(t, field) for t in self.templates], dtype=np.int64)[template]
 
 
@@ -397,8 +385,9 @@ class _BulkWriter:
         self.queue_heads += np.bincount(queue_key, minlength=len(self.queue_heads))
         return offsets
 
-    def _dispatch(self, topic, producer, key, uniq, phy, store_ts) -> None:
-        """Index entries in the broker's order (§5.4): `topic#UNIQ_KEY`, then the key."""
+    def _dispatch(self, topic: np.ndarray, producer: np.ndarray, key: np.ndarray, uniq: np.ndarray,
+                  phy: np.ndarray, store_ts: np.ndarray) -> None:
+        """Index entries in the broker's order (§5.4): `topic#UNIQ_KEY`, then the key (ASCII rows)."""
         layout = self.layout
         prefix = layout.topic_hash[topic]
         uniq_prefix = np.array([java_string_hashcode(p) & 0xFFFFFFFF for p in layout.uniq_prefix],
