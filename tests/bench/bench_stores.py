@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
+
+from rmqstore.writer.bulk import BulkShape
 
 
 def cached_demo_store(directory: Path, target_bytes: int, seed: int, segment_size: int | None = None) -> Path:
@@ -28,3 +31,15 @@ def sample_order_event(store: Path) -> tuple[str, datetime]:
         batch = next(opened.scan(middle, middle + (1 << 20), ["topic", "key", "keys", "storeTimestamp"]))
     row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["keys"] == [r["key"]])
     return row["key"], row["storeTimestamp"]
+
+
+def cached_bulk_store(directory: Path, shape: BulkShape) -> tuple[Path, dict]:
+    """`directory/store`, a production-shape store (`rmqstore.writer.bulk`) written on first use, and the
+    summary of what was written (`directory/summary.json`: record count, hot topic, a middle record)."""
+    summary = directory / "summary.json"
+    if not summary.exists():
+        from rmqstore.writer.bulk import create_bulk_store
+
+        written = create_bulk_store(directory / "store", shape, overwrite=True)
+        summary.write_text(written.to_json())
+    return directory / "store", json.loads(summary.read_text())

@@ -58,6 +58,19 @@ def test_demo_writes_a_sound_store_and_refuses_to_overwrite(tmp_path: Path, run_
     assert status == 2 and "not empty" in err
 
 
+def test_demo_production_writes_the_shape_asked_for(tmp_path: Path, run_cli) -> None:
+    target = tmp_path / "production"
+    status, out, _ = run_cli("demo", target, "--production", "--size", "600KB", "--topics", "7",
+                             "--queues", "3", "--segment-size", "256KB", "--index-geometry", "101,2000",
+                             "--no-progress")
+    summary = json.loads(out)
+    assert status == 0 and summary["topics"] == 7 and summary["log_bytes"] >= 600 << 10
+    assert sorted(p.name for p in (target / "consumequeue").iterdir()) == [f"bench-{i:05d}" for i in range(7)]
+    assert {q.name for q in (target / "consumequeue" / "bench-00001").iterdir()} == {"0", "1", "2"}
+    assert [p.stat().st_size for p in (target / "commitlog").iterdir()] == [256 << 10] * 4
+    assert {p.stat().st_size for p in (target / "index").iterdir()} == {40 + 4 * 101 + 20 * 2000}
+
+
 def test_bench_reports_throughput(known_store: KnownStore, run_cli) -> None:
     status, out, _ = run_cli("bench", known_store.path, "--json", "--no-progress", "--columns", "topic,body")
     doc = json.loads(out)

@@ -1,4 +1,5 @@
-"""`rmqstore demo DIR`: write a realistic demo store (see `rmqstore.writer.demo`)."""
+"""`rmqstore demo DIR`: write a realistic demo store (see `rmqstore.writer.demo`), or with `--production`
+a production-shape store of many topics written fast (see `rmqstore.writer.bulk`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 import time
 
 from rmqstore.cli.options import parse_geometry, parse_size, progress
+from rmqstore.writer.bulk import BulkShape, create_bulk_store
 from rmqstore.writer.demo import create_demo_store
 
 
@@ -33,6 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="S,N",
         help="maxHashSlotNum,maxIndexNum (default: the broker's 5000000,20000000)",
     )
+    parser.add_argument(
+        "--production",
+        action="store_true",
+        help="production shape, written fast: plain messages over --topics topics of --queues queues, "
+        "1 GiB segments unless --segment-size; prints what the benchmarks look up as JSON",
+    )
+    parser.add_argument("--topics", type=int, default=100, help="topics of a --production store (100)")
+    parser.add_argument("--queues", type=int, default=8, help="queues per topic of a --production store (8)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store in DIR")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(func=run)
@@ -44,15 +54,21 @@ def run(args: argparse.Namespace) -> int:
         geometry = {"index_hash_slots": args.index_geometry[0], "index_entries": args.index_geometry[1]}
     started = time.perf_counter()
     with progress(args, args.size, "demo") as bar:
-        create_demo_store(
-            args.dir,
-            target_bytes=args.size,
-            seed=args.seed,
-            segment_size=args.segment_size,
-            overwrite=args.overwrite,
-            progress=bar.update,
-            **geometry,
-        )
+        if args.production:
+            shape = BulkShape(target_bytes=args.size, topics=args.topics, queues=args.queues, seed=args.seed,
+                              segment_size=args.segment_size or BulkShape.segment_size,
+                              **geometry)
+            print(create_bulk_store(args.dir, shape, overwrite=args.overwrite, progress=bar.update).to_json())
+        else:
+            create_demo_store(
+                args.dir,
+                target_bytes=args.size,
+                seed=args.seed,
+                segment_size=args.segment_size,
+                overwrite=args.overwrite,
+                progress=bar.update,
+                **geometry,
+            )
     seconds = time.perf_counter() - started
     print(
         f"wrote {args.size / (1 << 20):.1f} MiB of commit log to {args.dir} in {seconds:.1f} s "
