@@ -6,7 +6,7 @@ listing of every directory is merged and sorted by that offset, like `MultiPathM
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -145,21 +145,34 @@ def read_small_file(fs: StoreFileSystem, path: str) -> bytes:
         raise UnreadableFileError(path, _cause(exc)) from None
 
 
-class OpenFiles:
-    """Files opened once and kept for the life of a Store (memory maps or remote handles)."""
+MAX_OPEN_FILES = 256
+"""Files `OpenFiles` keeps open at most: a local file's map holds a descriptor (CPython's mmap keeps a
+duplicate), so a store of 24,000 consume-queue files planned with every file kept would pass a process's
+open-files limit (`ulimit -n`)."""
 
-    def __init__(self, fs: StoreFileSystem) -> None:
+
+class OpenFiles:
+    """Files opened on first use and kept for the life of a Store (memory maps or remote handles), the
+    `MAX_OPEN_FILES` most recently used: the least recently used beyond them is dropped from the cache,
+    not closed (a reader still holding it keeps reading it; it is released with its last reference)."""
+
+    def __init__(self, fs: StoreFileSystem, max_open: int = MAX_OPEN_FILES) -> None:
         self.fs = fs
-        self._files: dict[str, RandomAccessFile] = {}
+        self._max_open = max_open
+        self._files: OrderedDict[str, RandomAccessFile] = OrderedDict()
 
     def get(self, path: str, *, random_access: bool = False) -> RandomAccessFile:
         """The file, opened on first use (`random_access` then, as `StoreFileSystem.open` says)."""
         handle = self._files.get(path)
-        if handle is None:
-            try:
-                handle = self._files[path] = self.fs.open(path, random_access=random_access)
-            except OSError as exc:
-                raise UnreadableFileError(path, _cause(exc)) from None
+        if handle is not None:
+            self._files.move_to_end(path)
+            return handle
+        try:
+            handle = self._files[path] = self.fs.open(path, random_access=random_access)
+        except OSError as exc:
+            raise UnreadableFileError(path, _cause(exc)) from None
+        if len(self._files) > self._max_open:
+            self._files.popitem(last=False)
         return handle
 
     def close(self) -> None:
