@@ -67,8 +67,8 @@ def test_isal_is_the_inflater() -> None:
 
 def test_rocketmq_fixtures_inflate_identically(isal_calls: list[int]) -> None:
     """Every zlib body (type 3 and legacy bit-0-only) that RocketMQ's compressors wrote, including
-    the real producer's in rmq-5.5.0-broker (the -crc fixtures and the 5.4.0 queue-shape fixtures, whose
-    scenario sends plain bodies, hold none)."""
+    the real producer's in rmq-5.5.0-broker (the -crc fixtures, the 5.4.0 queue-shape fixtures and the
+    5.3.3 rdb fixture, which holds the LMQ scenario's records, send plain bodies and hold none)."""
     seen: dict[str, int] = {}
     for store_dir in sorted(glob.glob(os.path.join(FIXTURES, "*", "store"))):
         name = os.path.basename(os.path.dirname(store_dir))
@@ -81,8 +81,8 @@ def test_rocketmq_fixtures_inflate_identically(isal_calls: list[int]) -> None:
                             COMPRESSION_LEGACY_ZLIB, COMPRESSION_ZLIB):
                         assert decompress_body(body, flag) == zlib.decompress(body)
                         seen[name] += 1
-    plain = ("-crc", "-batchcq", "-lmq", "-cqext")
-    assert len(seen) >= 18 and all(count for name, count in seen.items() if not name.endswith(plain))
+    plain = ("-crc", "-batchcq", "-lmq", "-cqext", "-rdb")
+    assert len(seen) >= 19 and all(count for name, count in seen.items() if not name.endswith(plain))
     assert len(isal_calls) == sum(seen.values())
 
 
