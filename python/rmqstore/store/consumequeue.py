@@ -35,7 +35,7 @@ from rmqstore.format.consumequeue import (
 )
 from rmqstore.format.javahash import tags_code
 from rmqstore.format.record import SCHEDULE_TOPIC
-from rmqstore.store.names import segment_file_name
+from rmqstore.store.names import SEGMENT_NAME_DIGITS, segment_file_name
 from rmqstore.store.segments import OpenFiles, Segment
 
 REMOTE_FIRST_WINDOW_UNITS = 1024
@@ -256,7 +256,7 @@ class ConsumeQueue(_QueueFiles):
         if seg is None:
             last = self.segments[-1]
             base = byte - byte % last.size
-            path = last.path[: -len(segment_file_name(last.base_offset))] + segment_file_name(base)
+            path = last.path[:-SEGMENT_NAME_DIGITS] + segment_file_name(base)
         else:
             path, base = seg.path, seg.base_offset
         at = byte - base

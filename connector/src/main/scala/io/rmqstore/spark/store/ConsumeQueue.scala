@@ -280,7 +280,7 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
       case None =>
         val last = segments.last
         val base = byte - byte % last.size
-        (last.path.dropRight(Segments.NameDigits) + f"$base%020d", base)
+        (last.path.dropRight(Segments.NameDigits) + Segments.fileName(base), base)
     }
     val at = byte - base
     UnitDamage(path, at, queueOffset, s"consume-queue unit of queue offset $queueOffset at byte $at of the file $why")

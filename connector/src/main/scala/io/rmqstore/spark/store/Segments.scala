@@ -17,6 +17,11 @@ final case class Segment(name: String, path: String, baseOffset: Long, size: Lon
 object Segments {
   final val NameDigits = 20
 
+  /** The name of the segment file starting at `offset` (`UtilAll.offset2FileName`; python/rmqstore/store/names.py
+    * `segment_file_name`).
+    */
+  def fileName(offset: Long): String = f"$offset%020d"
+
   /** The base offset a segment file name stands for, None when it is not a 20-digit name. */
   def parseName(name: String): Option[Long] =
     if (name.length == NameDigits && name.forall(c => c >= '0' && c <= '9')) BigInt(name) match {

@@ -113,7 +113,7 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
     */
   private def identityAt(seg: Segment, at: Long): Option[IndexedSeq[Long]] =
     Option.when(seg.contains(at)) {
-      val head = log.read(seg, at - seg.baseOffset, Layout.OffBornHost, ScanStats(), finished = true)
+      val head = log.readAt(seg, at - seg.baseOffset, Layout.OffBornHost, ScanStats())
       Option.when(head.limit() >= Layout.OffBornHost)(
         IndexedSeq(
           head.getLong(Layout.OffPhysicalOffset),

@@ -2,7 +2,7 @@ package io.rmqstore.spark.stream
 
 import org.apache.spark.internal.Logging
 
-import io.rmqstore.spark.store.Store
+import io.rmqstore.spark.store.{Segments, Store}
 
 /** Data the query still needed is gone from the store (failOnDataLoss=true). */
 final class RmqDataLossException(message: String) extends IllegalStateException(message)
@@ -26,7 +26,7 @@ object DataLoss extends Logging {
   /** Commit-log offsets [start, minOffset) are gone: names the deleted segment files. */
   def lostLogRange(store: Store, location: String, start: Long): String = {
     val size = math.max(store.segmentSize, 1L)
-    val names = (start - start % size until store.minOffset by size).map(base => f"$base%020d")
+    val names = (start - start % size until store.minOffset by size).map(Segments.fileName)
     val shown = names.take(4).mkString(", ") + (if (names.size > 4) s" ... (${names.size} files)" else "")
     s"store $location: commit-log offsets [$start, ${store.minOffset}) are gone (segment file(s) $shown no " +
       s"longer exist; the earliest offset now is ${store.minOffset})"
