@@ -144,19 +144,24 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 def _stopped(
     buf: np.ndarray, base_offset: int, starts: np.ndarray, pos: int, kind: int, check_crc: bool, lead: int = 0
 ) -> RecordWalk:
-    """The walk result for a stop at a BLANK or an invalid record, with the reference checker's reason."""
+    """The walk result for a stop at a BLANK or an invalid record, with the reference checker's reason.
+
+    The reason counts positions from the record's first byte (its entry header's with `lead`), as a
+    check of that record alone does (`CommitLog.check_at`): the same damage reads the same whatever
+    window the walk read it in."""
     if kind == recordscan.BLANK and lead:
         return RecordWalk(starts, pos, "blank", f"DLedger blank at position {pos - lead}")
-    verdict = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=base_offset + pos)
+    record, physical = buf[pos - lead:], base_offset + pos
+    verdict = check_record(record, lead, check_crc=check_crc, expected_physical_offset=physical)
     if kind == recordscan.BLANK:
         return RecordWalk(starts, pos, "blank", f"BLANK record of {verdict.size} bytes at position {pos}")
     size = verdict.size if verdict.kind == "record" else None
-    reason = entry_problem(buf, pos - lead, base_offset, size) if lead else None  # the header first
+    reason = entry_problem(record, 0, physical - lead, size) if lead else None  # the header first
     if reason is None and verdict.kind == "invalid":
         reason = verdict.reason
     if reason is None:
         size = int.from_bytes(buf[pos : pos + 4].tobytes(), "big", signed=True)
-        reason = f"record at position {pos} fails the structural checks (TOTALSIZE {size})"
+        reason = f"record at position {lead} fails the structural checks (TOTALSIZE {size})"
     return RecordWalk(starts, pos, "invalid", reason)
 
 
