@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 from cli_helpers import GEOMETRY_ARG, SLOTS, T0, KnownStore
@@ -32,6 +34,25 @@ def test_info_tables_for_people(known_store: KnownStore, run_cli) -> None:
     assert status == 0
     for title in ("Commit-log segments", "Consume queues", "Index files", "Checkpoint", "clean shutdown"):
         assert title in out
+
+
+def test_info_text_and_json_name_the_same_log_end(known_store: KnownStore, tmp_path: Path, run_cli) -> None:
+    """The active segment ends in zeros: the first `info` walks there from the last indexed record, the
+    second resumes where that walk ended (store/logend.py); both name the record's bytes from its start."""
+    copy = tmp_path / "copy"
+    shutil.copytree(known_store.path, copy)
+    then = os.stat(copy).st_mtime - 60  # written a while ago: the walk's end is remembered
+    for segment in (copy / "commitlog").iterdir():
+        os.utime(segment, (then, then))
+    status, text, _ = run_cli("info", copy)
+    assert status == 0
+    status, out, _ = run_cli("info", copy, "--json")
+    doc = json.loads(out)
+    end = doc["maxOffset"]
+    segment = copy / "commitlog" / f"{end - end % 8192:020d}"
+    assert status == 0 and doc["logEnd"] == (f"{segment}: first invalid record at position {end % 8192}: "
+                                             "bad magic code 0x00000000 at position 4")
+    assert f"log end        {doc['logEnd']}\n" in text
 
 
 def test_demo_writes_a_sound_store_and_refuses_to_overwrite(tmp_path: Path, run_cli) -> None:

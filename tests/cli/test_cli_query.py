@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -107,6 +108,21 @@ def test_query_without_a_usable_index_finds_the_same(
     assert status == 0
     assert offsets(out) == known_store.with_key("hot")
     assert ("index cannot answer" in err and "scanning instead" in err) == (damage == "truncate")
+
+
+def test_query_notes_are_silenced_through_logging(known_store: KnownStore, run_cli, tmp_path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(known_store.path, copy)
+    first = sorted((copy / "index").iterdir())[0]
+    first.write_bytes(first.read_bytes()[:100])
+    logger = logging.getLogger("rmqstore")
+    logger.setLevel(logging.ERROR)
+    try:
+        status, out, err = run_cli("query", copy, "--key", "hot", "--columns", "commitLogOffset")
+    finally:
+        logger.setLevel(logging.NOTSET)
+    assert status == 0 and offsets(out) == known_store.with_key("hot")
+    assert "scanning instead" not in err and err.strip() == f"{len(known_store.with_key('hot'))} messages"
 
 
 def test_query_key_finds_rollback_records_and_says_once_that_it_built_the_side_index(

@@ -114,7 +114,7 @@ def test_ranges_after_a_compiled_read_that_stopped_are_read_again(tree, monkeypa
         out[:] = 0xEE
         return -1 - 1
 
-    monkeypatch.setattr(local, "_pread_ranges", stops_at_range_1)
+    monkeypatch.setattr(local, "pread_ranges", stops_at_range_1)
     handle = LocalFileSystem().open(str(tree / "d" / "b.bin"))
     data = handle.read_ranges([10, 0, 198], [3, 1, 50])
     assert bytes(data) == bytes([0xEE, 0xEE, 0xEE, 0, 198, 199])  # range 0 stays as the loop left it

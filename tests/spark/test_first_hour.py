@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 import shutil
@@ -16,8 +17,8 @@ from pyspark.errors import AnalysisException, IllegalArgumentException
 from pyspark.sql import SparkSession
 
 from helpers.spark_stores import SMALL_STORE_MESSAGES
+from rmqstore.notes import note_once
 from rmqstore.plan.tasks import RangeTask
-from rmqstore.spark.notes import note_once
 from rmqstore.spark.options import OptionError, parse_options
 from rmqstore.spark.reader import StoreReader
 from rmqstore.spark.schema import table_schema
@@ -155,6 +156,28 @@ def test_a_note_prints_once_per_application_and_once_per_process_outside_spark(
     note_once("first-hour note outside spark")
     assert capsys.readouterr().err.splitlines() == ["rmqstore: first-hour note"] * 2 + [
         "rmqstore: first-hour note outside spark"]
+
+
+def test_notes_go_through_logging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Silenced by the `rmqstore` logger's level (a filtered note is not counted as shown), routed
+    elsewhere by a handler change."""
+    monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
+    logger, shown = logging.getLogger("rmqstore"), []
+    logger.setLevel(logging.ERROR)
+    try:
+        note_once("first-hour silenced note")
+    finally:
+        logger.setLevel(logging.NOTSET)
+    assert capsys.readouterr().err == ""
+    note_once("first-hour silenced note")
+    assert capsys.readouterr().err == "rmqstore: first-hour silenced note\n"
+    handler = logging.Handler()
+    handler.emit = lambda record: shown.append((record.name, record.levelname, record.getMessage()))
+    monkeypatch.setattr(logging.getLogger("rmqstore.notes"), "handlers", [handler])
+    note_once("first-hour routed note")
+    assert shown == [("rmqstore.notes", "WARNING", "first-hour routed note")]
+    assert capsys.readouterr().err == ""
 
 
 # ---- a user's own session, end to end --------------------------------------------------------------

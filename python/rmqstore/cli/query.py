@@ -5,7 +5,7 @@ options become predicates, and the store is read the way the Spark source reads 
 (`rmqstore.plan.lookup`: plan, read, confirm): index candidates confirmed against the record, so hash
 collisions never show up, ROLLBACK records and records the index lacks come from the side index, and
 there is no 64/32-result cap; when the index cannot answer completely the planner scans instead. The
-plan's notes (a side index built, a scan instead of the index) go to stderr.
+plan's notes (a side index built, a scan instead of the index) go to stderr through `rmqstore.notes`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from rmqstore.cli.options import (
 from rmqstore.cli.output import write_jsonl
 from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.format.table import COLUMN_NAMES
+from rmqstore.notes import note
 from rmqstore.plan.lookup import find, key_predicates, msg_id_predicates, uniq_key_predicates
 from rmqstore.plan.predicates import InSet, Predicate, time_predicates
 from rmqstore.store import Store
@@ -65,11 +66,11 @@ def _predicates(args: argparse.Namespace, *, msg_id_as_uniq_key: bool = False) -
 
 
 def _find(store: Store, predicates: tuple[Predicate, ...], args: argparse.Namespace) -> list[int]:
-    """Offsets of the matching records, ascending; the plan's notes on stderr."""
+    """Offsets of the matching records, ascending; the plan's notes shown (`rmqstore.notes`)."""
     with progress(args, None, "read", unit="task") as bar:
         found = find(store, predicates, task_done=lambda: bar.update(1))
-    for note in found.plan.notes:
-        print(f"rmqstore: {note}", file=sys.stderr)
+    for text in found.plan.notes:
+        note(text)
     return found.offsets
 
 

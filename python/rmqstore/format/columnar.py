@@ -7,7 +7,8 @@ starts into the table's columns (`table.py`). The per-record work runs in compil
 contiguous data, wrapped without copying); Python handles only the rare cases: error reasons
 (`record.check_record`), compressed bodies (`compression.decompress_body`), host
 formatting once per distinct host, and rows with invalid UTF-8 (decoded by `record.decode_record`
-with U+FFFD replacement). `record.py` is the scalar reference these functions are tested against.
+with U+FFFD replacement). `record.py` is the scalar reference these functions are tested against;
+without numba, `reference.py` does their work with it (`rmqstore.speedups`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
+from rmqstore.format import reference
 from rmqstore.format.compression import MAX_MESSAGE_SIZE, BodyDecompressionError, decompress_bodies
 from rmqstore.format.dledger import entry_problem
 from rmqstore.format.hosts import decode_host
-from rmqstore.format.kernels import columns, crc, recordscan, walk
 from rmqstore.format.layout import IPV4_HOST_LEN, MIN_RECORD_SIZE
 from rmqstore.format.record import check_record, decode_record
 from rmqstore.format.table import COLUMNS, STRING_LIST, STRING_MAP, arrow_schema
+from rmqstore.speedups import NUMBA
+
+if NUMBA:  # else `format/reference.py` stands in for the kernels
+    from rmqstore.format.kernels import columns, crc, recordscan, walk
 
 StopKind = Literal["end", "blank", "invalid"]
 
@@ -88,9 +93,27 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
         raise ValueError(f"walk start {start} is negative")
     buf = as_byte_array(buf)
     end = min(end, len(buf))
+    walker = _walk if NUMBA else _reference().walk
+    starts, pos, kind = walker(buf, base_offset, start, end, check_crc, lead)
+    if kind != "end":
+        return _stopped(buf, base_offset, starts, pos, kind, check_crc, lead)
+    return RecordWalk(starts, pos, "end", f"reached the end position {end}")
+
+
+def _reference() -> Any:
+    """The scalar reference standing in for the kernels (numba missing), said once (`slow_note`)."""
+    reference.slow_note()
+    return reference
+
+
+def _walk(buf: np.ndarray, base_offset: int, start: int, end: int, check_crc: bool,
+          lead: int) -> tuple[np.ndarray, int, StopKind]:
+    """`kernels.walk.walk` window by window, then BODYCRC (`kernels.crc`): (starts, stop, kind)."""
+    kinds: dict[int, StopKind] = {recordscan.END: "end", recordscan.BLANK: "blank",
+                                  recordscan.INVALID: "invalid"}
     out = np.empty(WALK_WINDOW // MIN_RECORD_SIZE + 1, dtype=np.int64)
     found: list[np.ndarray] = []
-    pos = start
+    pos, kind = start, recordscan.END
     while pos < end:
         count, pos, kind = walk.walk(buf, base_offset, pos, min(end, pos + WALK_WINDOW), out, lead)
         chain = out[:count].copy()
@@ -99,8 +122,8 @@ def walk_records(buf: Any, base_offset: int, start: int, end: int, *, check_crc:
             chain, pos, kind = chain[: bad[0]], int(chain[bad[0]]), recordscan.INVALID
         found.append(chain)
         if kind != recordscan.END:
-            return _stopped(buf, base_offset, _concat(found), int(pos), kind, check_crc, lead)
-    return RecordWalk(_concat(found), int(pos), "end", f"reached the end position {end}")
+            break
+    return _concat(found), int(pos), kinds[int(kind)]
 
 
 @dataclass(frozen=True)
@@ -126,11 +149,14 @@ def walk_ranges(buf: Any, physical: np.ndarray, length: np.ndarray, *, check_crc
     buf = as_byte_array(buf)
     physical, length = (np.ascontiguousarray(a, dtype=np.int64) for a in (physical, length))
     at = np.cumsum(length) - length
-    out = np.empty(len(buf) // MIN_RECORD_SIZE + len(at) + 1, dtype=np.int64)
-    count, clean = walk.walk_ranges(buf, at, physical, length, out)
-    starts = out[:count]
+    if NUMBA:
+        out = np.empty(len(buf) // MIN_RECORD_SIZE + len(at) + 1, dtype=np.int64)
+        count, clean = walk.walk_ranges(buf, at, physical, length, out)
+        starts = out[:count]
+    else:
+        starts, clean = _reference().walk_ranges(buf, at, physical, length, check_crc)
     owner = np.searchsorted(at, starts, side="right") - 1
-    if check_crc:
+    if check_crc and NUMBA:
         clean[owner[crc.crc_mismatches(buf, starts, crc.NATIVE_CRC32)]] = False
     kept = clean[owner]
     offsets = physical[owner] + starts - at[owner]
@@ -142,21 +168,27 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _stopped(
-    buf: np.ndarray, base_offset: int, starts: np.ndarray, pos: int, kind: int, check_crc: bool, lead: int = 0
+    buf: np.ndarray, base_offset: int, starts: np.ndarray, pos: int, kind: StopKind, check_crc: bool,
+    lead: int = 0,
 ) -> RecordWalk:
-    """The walk result for a stop at a BLANK or an invalid record, with the reference checker's reason."""
-    if kind == recordscan.BLANK and lead:
+    """The walk result for a stop at a BLANK or an invalid record, with the reference checker's reason.
+
+    The reason counts positions from the record's first byte (its entry header's with `lead`), as a
+    check of that record alone does (`CommitLog.check_at`): the same damage reads the same whatever
+    window the walk read it in."""
+    if kind == "blank" and lead:
         return RecordWalk(starts, pos, "blank", f"DLedger blank at position {pos - lead}")
-    verdict = check_record(buf, pos, check_crc=check_crc, expected_physical_offset=base_offset + pos)
-    if kind == recordscan.BLANK:
+    record, physical = buf[pos - lead:], base_offset + pos
+    verdict = check_record(record, lead, check_crc=check_crc, expected_physical_offset=physical)
+    if kind == "blank":
         return RecordWalk(starts, pos, "blank", f"BLANK record of {verdict.size} bytes at position {pos}")
     size = verdict.size if verdict.kind == "record" else None
-    reason = entry_problem(buf, pos - lead, base_offset, size) if lead else None  # the header first
+    reason = entry_problem(record, 0, physical - lead, size) if lead else None  # the header first
     if reason is None and verdict.kind == "invalid":
         reason = verdict.reason
     if reason is None:
         size = int.from_bytes(buf[pos : pos + 4].tobytes(), "big", signed=True)
-        reason = f"record at position {pos} fails the structural checks (TOTALSIZE {size})"
+        reason = f"record at position {lead} fails the structural checks (TOTALSIZE {size})"
     return RecordWalk(starts, pos, "invalid", reason)
 
 
@@ -194,6 +226,9 @@ def decode_records(
     if not len(starts):
         return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
     offsets = base_offset + starts if np.isscalar(base_offset) else np.asarray(base_offset, dtype=np.int64)
+    if not NUMBA:
+        return _reference().decode(buf, starts, offsets, schema.names, decompress=decompress,
+                                   max_body_size=max_body_size)
     built = _decode(as_byte_array(buf), starts, offsets, frozenset(schema.names),
                     max_body_size if decompress else None, decompress_threads)
     return pa.RecordBatch.from_arrays([built[name] for name in schema.names], schema=schema)
@@ -241,10 +276,7 @@ class _Plan:
         if bad_row >= 0:
             pos = int(starts[bad_row])
             verdict = check_record(buf, pos, check_crc=False)
-            raise ValueError(
-                f"no record at physical offset {int(offsets[bad_row])} (position {pos}): "
-                f"{verdict.reason or verdict.kind}"
-            )
+            raise reference.no_record(pos, int(offsets[bad_row]), verdict.reason or verdict.kind)
         rows = len(starts)
         msg_id_total = (rows - store_v6) * _MSG_ID_LEN[False] + store_v6 * _MSG_ID_LEN[True]
         if max(body_total, props_total, msg_id_total) > MAX_BUFFER_SIZE:

@@ -6,7 +6,7 @@ One interface, `PointReader`, two implementations chosen by `point_reader`:
 - "reference": the scalar checker and decoder of `record.py`, record by record. It is the oracle the
   compiled reader is tested against (the same tests run over both).
 Both give the same verdicts, rows and errors; reasons for an error always come from
-`record.check_record` (`problem_at`).
+`record.check_record` (`problem_at`). Without numba (`rmqstore.speedups`) the reference one is the default.
 
 Valid records that lie far apart or are few (`worth_gathering`) are first copied back to back into one
 buffer (`PointReader.gather`, several buffers into one): the decoder then reads them sequentially like
@@ -22,12 +22,14 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pyarrow as pa
 
+from rmqstore.format import reference
 from rmqstore.format.columnar import as_byte_array, decode_records
-from rmqstore.format.compression import BodyDecompressionError
-from rmqstore.format.kernels import crc, recordscan
-from rmqstore.format.kernels import points as point_kernels
-from rmqstore.format.record import check_record, decode_record
-from rmqstore.format.table import TIMESTAMP, arrow_schema
+from rmqstore.format.record import check_record
+from rmqstore.speedups import NUMBA
+
+if NUMBA:  # else every reader is the reference one
+    from rmqstore.format.kernels import crc, recordscan
+    from rmqstore.format.kernels import points as point_kernels
 
 ReaderKind = Literal["compiled", "reference"]
 
@@ -153,27 +155,10 @@ class ReferencePointReader:
 
     def decode(self, buf: Any, positions: np.ndarray, physical: np.ndarray, columns: list[str], *,
                decompress: bool, max_body_size: int, decompress_threads: int | None = None) -> pa.RecordBatch:
-        """One record at a time on the calling thread (`decompress_threads` is not used); bodies are
-        decompressed only when the body is asked for, like `decode_records`."""
-        schema = arrow_schema(columns)
-        decompress = decompress and "body" in schema.names
-        rows = []
-        for row, (pos, offset) in enumerate(zip(positions.tolist(), physical.tolist(), strict=True)):
-            try:
-                record = decode_record(buf, pos, decompress=decompress, max_body_size=max_body_size)
-            except BodyDecompressionError as exc:
-                message = f"record at physical offset {offset}: {exc.cause}"
-                raise BodyDecompressionError(exc.cause, position=pos, row=row, message=message) from None
-            rows.append(record.to_row())
-        arrays = []
-        for field in schema:
-            values = [r[field.name] for r in rows]
-            if field.type == TIMESTAMP:
-                values = [v * 1000 for v in values]  # ms -> µs
-            elif field.name == "properties":
-                values = [list(v.items()) for v in values]
-            arrays.append(pa.array(values, type=field.type))
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+        """`reference.decode`: one record at a time on the calling thread (`decompress_threads` is not
+        used)."""
+        return reference.decode(buf, positions, physical, columns, decompress=decompress,
+                                max_body_size=max_body_size)
 
     def gather(self, parts: Sequence[PointRecords]) -> PointRecords:
         """Slices of each buffer joined as bytes."""
@@ -191,8 +176,10 @@ def _no_records() -> PointRecords:
     return PointRecords(np.zeros(0, dtype=np.uint8), empty, empty, empty)
 
 
-def point_reader(kind: ReaderKind = "compiled") -> PointReader:
-    """The point reader of that kind (see the module docstring)."""
+def point_reader(kind: ReaderKind | None = None) -> PointReader:
+    """The point reader of that kind (see the module docstring); by default the compiled one, or the
+    reference one when numba is missing (`rmqstore.speedups`)."""
+    kind = kind or ("compiled" if NUMBA else "reference")
     if kind == "compiled":
         return CompiledPointReader()
     if kind == "reference":

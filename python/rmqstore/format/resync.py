@@ -21,16 +21,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from rmqstore.format import reference
 from rmqstore.format.columnar import as_byte_array
-from rmqstore.format.kernels.walk import next_boundary
+from rmqstore.speedups import NUMBA
+
+if NUMBA:  # else `reference.next_boundary`
+    from rmqstore.format.kernels.walk import next_boundary
 
 
 def next_record_start(buf: Any, pos: int, base_offset: int, end: int) -> int | None:
     """The first position p with pos <= p < end where a record (or the segment-ending BLANK) starts.
 
     `buf` is the whole segment, `base_offset` its physical offset. None when there is none. One
-    compiled byte-by-byte scan (`kernels.walk.next_boundary`) that stops at the first hit.
+    compiled byte-by-byte scan (`kernels.walk.next_boundary`) that stops at the first hit (without
+    numba, `reference.next_boundary`).
     """
     buf = as_byte_array(buf)
-    found = next_boundary(buf, pos, min(end, len(buf)), base_offset)
+    if NUMBA:
+        found = next_boundary(buf, pos, min(end, len(buf)), base_offset)
+    else:
+        reference.slow_note()
+        found = reference.next_boundary(buf, pos, min(end, len(buf)), base_offset)
     return None if found < 0 else int(found)

@@ -16,7 +16,6 @@ import stat
 from collections.abc import Sequence
 
 import numpy as np
-from numba import types
 
 from rmqstore.io.base import (
     FileEntry,
@@ -26,31 +25,13 @@ from rmqstore.io.base import (
     StoreFileSystem,
     check_range,
 )
-from rmqstore.jit import compiled
+from rmqstore.speedups import NUMBA
+
+if NUMBA:  # else every range is read by `os.preadv` (`LocalFile._read_rest`)
+    from rmqstore.io.pread import pread_ranges
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
-
-_pread = types.ExternalFunction("pread", types.int64(types.int32, types.voidptr, types.uint64, types.int64))
-"""libc's pread(fd, buffer, count, offset), called by name from compiled code."""
-
-
-@compiled
-def _pread_ranges(fd, offsets, lengths, out):
-    """Read file range i (offsets[i], lengths[i]) into out, back to back; returns the bytes read, or
-    -1 - i when range i came short (a read error or the end of the file)."""
-    at = 0
-    for i in range(len(offsets)):
-        offset = offsets[i]
-        left = lengths[i]
-        while left > 0:
-            got = _pread(fd, out[at:].ctypes.data, left, offset)
-            if got <= 0:
-                return -1 - i
-            at += got
-            offset += got
-            left -= got
-    return at
 
 
 def special_kind(mode: int) -> str | None:
@@ -141,7 +122,7 @@ class LocalFile(RandomAccessFile):
         fd = open_regular(self.path)
         try:
             advise_random(fd)
-            got = _pread_ranges(fd, starts, wanted, out)
+            got = pread_ranges(fd, starts, wanted, out) if NUMBA else -1
             if got < 0:
                 self._read_rest(fd, starts, wanted, out, -1 - got)
         finally:

@@ -21,8 +21,8 @@ from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 
+from rmqstore.notes import note_once
 from rmqstore.spark.jar import PROVIDER_CLASS, ConnectorJarError, connector_jar
-from rmqstore.spark.notes import note_once
 from rmqstore.spark.source import RmqStorePythonDataSource
 
 Engine = Literal["auto", "jvm", "python"]

@@ -23,6 +23,7 @@ from pyspark.sql.types import StructType
 
 from rmqstore.format.record import LMQ_PREFIX
 from rmqstore.format.table import COLUMN_NAMES
+from rmqstore.notes import note_once
 from rmqstore.plan.confirm import confirm
 from rmqstore.plan.execute import ReadSettings, run_task
 from rmqstore.plan.planner import PlanSettings, ReadPlan, plan_read
@@ -41,7 +42,6 @@ from rmqstore.spark.contract_options import ENDING_OFFSETS, STARTING_OFFSETS
 from rmqstore.spark.errors import cause_first
 from rmqstore.spark.filters import to_predicate
 from rmqstore.spark.guard import application_key, claim, new_plan_token
-from rmqstore.spark.notes import note_once
 from rmqstore.spark.offsets import check_group_known
 from rmqstore.spark.options import OffsetSpec, OptionError, RmqOptions
 from rmqstore.spark.schema import message_columns, output_arrow_schema, output_batch

@@ -81,8 +81,8 @@ class RmqStoreDataSource(DataSource):
         return table_schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        from rmqstore.notes import note_once
         from rmqstore.spark.guard import cluster_master
-        from rmqstore.spark.notes import note_once
         from rmqstore.spark.reader import PushdownStoreReader, StoreReader
 
         with cause_first():

@@ -360,10 +360,13 @@ class CommitLog:
 
     def _check_in(self, buf: np.ndarray, at: int, offset: int,
                   check_crc: bool) -> tuple[StopKind | Literal["record"], int, str | None]:
-        """`check_record` of the record at `buf[at]` (physical `offset`), and its entry header."""
-        checked = check_record(buf, at, check_crc=check_crc, expected_physical_offset=offset)
-        if checked.kind == "record" and self.lead:
-            problem = entry_problem(buf, at - self.lead, offset - at, checked.size)
+        """`check_record` of the record at `buf[at]` (physical `offset`), and its entry header; positions
+        in the reason count from the record's first byte, like the walk's (`columnar.walk_records`)."""
+        lead = self.lead
+        record = buf[at - lead:]
+        checked = check_record(record, lead, check_crc=check_crc, expected_physical_offset=offset)
+        if checked.kind == "record" and lead:
+            problem = entry_problem(record, 0, offset - lead, checked.size)
             if problem is not None:
                 return "invalid", checked.size, problem
         return checked.kind, checked.size, checked.reason

@@ -3,6 +3,7 @@ package io.rmqstore.spark.plan
 import java.nio.charset.StandardCharsets.UTF_8
 
 import io.rmqstore.spark.store.UnitDamage
+import org.apache.commons.codec.digest.MurmurHash3
 
 /** The serializable units of work of a plan (one per Spark partition), as python/rmqstore/plan/tasks.py.
   * `storeIndex` indexes the read's store paths. `lo`/`hi` bound the commit-log offsets a task may return
@@ -72,48 +73,12 @@ final case class ReadPlan(tasks: IndexedSeq[ReadTask], access: IndexedSeq[String
 
 /** The stable bucket of a probe value: MurmurHash3 x86_32 (seed 0) of its UTF-8 bytes, unsigned, modulo
   * the bucket count; the same function as python/rmqstore/plan/tasks.py `probe_bucket` (mmh3.hash with
-  * signed=False), so both engines split the values of a large IN list the same way.
+  * signed=False), so both engines split the values of a large IN list the same way. The hash is
+  * commons-codec's `hash32x86` (in Spark's jars; not the deprecated `hash32`, which sign-extends tail bytes).
   */
 object ProbeBucket {
   def apply(value: String, buckets: Int): Int =
-    java.lang.Long.remainderUnsigned(Integer.toUnsignedLong(murmur3(value.getBytes(UTF_8))), buckets.toLong).toInt
-
-  /** MurmurHash3_x86_32 with seed 0 (Austin Appleby's reference, little-endian blocks). */
-  def murmur3(data: Array[Byte]): Int = {
-    val c1 = 0xcc9e2d51
-    val c2 = 0x1b873593
-    var h = 0
-    val blocks = data.length / 4
-    var i = 0
-    while (i < blocks) {
-      val at = 4 * i
-      var k = (data(at) & 0xff) | (data(at + 1) & 0xff) << 8 | (data(at + 2) & 0xff) << 16 | (data(at + 3) & 0xff) << 24
-      k *= c1
-      k = Integer.rotateLeft(k, 15)
-      k *= c2
-      h ^= k
-      h = Integer.rotateLeft(h, 13)
-      h = h * 5 + 0xe6546b64
-      i += 1
-    }
-    val tail = 4 * blocks
-    var k = 0
-    val rest = data.length & 3
-    if (rest >= 3) k ^= (data(tail + 2) & 0xff) << 16
-    if (rest >= 2) k ^= (data(tail + 1) & 0xff) << 8
-    if (rest >= 1) {
-      k ^= data(tail) & 0xff
-      k *= c1
-      k = Integer.rotateLeft(k, 15)
-      k *= c2
-      h ^= k
-    }
-    h ^= data.length
-    h ^= h >>> 16
-    h *= 0x85ebca6b
-    h ^= h >>> 13
-    h *= 0xc2b2ae35
-    h ^= h >>> 16
-    h
-  }
+    java.lang.Long
+      .remainderUnsigned(Integer.toUnsignedLong(MurmurHash3.hash32x86(value.getBytes(UTF_8))), buckets.toLong)
+      .toInt
 }
