@@ -131,7 +131,8 @@ def _frame_rows(end: int | None, rows: list[dict[str, Any]]) -> list[tuple]:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", ["rmq-5.5.0-broker", "rmq-5.3.1-crc", "rmq-5.4.0-batchcq", "retained"])
+@pytest.mark.parametrize("name", ["rmq-5.5.0-broker", "rmq-5.3.1-crc", "rmq-5.4.0-batchcq",
+                                  "rmq-5.4.0-dledger", "rmq-5.3.3-rdb", "retained"])
 def test_lag_frame_of_both_engines_is_rocketmq_lag(spark: SparkSession, engine: str, tmp_path: Path,
                                                    name: str) -> None:
     root, oracle = retained_store(tmp_path) if name == "retained" else (store_dir(name), ORACLES[name])
