@@ -16,8 +16,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqstore.store.errors import PERMISSIVE
+from rmqstore.store.queues import Queue
 from rmqstore.store.store import Store
 
+UNIT_WINDOW = 1 << 20
+"""Queue offsets whose units are read at once (28 MiB) when summing a backlog's bytes."""
 RETRY_PREFIX = "%RETRY%"
 """`MixAll.RETRY_GROUP_TOPIC_PREFIX`: a group's retry topic `%RETRY%<group>` counts for that group."""
 
@@ -111,9 +114,20 @@ def _queue_lag(store: Store, group: str, topic: str, queue_id: int,
     lag = QueueLag(group, topic, queue_id, state, committed, lo, hi, None, None, None, None)
     if state is not LagState.OK:
         return lag, None
-    units = queue.units(queue.floor(committed), hi)
-    phy = int(units["phy"][0]) if len(units) else None
-    return replace(lag, messages=hi - committed, bytes=int(units["size"].sum())), phy
+    size, phy = _backlog_units(queue, queue.floor(committed), hi)
+    return replace(lag, messages=hi - committed, bytes=size), phy
+
+
+def _backlog_units(queue: Queue, start: int, end: int) -> tuple[int, int | None]:
+    """(sum of the sizes, physical offset of the first) of the units from the one at `start` to `end`, read
+    `UNIT_WINDOW` queue offsets at a time."""
+    total, first = 0, None
+    for lo in range(start, end, UNIT_WINDOW):
+        units = queue.units(lo, min(lo + UNIT_WINDOW, end))
+        units = units[units["queue_offset"] >= lo]  # a BatchCQ unit holding `lo` is the window before's
+        total += int(units["size"].sum())
+        first = int(units["phy"][0]) if first is None and len(units) else first
+    return total, first
 
 
 def _timed(lag: QueueLag, oldest: int | None, end: int | None) -> QueueLag:

@@ -70,8 +70,12 @@ object Lag {
     if (state != LagState.Ok) (lag, None)
     else {
       val c = committed.get
-      val units = store.queueUnits(topic, queueId, store.queueFloor(topic, queueId, c), hi).toSeq
-      (lag.copy(messages = Some(hi - c), bytes = Some(units.map(_._3.toLong).sum)), units.headOption.map(_._2))
+      var (bytes, first) = (0L, Option.empty[Long])
+      store.queueUnits(topic, queueId, store.queueFloor(topic, queueId, c), hi).foreach { u =>
+        bytes += u._3
+        if (first.isEmpty) first = Some(u._2)
+      }
+      (lag.copy(messages = Some(hi - c), bytes = Some(bytes)), first)
     }
   }
 
