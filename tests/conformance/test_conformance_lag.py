@@ -120,6 +120,8 @@ def test_lag_command_and_info(capsys: pytest.CaptureFixture[str]) -> None:
                       ("TopicTest", "group-a"): (None, 3)}
     assert cli_main(["lag", path, "--group", "no-such-group"]) == 2
     assert "no-such-group" in capsys.readouterr().err
+    assert cli_main(["lag", path, "--group", "group-b", "--topic", "TopicTest"]) == 2
+    assert "topic 'TopicTest' has no committed offsets of group 'group-b'" in capsys.readouterr().err
 
 
 def _frame_rows(end: int | None, rows: list[dict[str, Any]]) -> list[tuple]:
@@ -141,3 +143,5 @@ def test_lag_frame_of_both_engines_is_rocketmq_lag(spark: SparkSession, engine: 
     group, topic = expected.first()["group"], expected.first()["topic"]
     assert_df_equality(lag(spark, str(root), group, topic, engine=engine),
                        expected.where(f"group = '{group}' AND topic = '{topic}'"))
+    with pytest.raises(Exception, match="topic 'Typo' has no committed offsets"):
+        lag(spark, str(root), topic="Typo", engine=engine)

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqstore.store.errors import PERMISSIVE
+from rmqstore.store.errors import PERMISSIVE, UnknownNameError
 from rmqstore.store.queues import Queue
 from rmqstore.store.store import Store
 
@@ -84,7 +84,8 @@ class LagReport:
 def consumer_lag(store: Store, group: str | None = None, topic: str | None = None) -> LagReport:
     """The lag of `group`'s queues (every group's when None), of `topic` only when given (design §10).
 
-    UnknownNameError naming the group when it committed no offset (`Store.group_offsets`).
+    UnknownNameError naming the group when it committed no offset (`Store.group_offsets`), or the topic
+    when no group (or not `group`) consumes it, so a typo never reads as no lag.
     """
     table = store.consumer_offsets() if group is None else {
         (t, group): offsets for t, offsets in store.group_offsets(group).items()}
@@ -92,6 +93,9 @@ def consumer_lag(store: Store, group: str | None = None, topic: str | None = Non
     for g in {g for _, g in table}:  # a retry topic the group never committed to still holds its backlog
         if RETRY_PREFIX + g in known:
             table.setdefault((RETRY_PREFIX + g, g), {})
+    if topic is not None and all(t != topic for t, _ in table):
+        raise UnknownNameError("topic", topic, sorted({t for t, _ in table}),
+                               "has no committed offsets" + ("" if group is None else f" of group {group!r}"))
     pending = []
     for (t, g), offsets in sorted(table.items(), key=lambda item: (item[0][1], item[0][0])):
         if topic is not None and t != topic:

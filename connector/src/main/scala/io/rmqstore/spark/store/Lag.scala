@@ -37,7 +37,8 @@ object Lag {
   final val RetryPrefix = "%RETRY%"
 
   /** (the log end's store time, the lag of `group`'s queues (every group's when None), of `topic` only when
-    * given). UnknownNameException naming the group when it committed no offset.
+    * given). UnknownNameException naming the group when it committed no offset, or the topic when no group (or
+    * not `group`) consumes it, so a typo never reads as no lag.
     */
   def apply(store: Store, group: Option[String], topic: Option[String]): (Option[Long], Seq[QueueLag]) = {
     val table = mutable.Map.empty[(String, String), Map[Int, Long]]
@@ -48,6 +49,13 @@ object Lag {
     val known = store.topics.toSet
     for (g <- table.keys.map(_._2).toSet[String] if known(RetryPrefix + g))
       table.getOrElseUpdate((RetryPrefix + g, g), Map.empty)
+    for (t <- topic if !table.keys.exists(_._1 == t))
+      throw new UnknownNameException(
+        "topic",
+        t,
+        table.keys.map(_._1).toSeq.distinct.sorted,
+        "has no committed offsets" + group.fold("")(g => s" of group '$g'")
+      )
     val pending = for {
       ((t, g), offsets) <- table.toSeq.sortBy { case ((t, g), _) => (g, t) } if topic.forall(_ == t)
       q <- (offsets.keySet ++ (if (known(t)) store.queueIds(t) else Nil)).toSeq.sorted
