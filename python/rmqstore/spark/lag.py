@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-from rmqstore.spark.engine import has_connector
+from rmqstore.spark.engine import ENGINES, has_connector
 from rmqstore.spark.options import OptionError, parse_options
 from rmqstore.spark.stores import open_store
 from rmqstore.store.lag import LAG_COLUMNS, consumer_lag
@@ -27,8 +27,8 @@ def lag(spark: SparkSession, path: str, group: str | None = None, topic: str | N
     """Each (group, topic, queue)'s backlog in messages, bytes and time; unknown lags are a named `state`
     with null counts, never 0 (design §10). `engine`: "jvm", "python", or "auto" (the JVM engine when the
     session has the connector); `options`: the read options that open a store (s3.*, index geometry)."""
-    if engine not in ("auto", "jvm", "python"):
-        raise ValueError(f"rmqstore: engine {engine!r} is not one of auto, jvm, python")
+    if engine not in ENGINES:
+        raise ValueError(f"rmqstore: engine {engine!r} is not one of {', '.join(ENGINES)}")
     raw = {**(options or {}), "path": path}
     parsed = parse_options(raw)
     if len(parsed.paths) != 1:

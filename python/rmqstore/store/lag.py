@@ -58,7 +58,8 @@ class QueueLag:
     bytes: int | None
     """Sum of the unconsumed units' sizes (a BatchCQ unit holding the committed offset counts whole)."""
     oldest_store_time: int | None
-    """STORETIMESTAMP (ms) of the record at the committed offset; None when caught up."""
+    """STORETIMESTAMP (ms) of the record at the committed offset; None when caught up, when the lag is
+    unknown, or when that record cannot be read."""
     age_ms: int | None
     """`LagReport.log_end_time` - `oldest_store_time` (0 when caught up): negative when a broker clock
     stepped back."""
