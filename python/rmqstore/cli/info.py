@@ -13,6 +13,7 @@ from rmqstore.cli.options import add_output_arguments, add_store_arguments, form
 from rmqstore.cli.output import print_fields, print_json, print_table
 from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreError
+from rmqstore.store.lag import LagReport, LagState, consumer_lag
 
 _TAIL_RANGE_BYTES = 16 << 20
 """Scan ranges of this size from the end to find the last record (a record is at most 4 MiB)."""
@@ -47,6 +48,20 @@ def store_time_span(store: Store) -> tuple[int | None, int | None]:
     return first, None
 
 
+def group_lags(report: LagReport) -> list[dict[str, Any]]:
+    """Per (topic, group): its queues and its lag in messages, None when a queue's lag is unknown (design §10;
+    `unknown` counts those queues)."""
+    by_key: dict[tuple[str, str], list] = {}
+    for lag in report.queues:
+        by_key.setdefault((lag.topic, lag.group), []).append(lag)
+    groups = []
+    for (topic, group), lags in sorted(by_key.items()):
+        unknown = sum(lag.state is not LagState.OK for lag in lags)
+        total = None if unknown else sum(lag.messages for lag in lags)
+        groups.append({"topic": topic, "group": group, "queues": len(lags), "lag": total, "unknown": unknown})
+    return groups
+
+
 def collect(store: Store) -> dict[str, Any]:
     """Everything `info` shows, as one JSON-ready document."""
     max_offset = store.max_offset
@@ -72,16 +87,11 @@ def collect(store: Store) -> dict[str, Any]:
                     "maxOffset": queue.max_offset,
                 }
             )
-    heads = {(q["topic"], q["queueId"]): q["maxOffset"] for q in queues}
-    groups = []
     try:
-        offsets_by_group = store.consumer_offsets()
+        groups = group_lags(consumer_lag(store))
     except StoreError as exc:
-        offsets_by_group = {}
+        groups = []
         notes.append(str(exc))
-    for (topic, group), offsets in sorted(offsets_by_group.items()):
-        lag = sum(max(heads.get((topic, q), offset) - offset, 0) for q, offset in offsets.items())
-        groups.append({"topic": topic, "group": group, "queues": len(offsets), "lag": lag})
     index_files = []
     for info in store.index_files:
         header = info.header
@@ -231,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
     print_table(
         "Consumer groups",
         ["topic", "group", "queues", "lag"],
-        [(g["topic"], g["group"], g["queues"], g["lag"])
+        [(g["topic"], g["group"], g["queues"],
+          g["lag"] if g["lag"] is not None else f"unknown ({g['unknown']} queues: rmqstore lag)")
          for g in doc["consumerGroups"]],
     )
     if doc["problems"]:

@@ -7,7 +7,8 @@
 
 from rmqstore.spark.engine import served_by
 from rmqstore.spark.jar import connector_jar
+from rmqstore.spark.lag import lag
 from rmqstore.spark.session import session
 from rmqstore.spark.source import RmqStoreDataSource
 
-__all__ = ["RmqStoreDataSource", "connector_jar", "served_by", "session"]
+__all__ = ["RmqStoreDataSource", "connector_jar", "lag", "served_by", "session"]
