@@ -48,11 +48,13 @@ class BuildPyWithJars(build_py):
 
 
 class SdistWithConnector(sdist):
-    """sdist that also carries the connector's sources and the sbt build."""
+    """sdist that also carries the connector's sources and the sbt build (added to the release tree:
+    setuptools makes the sdist's file list with the base class's defaults)."""
 
-    def add_defaults(self) -> None:
-        super().add_defaults()
-        for tree in SDIST_TREES:
-            self.filelist.extend(str(p.relative_to(ROOT)) for p in sorted((ROOT / tree).rglob("*"))
-                                 if p.is_file() and "target" not in p.relative_to(ROOT).parts)
-        self.filelist.extend(SDIST_FILES)
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        super().make_release_tree(base_dir, files)
+        extra = [str(p.relative_to(ROOT)) for tree in SDIST_TREES for p in sorted((ROOT / tree).rglob("*"))
+                 if p.is_file() and "target" not in p.relative_to(ROOT).parts]
+        for name in [*extra, *SDIST_FILES]:
+            self.mkpath(str(Path(base_dir, name).parent))
+            self.copy_file(str(ROOT / name), str(Path(base_dir, name)))
