@@ -152,9 +152,23 @@ lazy val s3aForTests: Seq[Setting[_]] = Seq(libraryDependencies ++= {
     (sdk ++ accelerator).map(m => (m % Test).excludeAll(sparkHas.map(ExclusionRule(_)): _*))
 })
 
+// The published pom's project information, as Maven Central requires it (license, url, scm, developers),
+// and the license files in the jar's META-INF.
+val projectUrl = "https://github.com/rmqstore/rmqstore"
+lazy val publishedPom: Seq[Setting[_]] = Seq(
+  description := "Apache Spark DataSource V2 connector that reads Apache RocketMQ broker stores",
+  licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0.txt")),
+  homepage := Some(url(projectUrl)),
+  scmInfo := Some(ScmInfo(url(projectUrl), s"scm:git:$projectUrl.git")),
+  developers := List(Developer("rmqstore", "The rmqstore authors", "", url(projectUrl))),
+  Compile / packageBin / mappings ++= Seq("LICENSE", "NOTICE")
+    .map(name => (LocalRootProject / baseDirectory).value / name -> s"META-INF/$name")
+)
+
 lazy val connector = (project in file("connector"))
   .settings(
     name := "rmqstore-connector",
+    publishedPom,
     scalaOptions,
     sparkProvided,
     s3aForTests,

@@ -22,6 +22,7 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 
 from rmqstore.notes import note_once
+from rmqstore.spark.compat import require_python_engine
 from rmqstore.spark.jar import PROVIDER_CLASS, ConnectorJarError, connector_jar
 from rmqstore.spark.source import RmqStorePythonDataSource
 
@@ -41,10 +42,12 @@ def engine_jar(engine: str) -> Path | None:
 
     `jvm` and `auto` take the shipped jar, or build it from a checkout when missing or stale;
     `jvm` raises ConnectorJarError when that fails, `auto` says why in one line on stderr and
-    falls back to the Python engine."""
+    falls back to the Python engine. The Python engine on a pyspark without its API raises
+    PysparkTooOldError (`rmqstore.spark.compat`)."""
     if engine not in ENGINES:
         raise ValueError(f"rmqstore: engine {engine!r} is not one of {', '.join(ENGINES)}")
     if engine == "python":
+        require_python_engine()
         return None
     try:
         jar = connector_jar()
@@ -54,6 +57,7 @@ def engine_jar(engine: str) -> Path | None:
     except ConnectorJarError as exc:
         if engine == "jvm":
             raise
+        require_python_engine()
         note_once(f"{FALLBACK_NOTE}: {exc.reason}")
         return None
     return jar

@@ -4,7 +4,8 @@ Spark reports an exception raised while it creates or plans a Python source as
 `[PYTHON_DATA_SOURCE_ERROR] ...: Traceback (most recent call last): ...`, the cause last. Spark's
 worker formats the error without the traceback when `SPARK_HIDE_TRACEBACK` is set in its
 environment (what `spark.sql.execution.pyspark.udf.hideTraceback.enabled` does), and the worker
-process exits after reporting an error (`worker_run` ends in `sys.exit(-1)`). So for rmqstore's
+process exits after reporting an error (`worker_run` ends in `sys.exit(-1)`; before pyspark 4.2 each
+planning worker's and the streaming source runner's `main` does). So for rmqstore's
 own errors about the user's input (the message starts with "rmqstore") the variable is set in the
 failing worker only, just before the error leaves rmqstore: nothing else runs in that process.
 """
@@ -20,6 +21,9 @@ from rmqstore.store.errors import StoreError
 
 HIDE_TRACEBACK_ENV = "SPARK_HIDE_TRACEBACK"
 _WORKER_RUNNER = ("worker_run", os.path.join("pyspark", "sql", "worker", "utils.py"))
+_OLD_RUNNERS = (os.path.join("pyspark", "sql", "worker", ""),
+                os.path.join("pyspark", "sql", "streaming", "python_streaming_source_runner.py"))
+"""Where the `main` of a planning worker or of the streaming source runner lives (pyspark 4.0-4.1)."""
 
 
 @contextmanager
@@ -39,6 +43,8 @@ def _in_spark_worker() -> bool:
     while frame is not None:
         code = frame.f_code
         if code.co_name == _WORKER_RUNNER[0] and code.co_filename.endswith(_WORKER_RUNNER[1]):
+            return True
+        if code.co_name == "main" and any(runner in code.co_filename for runner in _OLD_RUNNERS):
             return True
         frame = frame.f_back
     return False

@@ -1,8 +1,9 @@
 """The JVM connector's jar: shipped in the package, or built from a source checkout.
 
-The wheel carries `rmqstore/jars/rmqstore-connector*.jar` (package data). In a checkout the jar is
-built with the project's sbt launcher (`.ci/sbt connector/package`) when it is missing or older than
-any connector source or build file, and copied into `python/rmqstore/jars/` (never committed).
+The wheel carries `rmqstore/jars/rmqstore-connector*.jar`, put there by the release build's hook
+(`python/rmqstore_build.py`, which takes `release_jars`). In a checkout the jar is built with the
+project's sbt launcher (`.ci/sbt connector/package`) when it is missing or older than any connector
+source or build file, and copied into `python/rmqstore/jars/` (never committed).
 """
 
 from __future__ import annotations
@@ -65,21 +66,37 @@ def connector_jar(*, build: bool = True) -> Path | None:
     newest = _newest_source_mtime(root)
     if jar is not None and jar.stat().st_mtime >= newest:
         return jar
-    built = _target_jar(root)
-    if built is not None and built.stat().st_mtime >= newest:
-        return _install(built)
+    built = _fresh_target_jars(root, newest)
+    if built:
+        return _install(built[-1])
     if not build:
         return None
     return _build(root)
 
 
-def _target_jar(root: Path) -> Path | None:
-    jars = sorted((root / "connector" / "target" / "scala-2.13").glob(JAR_GLOB))
-    return jars[-1] if jars else None
+def release_jars(root: Path) -> list[Path]:
+    """Every connector jar of the checkout `root`'s sbt build, rebuilt first unless all are newer than
+    every source (so a build that just ran `connector/package` is not repeated)."""
+    return _fresh_target_jars(root, _newest_source_mtime(root)) or _run_sbt(root)
+
+
+def _target_jars(root: Path) -> list[Path]:
+    """The jars `connector/package` leaves under connector/target (one per Scala line)."""
+    return sorted((root / "connector" / "target").glob(f"scala-*/{JAR_GLOB}"))
+
+
+def _fresh_target_jars(root: Path, newest: float) -> list[Path]:
+    jars = _target_jars(root)
+    return jars if jars and min(j.stat().st_mtime for j in jars) >= newest else []
 
 
 def _build(root: Path) -> Path:
-    """Build the jar with the checkout's sbt launcher, saying so on stderr first: on a fresh machine
+    """Build the jar and install it into the package's jars directory."""
+    return _install(_run_sbt(root)[-1])
+
+
+def _run_sbt(root: Path) -> list[Path]:
+    """Build the jars with the checkout's sbt launcher, saying so on stderr first: on a fresh machine
     sbt, Scala and Spark are downloaded from Maven Central, which takes minutes of otherwise silence."""
     command = [str(root / ".ci" / "sbt"), "connector/package"]
     shown = f"`.ci/sbt {command[1]}`"
@@ -92,16 +109,17 @@ def _build(root: Path) -> Path:
     except OSError as exc:  # no launcher script, or no shell to run it
         raise ConnectorJarError(f"rmqstore: building the JVM connector with {shown} failed: {exc}",
                                 f"{shown} could not run: {exc}") from exc
-    built = _target_jar(root)
-    if result.returncode != 0 or built is None:
+    built = _target_jars(root)
+    if result.returncode != 0 or not built:
         lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
         errors = [line for line in lines if line.startswith("[error]")]
         cause = errors[0] if errors else lines[-1] if lines else "no output"  # sbt's first error
         raise ConnectorJarError(f"rmqstore: building the JVM connector with {shown} failed "
                                 f"(exit {result.returncode}):\n" + "\n".join(lines[-20:]),
                                 f"{shown} failed (exit {result.returncode}): {cause}")
-    print(f"rmqstore: built {built.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-    return _install(built)
+    names = ", ".join(jar.name for jar in built)
+    print(f"rmqstore: built {names} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    return built
 
 
 def _install(built: Path) -> Path:

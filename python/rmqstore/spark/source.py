@@ -35,6 +35,7 @@ import sys
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
+from rmqstore.spark.compat import require_python_engine
 from rmqstore.spark.errors import cause_first
 from rmqstore.spark.options import parse_options
 from rmqstore.spark.schema import table_schema, validate_schema
@@ -77,15 +78,17 @@ class RmqStoreDataSource(DataSource):
         from rmqstore.spark.stores import check_stores
 
         with cause_first():
+            require_python_engine()  # an older pyspark fails here, at load(), in one line
             check_stores(parse_options(self.options))  # wrong paths and options fail at load()
         return table_schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from rmqstore.notes import note_once
-        from rmqstore.spark.guard import cluster_master
-        from rmqstore.spark.reader import PushdownStoreReader, StoreReader
-
         with cause_first():
+            require_python_engine()  # schema() is not called when the user gives the schema
+            from rmqstore.notes import note_once
+            from rmqstore.spark.guard import cluster_master
+            from rmqstore.spark.reader import PushdownStoreReader, StoreReader
+
             options = parse_options(self.options)
             schema = validate_schema(schema)
             session_pushdown = _plain_planner_pushdown()
@@ -100,9 +103,10 @@ class RmqStoreDataSource(DataSource):
             return PushdownStoreReader(options, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from rmqstore.spark.stream import StoreStreamReader
-
         with cause_first():
+            require_python_engine()
+            from rmqstore.spark.stream import StoreStreamReader
+
             return StoreStreamReader(self.options, validate_schema(schema))
 
 
