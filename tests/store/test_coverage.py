@@ -69,6 +69,20 @@ def test_prepared_and_rollback_records_are_the_uncovered_ranges(builder: StoreBu
         assert store.unindexed_ranges() == [(rollback.offset, rollback.offset + rollback.size)]
 
 
+def test_a_topic_scans_only_the_gaps_that_may_hold_it(builder: StoreBuilder) -> None:
+    fill(builder, 30)
+    prepared = _append_without_unit(builder, "TopicA", TRANSACTION_PREPARED)
+    fill(builder, 30)
+    rollback = _append_without_unit(builder, "TopicB", TRANSACTION_ROLLBACK)
+    fill(builder, 30)
+    with Store.open(builder.finish()) as store:
+        assert len(store.uncovered_ranges()) == 2
+        assert store.uncovered_ranges_of(["TopicA"]) == [(prepared.offset, prepared.offset + prepared.size),
+                                                         (rollback.offset, rollback.offset + rollback.size)]
+        # a ROLLBACK record's topic is not kept (unindexed): it is scanned for every topic
+        assert store.uncovered_ranges_of(["TopicC"]) == [(rollback.offset, rollback.offset + rollback.size)]
+
+
 def test_a_gap_without_valid_records_stays_unindexed(builder: StoreBuilder) -> None:
     """Bytes that hold no valid record cannot be in the index: key plans scan them (and report them)."""
     fill(builder, 30)

@@ -119,7 +119,7 @@ class HadoopStoreSuite extends AnyFunSuite {
       val range = remote.queueRange("TopicTest", 0)
       assert(range == local.queueRange("TopicTest", 0) && range._2 > 0)
       val read = CountingFileSystem.reads(queueFile.toString).map(_.bytes.toLong).sum
-      assert(read <= ConsumeQueue.RemoteFirstWindowUnits * 20 + used, s"read $read of $preallocated bytes")
+      assert(read <= ConsumeQueue.FirstWindowUnits * 20 + used, s"read $read of $preallocated bytes")
       info(f"queue ends: read $read%,d bytes of a $preallocated%,d-byte queue file holding $used%,d bytes of units")
     } finally {
       remote.close()
