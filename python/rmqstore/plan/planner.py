@@ -252,8 +252,9 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
                 notes: list[str]) -> tuple[str, list[ReadTask]]:
     """Consume-queue slices cut along the scan's pieces, except pieces where the selection is dense
     (`DENSE_SHARE`): those are scanned (the reader confirms every row), and so are the bytes no queue
-    covers that may hold a record of the topics (`Store.uncovered_ranges_of`). On a remote store, the whole range is scanned when the point reads could download most of
-    it (`REMOTE_POINT_BYTES`), decided before any queue unit is read."""
+    covers that may hold a record of the topics (`Store.uncovered_ranges_of`). On a remote store, the
+    whole range is scanned when the point reads could download most of it (`REMOTE_POINT_BYTES`), decided
+    before any queue unit is read."""
     lo, hi = bounds
     dense_units = -(-int(DENSE_SHARE * (hi - lo)) // REMOTE_POINT_BYTES)
     if store.is_remote and _units_bound(store, b, dense_units) >= dense_units:
