@@ -10,8 +10,10 @@ import pytest
 
 from helpers.store_builder import StoreBuilder, Written, fill
 from rmqstore.cachedir import CACHE_DIR_ENV
+from rmqstore.format.consumequeue import CQ_UNIT_SIZE, UNIT_DAMAGE_LOOKAHEAD
 from rmqstore.format.layout import TRANSACTION_COMMIT, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 from rmqstore.store import Store
+from rmqstore.store.consumequeue import FIRST_WINDOW_UNITS
 from rmqstore.store.coverage import cache_dir
 
 
@@ -65,6 +67,20 @@ def test_prepared_and_rollback_records_are_the_uncovered_ranges(builder: StoreBu
         assert store.uncovered_segments() == segments
         assert store.uncovered_ranges() == [(r.offset, r.offset + r.size) for r in (prepared, rollback)]
         assert store.unindexed_ranges() == [(rollback.offset, rollback.offset + rollback.size)]
+
+
+def test_a_topic_scans_only_the_gaps_that_may_hold_it(builder: StoreBuilder) -> None:
+    fill(builder, 30)
+    prepared = _append_without_unit(builder, "TopicA", TRANSACTION_PREPARED)
+    fill(builder, 30)
+    rollback = _append_without_unit(builder, "TopicB", TRANSACTION_ROLLBACK)
+    fill(builder, 30)
+    with Store.open(builder.finish()) as store:
+        assert len(store.uncovered_ranges()) == 2
+        assert store.uncovered_ranges_of(["TopicA"]) == [(prepared.offset, prepared.offset + prepared.size),
+                                                         (rollback.offset, rollback.offset + rollback.size)]
+        # a ROLLBACK record's topic is not kept (unindexed): it is scanned for every topic
+        assert store.uncovered_ranges_of(["TopicC"]) == [(rollback.offset, rollback.offset + rollback.size)]
 
 
 def test_a_gap_without_valid_records_stays_unindexed(builder: StoreBuilder) -> None:
@@ -151,6 +167,38 @@ def test_verdicts_are_cached_outside_the_store_and_reused(builder: StoreBuilder,
                                   for p in (s.path for s in store.consume_queue(t, q).segments)})
         queues = sum(len(store.queue_ids(t)) for t in store.topics())
     assert cold_note is not None and f"from the units of {queues} queue(s)" in cold_note
+
+
+def test_deciding_reads_the_written_units_not_the_preallocated_zeros(tmp_path, private_cache: str) -> None:
+    """A broker pre-allocates each queue file (6 MB by default, format §4.3): finding a queue's end and
+    its units reads about what it holds, by positioned reads, never the zeros past it (design §4.5)."""
+    builder = StoreBuilder(str(tmp_path / "store"), cq_units_per_segment=40_000)  # 800 KB files
+    fill(builder, 400)
+    prepared = _append_without_unit(builder, "TopicA", TRANSACTION_PREPARED)
+    fill(builder, 10)
+    with Store.open(builder.finish()) as store:
+        assert store.max_offset > 0
+        store.stats.reset()
+        assert [a for a, _ in store.uncovered_ranges()] == [prepared.offset]
+        queues = [store.consume_queue(t, q) for t in store.topics() for q in store.queue_ids(t)]
+        files = sum(s.size for q in queues for s in q.segments)
+        read = sum(n for p, n in store.stats.bytes_by_path.items() if os.sep + "consumequeue" + os.sep in p)
+        written = sum(q.max_offset for q in queues) * CQ_UNIT_SIZE
+    # each queue: its units and the lookahead past its end (damage.md §2), in windows growing from 20 KiB
+    assert read <= 2 * (written + len(queues) * (FIRST_WINDOW_UNITS + UNIT_DAMAGE_LOOKAHEAD) * CQ_UNIT_SIZE)
+    assert read < files / 10
+
+
+def test_units_from_phy_reads_from_the_first_unit_at_or_past_it(builder: StoreBuilder) -> None:
+    written = fill(builder, 120, queues=1)
+    with Store.open(builder.finish()) as store:
+        queue = store.consume_queue("TopicA", 0)
+        every = queue.units()
+        for first_phy in [0, *(w.offset for w in written[::7]), store.max_offset]:
+            store.stats.reset()
+            got = queue.units_from_phy(first_phy)
+            assert got.tolist() == every[every["phy"] >= first_phy].tolist()
+            assert store.stats.bytes_read <= CQ_UNIT_SIZE * (len(got) + 8)  # a bisection, then the units
 
 
 def test_a_cached_verdict_is_used_until_its_segment_changes(builder: StoreBuilder,

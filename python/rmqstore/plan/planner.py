@@ -252,8 +252,9 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
                 notes: list[str]) -> tuple[str, list[ReadTask]]:
     """Consume-queue slices cut along the scan's pieces, except pieces where the selection is dense
     (`DENSE_SHARE`): those are scanned (the reader confirms every row), and so are the bytes no queue
-    covers. On a remote store, the whole range is scanned when the point reads could download most of
-    it (`REMOTE_POINT_BYTES`), decided before any queue unit is read."""
+    covers that may hold a record of the topics (`Store.uncovered_ranges_of`). On a remote store, the
+    whole range is scanned when the point reads could download most of it (`REMOTE_POINT_BYTES`), decided
+    before any queue unit is read."""
     lo, hi = bounds
     dense_units = -(-int(DENSE_SHARE * (hi - lo)) // REMOTE_POINT_BYTES)
     if store.is_remote and _units_bound(store, b, dense_units) >= dense_units:
@@ -268,6 +269,7 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
     selected = _selected_bytes(pieces, units)
     dense = [p for p, n in zip(pieces, selected, strict=True) if n >= DENSE_SHARE * (p[1] - p[0])]
     uncovered = clip_ranges(store.uncovered_ranges(), lo, hi)
+    holding = clip_ranges(store.uncovered_ranges_of(b.topics), lo, hi)
     if dense:
         notes.append(f"store {store.path}: the selection fills >= {DENSE_SHARE:.0%} of the bytes of "
                      f"{len(dense)} commit-log range(s), {sum(z - a for a, z in dense)} bytes: scanned "
@@ -279,7 +281,7 @@ def _topic_plan(index: int, store: Store, b: Bounds, bounds: tuple[int, int], se
         for a, z in groups]
     dense = merge_ranges(dense)
     tasks = (_range_tasks(index, store, dense, settings) + queue_tasks
-             + _scan_tasks(index, store, subtract_ranges(uncovered, dense), settings, notes, UNCOVERED))
+             + _scan_tasks(index, store, subtract_ranges(holding, dense), settings, notes, UNCOVERED))
     if queue_tasks or not dense:
         return "queues", tasks
     return ("range" if dense != [(store.min_offset, store.max_offset)] else "scan"), tasks

@@ -38,11 +38,12 @@ from rmqstore.format.record import SCHEDULE_TOPIC
 from rmqstore.store.names import SEGMENT_NAME_DIGITS, segment_file_name
 from rmqstore.store.segments import OpenFiles, Segment
 
-REMOTE_FIRST_WINDOW_UNITS = 1024
-"""Units (20 KiB) of the first read of a remote queue file searched for its first or last unit; each
-further read is twice as long. Finding the ends of the remote bench's 32 queues (216 to 22,410 units,
-3.4 MB) downloads 6.0 MB in 89 requests; 4,096 units growing x4 downloaded 9.8 MB in 48, and a store
-of small queues paid 80 KiB for each."""
+FIRST_WINDOW_UNITS = 1024
+"""Units (20 KiB) of the first read of a queue file searched for its first or last unit; each further
+read is twice as long, so a search reads about what the file holds, not the zeros the broker
+pre-allocated past it (a 6 MB file per queue: design §4.5). Finding the ends of the remote bench's 32
+queues (216 to 22,410 units, 3.4 MB) downloads 6.0 MB in 89 requests; 4,096 units growing x4
+downloaded 9.8 MB in 48, and a store of small queues paid 80 KiB for each."""
 UNIT_DTYPE = np.dtype([("queue_offset", "<i8"), ("phy", "<i8"), ("size", "<i4"), ("tags_code", "<i8")])
 """Units as returned by `ConsumeQueue.units`: the queue offset plus the three unit fields."""
 
@@ -192,7 +193,28 @@ class ConsumeQueue(_QueueFiles):
 
     def _valid_at(self, seg: Segment, unit: int) -> bool:
         """The unit at index `unit` of a segment is valid (phyOffset >= 0, size > 0): one unit read."""
-        return valid_unit_count(self._segment_units(seg, unit, 1)) == 1
+        return valid_unit_count(self._segment_units(seg, unit, 1, point=True)) == 1
+
+    def units_from_phy(self, first_phy: int) -> np.ndarray:
+        """`units` from the first one pointing at or after `first_phy` (maybe some before), found by a
+        bisection over [min_offset, max_offset) reading one unit per step (design §4.5): units follow log
+        order along a queue, so a valid unit below `first_phy` has only such units before it. An invalid
+        unit counts as past it (more units read, none missed); one out of order only leaves a segment
+        uncovered: scanned, never missed."""
+        lo, hi = self.min_offset, self.max_offset
+        if first_phy <= self._log_min:
+            return self.units(lo, hi)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            byte = mid * CQ_UNIT_SIZE
+            seg = next((s for s in self.segments if s.contains(byte)), None)  # None: no file holds it
+            unit = self._segment_units(seg, (byte - seg.base_offset) // CQ_UNIT_SIZE, 1, point=True) \
+                if seg is not None else None
+            if unit is not None and valid_unit_count(unit) == 1 and unit["phy"][0] < first_phy:
+                lo = mid + 1
+            else:
+                hi = mid
+        return self.units(lo, self.max_offset)
 
     @property
     def _first_offset(self) -> int:
@@ -301,13 +323,13 @@ class ConsumeQueue(_QueueFiles):
     def _live_units(self, seg: Segment) -> np.ndarray:
         """The units of a segment up to its last valid one that `UNIT_DAMAGE_LOOKAHEAD` invalid units
         follow (the file's end, damage.md §2; invalid units before it included), read like `_windows`
-        (a remote file: not the zeros the broker pre-allocated past the queue's end, past the lookahead;
-        after a window holding that end, only the lookahead is read)."""
+        (not the zeros the broker pre-allocated past the queue's end, past the lookahead; after a window
+        holding that end, only the lookahead is read) and kept for later reads of the file."""
         stop = seg.size // CQ_UNIT_SIZE
         parts, first, last, ended = [], 0, -1, False
-        window = stop if self._files.get(seg.path).zero_copy else REMOTE_FIRST_WINDOW_UNITS
+        window = FIRST_WINDOW_UNITS
         while not ended and first < stop:
-            units = self._segment_units(seg, first, min(window, stop - first))
+            units = self._segment_units(seg, first, min(window, stop - first), point=True)
             if not len(units):
                 break
             parts.append(units)
@@ -315,28 +337,30 @@ class ConsumeQueue(_QueueFiles):
             first += len(units)
             window = window * 2 if last == first - 1 else last + UNIT_DAMAGE_LOOKAHEAD + 1 - first
         live = np.concatenate(parts)[: last + 1] if parts else np.empty(0, dtype=CQ_DTYPE)
-        if not self._files.get(seg.path).zero_copy:
-            self._kept[seg.path] = live
+        self._kept[seg.path] = live
         return live
 
     def _windows(self, seg: Segment, stop: int) -> Iterator[tuple[int, np.ndarray]]:
-        """(first unit index, units) of a segment's units [0, stop), in order: one view of a local map;
-        for a remote file, reads growing from `REMOTE_FIRST_WINDOW_UNITS` units (x2 each), so a caller
-        that stops early downloads at most about 2x what it looked at."""
-        first, window = 0, stop if self._files.get(seg.path).zero_copy else REMOTE_FIRST_WINDOW_UNITS
+        """(first unit index, units) of a segment's units [0, stop), in order, by positioned reads
+        growing from `FIRST_WINDOW_UNITS` units (x2 each), so a caller that stops early reads at most
+        about 2x what it looked at (planning reads, design §4.5)."""
+        first, window = 0, FIRST_WINDOW_UNITS
         while first < stop:
-            units = self._segment_units(seg, first, min(window, stop - first))
+            units = self._segment_units(seg, first, min(window, stop - first), point=True)
             if not len(units):
                 return
             yield first, units
             first, window = first + len(units), window * 2
 
-    def _segment_units(self, seg: Segment, first_unit: int, count: int) -> np.ndarray:
-        """`count` units of a segment from unit index `first_unit` (as stored, big-endian)."""
+    def _segment_units(self, seg: Segment, first_unit: int, count: int, *, point: bool = False) -> np.ndarray:
+        """`count` units of a segment from unit index `first_unit` (as stored, big-endian); `point`: a
+        planning read, by positioned reads of just these bytes (design §4.5), else a scan's."""
         kept = self._kept.get(seg.path)
         if kept is not None and first_unit + count <= len(kept):
             return kept[first_unit : first_unit + max(count, 0)]
-        data = self._files.get(seg.path).read(first_unit * CQ_UNIT_SIZE, max(count, 0) * CQ_UNIT_SIZE)
+        handle = self._files.get(seg.path)
+        read = handle.read_at if point else handle.read
+        data = read(first_unit * CQ_UNIT_SIZE, max(count, 0) * CQ_UNIT_SIZE)
         whole = len(data) - len(data) % CQ_UNIT_SIZE
         return parse_units(data[:whole]) if whole else np.empty(0, dtype=CQ_DTYPE)
 

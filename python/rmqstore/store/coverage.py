@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -83,6 +83,15 @@ class Coverage:
         Decided per segment, computed once and cached on disk outside the store for sealed segments.
         """
         return list(self._uncovered)
+
+    def uncovered_ranges_of(self, topics: Iterable[str]) -> list[Gap]:
+        """The parts of `uncovered_ranges` that may hold a record of one of `topics`: every gap of a
+        segment whose gaps' indexed records include one of them, and elsewhere only the `unindexed` parts
+        (ROLLBACK records and bytes holding no valid record, whose topics a verdict does not keep). A
+        `topic =` plan scans these (design §3.2), not every gap of the log."""
+        wanted = set(topics)
+        return [gap for verdict in self.verdicts
+                for gap in (verdict.gaps if wanted.intersection(verdict.topics) else verdict.unindexed)]
 
     def unindexed_ranges(self) -> list[Gap]:
         """The parts of `uncovered_ranges` that key and uniqKey lookups cannot find through the index.

@@ -343,6 +343,9 @@ class Store:
     def uncovered_ranges(self) -> list[tuple[int, int]]:
         return self.coverage.uncovered_ranges()
 
+    def uncovered_ranges_of(self, topics: Iterable[str]) -> list[tuple[int, int]]:
+        return self.coverage.uncovered_ranges_of(topics)
+
     def unindexed_ranges(self) -> list[tuple[int, int]]:
         return self.coverage.unindexed_ranges()
 

@@ -218,9 +218,9 @@ object ScanPlanner extends ContractPlan {
 
   /** Consume-queue slices cut along the scan's pieces (`rangePieces`, grouped by `pieceGroups`), except
     * pieces where the selection is dense (`DenseShare`): those are scanned (the reader confirms every row),
-    * and so are the bytes no queue covers; each queue task reads only its pieces' bytes and leaves the
-    * uncovered ones out. "scan" (or "range") when every selected record lies in dense pieces. As Python's
-    * `_topic_plan` (local stores).
+    * and so are the bytes no queue covers that may hold a record of the topics (`Store.uncoveredRangesOf`); each
+    * queue task reads only its pieces' bytes and leaves the uncovered ones out. "scan" (or "range") when every
+    * selected record lies in dense pieces. As Python's `_topic_plan` (local stores).
     */
   private def topicPlan(
       index: Int,
@@ -252,6 +252,7 @@ object ScanPlanner extends ContractPlan {
     val isDense = pieces.indices.map(i => selected(i) >= settings.denseShare * (pieces(i)._2 - pieces(i)._1))
     val dense = Ranges.union(pieces.indices.filter(isDense).map(pieces))
     val uncovered = Ranges.within(store.uncoveredRanges, lo, hi)
+    val holding = Ranges.within(store.uncoveredRangesOf(b.topics.get), lo, hi)
     if (dense.nonEmpty)
       notes += s"store ${store.root}: the selection fills >= ${(settings.denseShare * 100).round}% of the bytes of " +
         s"${pieces.indices.count(isDense)} commit-log range(s), ${dense.map(r => r._2 - r._1).sum} bytes: scanned " +
@@ -268,7 +269,7 @@ object ScanPlanner extends ContractPlan {
       )
     }
     val tasks = rangeTasks(index, store, dense, settings) ++ queued ++
-      scanTasks(index, store, Ranges.subtract(uncovered, dense), settings, notes, Uncovered)
+      scanTasks(index, store, Ranges.subtract(holding, dense), settings, notes, Uncovered)
     val access =
       if (queued.nonEmpty || dense.isEmpty) "queues"
       else if (dense == Seq((store.minOffset, store.logEnd))) "scan"

@@ -90,23 +90,23 @@ private[store] abstract class QueueFiles(
   * not the queue's end (docs/damage.md §2, §3); pre-blank fillers are skipped; units pointing before the commit
   * log's min offset are gone (retention), units at or past the log's valid end are truncated by recovery, so
   * neither is returned. The last file may still be written by the broker, so it is read by positioned reads. Finding
-  * a queue's first and last unit reads a remote file in growing windows (`windows`), not the zeros the
-  * broker pre-allocated past the queue's end.
+  * a queue's first and last unit reads a file by positioned reads in growing windows (`windows`), not the zeros the
+  * broker pre-allocated past the queue's end (design §4.5).
   */
 private[store] object ConsumeQueue {
 
-  /** Units (20 KiB) of the first read of a remote queue file searched for its first or last unit; each further
-    * read is twice as long (python/rmqstore/store/consumequeue.py `REMOTE_FIRST_WINDOW_UNITS`, measured there).
+  /** Units (20 KiB) of the first read of a queue file searched for its first or last unit; each further read is
+    * twice as long (python/rmqstore/store/consumequeue.py `FIRST_WINDOW_UNITS`, measured there).
     */
-  final val RemoteFirstWindowUnits = 1024L
+  final val FirstWindowUnits = 1024L
 }
 
 private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSeq[Segment], logMin: Long, logMax: Long)
     extends QueueFiles(fs, segments, logMin, logMax) {
   import ConsumeQueue._
 
-  /** A remote file's units read while searching for its end (`liveUnits`), by path: later reads inside
-    * them are served from here, not read again.
+  /** A file's units read while searching for its end (`liveUnits`), by path: later reads inside them are served
+    * from here, not read again.
     */
   private val kept = mutable.HashMap.empty[String, ByteBuffer]
 
@@ -122,6 +122,9 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
 
   private def open(seg: Segment): RandomAccess = fs.open(seg.path, finished = seg ne segments.last)
 
+  /** `seg` for planning reads: positioned reads of just the bytes asked for (design §4.5). */
+  private def probe(seg: Segment): RandomAccess = fs.open(seg.path, finished = seg ne segments.last, random = true)
+
   private def data(seg: Segment, firstUnit: Long, count: Long): ByteBuffer = {
     var file: RandomAccess = null
     try segmentUnits(seg, { file = open(seg); file }, firstUnit, count)
@@ -130,53 +133,48 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
 
   private def firstOffset: Long = if (segments.isEmpty) 0L else segments.head.baseOffset / Unit20
 
-  /** `f(first unit index, units)` over a segment's units [0, stop) in order while it returns true: one view
-    * of a mapped file; a remote file in reads growing from `RemoteFirstWindowUnits` units (x2 each), so a
-    * caller that stops early reads at most about 2x what it looked at (python/rmqstore/store/consumequeue.py
-    * `_windows`). Returns whether the file is memory-mapped.
+  /** `f(first unit index, units)` over a segment's units [0, stop) in order while it returns true, by positioned
+    * reads growing from `FirstWindowUnits` units (x2 each), so a caller that stops early reads at most about 2x
+    * what it looked at (python/rmqstore/store/consumequeue.py `_windows`).
     */
-  private def windows(seg: Segment, stop: Long)(f: (Long, ByteBuffer) => Boolean): Boolean = {
-    val file = open(seg)
+  private def windows(seg: Segment, stop: Long)(f: (Long, ByteBuffer) => Boolean): Unit = {
+    val file = probe(seg)
     try {
-      var (first, window, going) = (0L, if (file.zeroCopy) stop else RemoteFirstWindowUnits, true)
+      var (first, window, going) = (0L, FirstWindowUnits, true)
       while (going && first < stop) {
         val units = segmentUnits(seg, file, first, math.min(window, stop - first))
         going = units.limit() > 0 && f(first, units)
         first += units.limit() / Unit20
         window *= 2
       }
-      file.zeroCopy
     } finally file.close()
   }
 
-  /** The units of `seg` up to its last valid one that `ContractLayout.UnitDamageLookahead` invalid units follow (the file's end,
-    * docs/damage.md §2; invalid units before it included), read like `windows` (a remote file: not the zeros the
-    * broker pre-allocated past the queue's end, past the lookahead; after a window holding that end, only the
-    * lookahead is read) and kept for later reads (python/rmqstore/store/consumequeue.py `_live_units`).
+  /** The units of `seg` up to its last valid one that `ContractLayout.UnitDamageLookahead` invalid units follow (the
+    * file's end, docs/damage.md §2; invalid units before it included), read like `windows` (not the zeros the broker
+    * pre-allocated past the queue's end, past the lookahead; after a window holding that end, only the lookahead is
+    * read) and kept for later reads (python/rmqstore/store/consumequeue.py `_live_units`).
     */
   private def liveUnits(seg: Segment): ByteBuffer = {
     val parts = mutable.ArrayBuffer.empty[ByteBuffer]
-    val file = open(seg)
+    val file = probe(seg)
     val stop = seg.size / Unit20
     var last = -1L
-    val mapped =
-      try {
-        var (first, ended) = (0L, false)
-        var window = if (file.zeroCopy) stop else RemoteFirstWindowUnits
-        while (!ended && first < stop) {
-          val units = segmentUnits(seg, file, first, math.min(window, stop - first))
-          if (units.limit() == 0) ended = true
-          else {
-            parts += units
-            val (valid, found) = ConsumeQueueUnit.extendQueueEnd(units, first, last)
-            first += units.limit() / Unit20
-            window = if (valid == first - 1) window * 2 else valid + ContractLayout.UnitDamageLookahead + 1 - first
-            last = valid
-            ended = found
-          }
+    try {
+      var (first, ended, window) = (0L, false, FirstWindowUnits)
+      while (!ended && first < stop) {
+        val units = segmentUnits(seg, file, first, math.min(window, stop - first))
+        if (units.limit() == 0) ended = true
+        else {
+          parts += units
+          val (valid, found) = ConsumeQueueUnit.extendQueueEnd(units, first, last)
+          first += units.limit() / Unit20
+          window = if (valid == first - 1) window * 2 else valid + ContractLayout.UnitDamageLookahead + 1 - first
+          last = valid
+          ended = found
         }
-        file.zeroCopy
-      } finally file.close()
+      }
+    } finally file.close()
     val live = if (parts.size == 1) parts.head
     else {
       val all = ByteBuffer.allocate(parts.map(_.limit()).sum)
@@ -184,7 +182,7 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
       all.flip()
     }
     live.limit(((last + 1) * Unit20).toInt)
-    if (!mapped) kept(seg.path) = live
+    kept(seg.path) = live
     live
   }
 
@@ -235,6 +233,27 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
       ConsumeQueueUnit.phyOffset(units, at) >= logMin
 
   def fileUnits(seg: Segment): Iterator[QueueUnit] = units(seg.baseOffset / Unit20, seg.endOffset / Unit20)
+
+  /** `units` from the first one pointing at or after `firstPhy` (maybe some before), found by a bisection over
+    * [minOffset, maxOffset) reading one unit per step (design §4.5): units follow log order along a queue, so a
+    * valid unit below `firstPhy` has only such units before it. An invalid unit counts as past it (more units
+    * read, none missed) (python/rmqstore/store/consumequeue.py `units_from_phy`).
+    */
+  override def unitsFrom(firstPhy: Long): Seq[QueueUnit] = {
+    var (lo, hi) = (minOffset, maxOffset)
+    if (firstPhy > logMin) while (lo < hi) {
+      val mid = (lo + hi) / 2
+      val below = segments.find(_.contains(mid * Unit20)).exists { seg =>
+        val file = probe(seg)
+        val unit =
+          try segmentUnits(seg, file, mid - seg.baseOffset / Unit20, 1)
+          finally file.close()
+        unit.limit() == Unit20 && ConsumeQueueUnit.isValid(unit, 0) && ConsumeQueueUnit.phyOffset(unit, 0) < firstPhy
+      }
+      if (below) lo = mid + 1 else hi = mid
+    }
+    units(lo, maxOffset).toSeq
+  }
 
   /** Units with queue offset in [start, end) ∩ [minOffset, maxOffset), in queue order; fillers, invalid
     * units and units pointing outside the log's [min, max) are left out.

@@ -78,6 +78,14 @@ private[spark] final class Coverage(log: CommitLog, queues: Queues, cache: Optio
     */
   def unindexedRanges: IndexedSeq[(Long, Long)] = verdicts.flatMap(_.unindexed)
 
+  /** The parts of `uncoveredRanges` that may hold a record of one of `topics`: every gap of a segment whose gaps'
+    * indexed records include one of them, and elsewhere only the `unindexed` parts (ROLLBACK records and bytes
+    * holding no valid record, whose topics a verdict does not keep). A `topic =` plan scans these (design §3.2), not
+    * every gap of the log (python/rmqstore/store/coverage.py `uncovered_ranges_of`).
+    */
+  def uncoveredRangesOf(topics: Set[String]): IndexedSeq[(Long, Long)] =
+    verdicts.flatMap(v => if (v.topics.exists(topics)) v.gaps else v.unindexed)
+
   /** Every topic that can have records in the index, sorted: the queues' topics and those of the indexed
     * records in `uncoveredRanges` (a topic of transaction PREPARED records only has no queue directory, §5.4).
     */

@@ -198,6 +198,8 @@ final class Store private (
 
   def uncoveredRanges: IndexedSeq[(Long, Long)] = coverage.uncoveredRanges
 
+  def uncoveredRangesOf(topics: Set[String]): IndexedSeq[(Long, Long)] = coverage.uncoveredRangesOf(topics)
+
   def unindexedRanges: IndexedSeq[(Long, Long)] = coverage.unindexedRanges
 
   def indexedTopics: Seq[String] = coverage.indexedTopics

@@ -119,11 +119,26 @@ class HadoopStoreSuite extends AnyFunSuite {
       val range = remote.queueRange("TopicTest", 0)
       assert(range == local.queueRange("TopicTest", 0) && range._2 > 0)
       val read = CountingFileSystem.reads(queueFile.toString).map(_.bytes.toLong).sum
-      assert(read <= ConsumeQueue.RemoteFirstWindowUnits * 20 + used, s"read $read of $preallocated bytes")
+      assert(read <= ConsumeQueue.FirstWindowUnits * 20 + used, s"read $read of $preallocated bytes")
       info(f"queue ends: read $read%,d bytes of a $preallocated%,d-byte queue file holding $used%,d bytes of units")
     } finally {
       remote.close()
       local.close()
     }
+  }
+
+  test("coverage takes a queue's units from a commit-log offset by bisection, served from what its end search read") {
+    val root = Oracle.copy(name, Files.createTempDirectory("rmq-remote-cq-from"))
+    val queueFile = root.resolve("consumequeue/TopicTest/0/00000000000000000000").toString
+    val remote = Store.open(StoreLocation(CountingFileSystem.uri(root.toString)), CountingFileSystem.conf, None)
+    try {
+      val queue = remote.queues.queue("TopicTest", 0)
+      val every = queue.units(queue.minOffset, queue.maxOffset).toIndexedSeq
+      assert(every.size > 8)
+      val read = CountingFileSystem.reads(queueFile).size
+      for (from <- 0L +: every.map(_.phyOffset) :+ (every.last.phyOffset + 1))
+        assert(queue.unitsFrom(from) == every.filter(_.phyOffset >= from), s"from $from")
+      assert(CountingFileSystem.reads(queueFile).size == read) // the last file's units are kept
+    } finally remote.close()
   }
 }

@@ -100,9 +100,9 @@ class RemoteLookupSuite extends AnyFunSuite with BeforeAndAfterAll {
     // and the lacking bytes read twice at most (gathered, else walked), two probes per row read
     val walk = 2L * CommitLog.ProbeBytes + CommitLog.ResumeWindow + 5 * (end - indexedEnd)
     assert(log <= walk + 2 * (uncovered + lacking) + 2L * CommitLog.ProbeBytes * (rows + 1))
-    // every queue's units, found in windows growing x2 from RemoteFirstWindowUnits per file
+    // every queue's units, found in windows growing x2 from FirstWindowUnits per file
     val queueFiles = Files.walk(root.resolve("consumequeue")).iterator.asScala.count(Files.isRegularFile(_))
-    assert(queues <= 2 * (units + queueFiles * 20L * ConsumeQueue.RemoteFirstWindowUnits))
+    assert(queues <= 2 * (units + queueFiles * 20L * ConsumeQueue.FirstWindowUnits))
     // the one index file's header and entry #0, its geometry samples (entries, slots, and the slots, links
     // and entries they point at: `IndexFile.geometryProblem`), and a slot and an entry page per probe
     val pages = 2 + 5 * IndexFile.GeometrySamples + 2 * probes
