@@ -6,7 +6,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.expressions.NamedReference
 import org.apache.spark.sql.connector.expressions.aggregate.{AggregateFunc, Aggregation, Count, CountStar, Max, Min}
-import org.apache.spark.sql.types.{DataType, LongType, StructField, StructType}
+import org.apache.spark.sql.types.{LongType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 import plan.{AnyOf, Compare, InSet, NotNull, Predicate}
@@ -225,7 +225,9 @@ object MetadataAggregates {
       InternalRow.fromSeq(key ++ values): InternalRow
     }
     val fields = groups.map(g => RmqSchema.field(g)) ++ kinds.zip(funcs).map { case ((k, c), f) =>
-      StructField(f.toString, if (k == "count") LongType else RmqSchema.field(c).dataType: DataType)
+      // a count is never null, an extreme of no rows is (as Spark's own aggregates declare them)
+      if (k == "count") StructField(f.toString, LongType, nullable = false)
+      else StructField(f.toString, RmqSchema.field(c).dataType)
     }
     AggregateAnswer(
       StructType(fields),

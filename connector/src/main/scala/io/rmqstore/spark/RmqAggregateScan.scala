@@ -20,20 +20,6 @@ class RmqAggregateScan(
     pushed: Array[V2Predicate]
 ) extends Scan with Batch with SupportsMetadata {
 
-  StatsLog.write(
-    options.statsDir,
-    Map(
-      "event" -> "plan",
-      "engine" -> "jvm",
-      "access" -> Seq("metadata"),
-      "tasks" -> 1,
-      "aggregation" -> answer.pushed,
-      "bytes_read" -> answer.bytesRead,
-      "records_decoded" -> answer.recordsRead,
-      "pushed" -> consumed.map(Predicate.describe)
-    )
-  )
-
   override def readSchema(): StructType = answer.schema
 
   override def toBatch: Batch = this
@@ -49,7 +35,23 @@ class RmqAggregateScan(
     "ReadSchema" -> answer.schema.catalogString
   )
 
-  override def planInputPartitions(): Array[InputPartition] = Array(AnsweredRows(answer.rows))
+  /** The one task, and the statsDir plan line of the answer. */
+  override def planInputPartitions(): Array[InputPartition] = {
+    StatsLog.write(
+      options.statsDir,
+      Map(
+        "event" -> "plan",
+        "engine" -> "jvm",
+        "access" -> Seq("metadata"),
+        "tasks" -> 1,
+        "aggregation" -> answer.pushed,
+        "bytes_read" -> answer.bytesRead,
+        "records_decoded" -> answer.recordsRead,
+        "pushed" -> consumed.map(Predicate.describe)
+      )
+    )
+    Array(AnsweredRows(answer.rows))
+  }
 
   override def createReaderFactory(): PartitionReaderFactory = AnsweredRowsReader
 
