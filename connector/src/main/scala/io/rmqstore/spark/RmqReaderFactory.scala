@@ -38,7 +38,7 @@ class RmqReaderFactory(
     )
 }
 
-/** Reads one task chunk by chunk, up to `limit` rows (whole chunks): commit-log ranges in `ScanChunkBytes` pieces (a piece owns the records
+/** Reads one task chunk by chunk, a scan only until it has `limit` rows (a pushed LIMIT): commit-log ranges in `ScanChunkBytes` pieces (a piece owns the records
   * starting in it), offsets in `OffsetsChunk` pieces (from the task, the index probe it makes or the
   * consume-queue units it names). An offset the query named that is not a record start gives no row; one
   * the store named is damage (docs/damage.md §3, §4: FAILFAST fails, PERMISSIVE skips and counts).
@@ -96,9 +96,10 @@ final class RmqColumnarReader(
       Iterator.continually(()).takeWhile(_ => cursor < stop).map { _ =>
         val to = math.min(stop, cursor + ScanChunkBytes)
         var last = -1L
-        stats.add(store.scan(cursor, to, options.verifyCrc, options.permissive) { r =>
+        stats.add(store.scanWhile(cursor, to, options.verifyCrc, options.permissive) { r =>
           last = r.physicalOffset + r.totalSize
           keep(r)
+          limit.forall(rows + writer.numRows < _)
         })
         cursor = math.max(to, last)
       }

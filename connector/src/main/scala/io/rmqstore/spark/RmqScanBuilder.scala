@@ -65,9 +65,10 @@ class RmqScanBuilder(schema: StructType, options: RmqOptions)
     aggregate.isDefined
   }
 
+  /** Kept with `pushdown` on (off: the plain scan, for comparison). */
   override def pushLimit(n: Int): Boolean = {
-    limit = Some(n)
-    true
+    if (options.pushdown) limit = Some(n)
+    options.pushdown
   }
 
   override def build(): Scan = aggregate match {

@@ -110,6 +110,9 @@ final class Store private (
   def scan(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Unit): ScanStats =
     records.scan(start, end, verifyCrc, permissive)(f)
 
+  def scanWhile(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Boolean)
+      : ScanStats = records.scanWhile(start, end, verifyCrc, permissive)(f)
+
   def scanRanges(ranges: Seq[(Long, Long)], verifyCrc: Boolean, permissive: Boolean)(
       f: RecordView => Unit
   ): ScanStats = records.scanRanges(ranges, verifyCrc, permissive)(f)
