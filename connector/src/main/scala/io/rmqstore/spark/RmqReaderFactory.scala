@@ -20,7 +20,8 @@ import store.{Ranges, ScanStats, StoreCorruptionException, UnitDamage}
 class RmqReaderFactory(
     schema: StructType,
     options: RmqOptions,
-    hadoopConf: Option[Broadcast[SerializableConfiguration]]
+    hadoopConf: Option[Broadcast[SerializableConfiguration]],
+    limit: Option[Int] = None
 ) extends PartitionReaderFactory {
   override def supportColumnarReads(partition: InputPartition): Boolean = true
 
@@ -32,11 +33,12 @@ class RmqReaderFactory(
       partition.asInstanceOf[RmqInputPartition],
       schema,
       options,
-      hadoopConf.map(_.value.value).orNull
+      hadoopConf.map(_.value.value).orNull,
+      limit = limit
     )
 }
 
-/** Reads one task chunk by chunk: commit-log ranges in `ScanChunkBytes` pieces (a piece owns the records
+/** Reads one task chunk by chunk, a scan only until it has `limit` rows (a pushed LIMIT): commit-log ranges in `ScanChunkBytes` pieces (a piece owns the records
   * starting in it), offsets in `OffsetsChunk` pieces (from the task, the index probe it makes or the
   * consume-queue units it names). An offset the query named that is not a record start gives no row; one
   * the store named is damage (docs/damage.md §3, §4: FAILFAST fails, PERMISSIVE skips and counts).
@@ -46,7 +48,8 @@ final class RmqColumnarReader(
     schema: StructType,
     options: RmqOptions,
     hadoopConf: org.apache.hadoop.conf.Configuration,
-    damaged: Seq[UnitDamage] = Nil
+    damaged: Seq[UnitDamage] = Nil,
+    limit: Option[Int] = None
 ) extends PartitionReader[ColumnarBatch] {
   import RmqColumnarReader._
 
@@ -93,9 +96,10 @@ final class RmqColumnarReader(
       Iterator.continually(()).takeWhile(_ => cursor < stop).map { _ =>
         val to = math.min(stop, cursor + ScanChunkBytes)
         var last = -1L
-        stats.add(store.scan(cursor, to, options.verifyCrc, options.permissive) { r =>
+        stats.add(store.scanWhile(cursor, to, options.verifyCrc, options.permissive) { r =>
           last = r.physicalOffset + r.totalSize
           keep(r)
+          limit.forall(rows + writer.numRows < _)
         })
         cursor = math.max(to, last)
       }
@@ -121,7 +125,9 @@ final class RmqColumnarReader(
     } else rejected += 1
   }
 
+  /** No further chunk once `limit` rows came back (a pushed LIMIT, which Spark applies again). */
   override def next(): Boolean = {
+    if (limit.exists(rows >= _)) return false
     writer.reset()
     while (writer.numRows == 0 && chunks.hasNext) chunks.next()
     current = writer.flush()

@@ -27,7 +27,8 @@ class RmqScan(
     readSchema: StructType,
     options: RmqOptions,
     consumed: IndexedSeq[Predicate],
-    pushed: Array[V2Predicate]
+    pushed: Array[V2Predicate],
+    limit: Option[Int] = None
 ) extends Scan with Batch with SupportsReportStatistics with SupportsMetadata with Logging {
   override def readSchema(): StructType = readSchema
 
@@ -44,16 +45,15 @@ class RmqScan(
     new RmqMicroBatchStream(readSchema, options, checkpointLocation, conf)
   }
 
-  override def description(): String = s"rmqstore [${options.paths.mkString(", ")}] PushedFilters: $pushedText"
+  override def description(): String =
+    s"rmqstore [${options.paths.mkString(", ")}] PushedFilters: ${RmqScan.pushedText(pushed)}" +
+      limit.fold("")(n => s" PushedLimit: $n")
 
   override def getMetaData(): Map[String, String] = Map(
     "Format" -> "rmqstore",
-    "PushedFilters" -> pushedText,
+    "PushedFilters" -> RmqScan.pushedText(pushed),
     "ReadSchema" -> readSchema.catalogString
-  )
-
-  private def pushedText: String =
-    pushed.map(p => PredicateTranslator.toV1(p).fold(p.toString)(_.toString)).mkString("[", ", ", "]")
+  ) ++ limit.map(n => "PushedLimit" -> n.toString)
 
   /** The Hadoop configuration of the read (the session's plus the S3A settings of the options). */
   private lazy val hadoopConf: Configuration =
@@ -130,7 +130,7 @@ class RmqScan(
     }.toArray
   }
 
-  override def createReaderFactory(): PartitionReaderFactory = new RmqReaderFactory(readSchema, options, executorConf)
+  override def createReaderFactory(): PartitionReaderFactory = new RmqReaderFactory(readSchema, options, executorConf, limit)
 
   /** Bytes the plan reads: index lookups and point reads are small, so joins can broadcast them. */
   override def estimateStatistics(): Statistics = {
@@ -160,6 +160,10 @@ class RmqScan(
 }
 
 object RmqScan {
+
+  /** The pushed filters as explain() shows them (V1 form where there is one). */
+  def pushedText(pushed: Array[V2Predicate]): String =
+    pushed.map(p => PredicateTranslator.toV1(p).fold(p.toString)(_.toString)).mkString("[", ", ", "]")
 
   /** Size assumed per point read for statistics (a typical small message). */
   val PointReadBytes = 1024L

@@ -22,9 +22,14 @@ private[spark] final class RecordReader(log: CommitLog, maxMessageSize: Int) {
     * (FAILFAST) or is counted in the stats and stepped over (PERMISSIVE: reading resumes at the next
     * valid record start; the bad body's record is left out).
     */
-  def scan(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Unit): ScanStats = {
+  def scan(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Unit): ScanStats =
+    scanWhile(start, end, verifyCrc, permissive) { v => f(v); true }
+
+  /** `scan`, stopping after the first record for which `f` returns false. */
+  def scanWhile(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Boolean)
+      : ScanStats = {
     val stats = ScanStats()
-    log.chunks(start, end, verifyCrc, permissive, stats) { v => f(v); true }
+    log.chunks(start, end, verifyCrc, permissive, stats)(f)
     stats
   }
 

@@ -72,6 +72,7 @@ final class Store private (
   private[spark] val lostUnits = new LostUnits(log, coverage, index, queues)
   private[spark] val sideIndex = new SideIndex(log, records, index, coverage, cacheIdentity)
   private[spark] lazy val timeline = new Timeline(log, cacheIdentity)
+  private[spark] val census = new Census(log, queues, coverage, records)
 
   // ---- the log ------------------------------------------------------------------------------------
 
@@ -108,6 +109,9 @@ final class Store private (
 
   def scan(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Unit): ScanStats =
     records.scan(start, end, verifyCrc, permissive)(f)
+
+  def scanWhile(start: Long, end: Long, verifyCrc: Boolean, permissive: Boolean)(f: RecordView => Boolean)
+      : ScanStats = records.scanWhile(start, end, verifyCrc, permissive)(f)
 
   def scanRanges(ranges: Seq[(Long, Long)], verifyCrc: Boolean, permissive: Boolean)(
       f: RecordView => Unit

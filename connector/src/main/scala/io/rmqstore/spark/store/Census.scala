@@ -1,0 +1,87 @@
+package io.rmqstore.spark.store
+
+import scala.collection.mutable
+
+import io.rmqstore.spark.format.MultiDispatch
+
+/** What a group of table rows holds that metadata can tell: how many, and the smallest and largest queue offset
+  * and physical offset among them.
+  */
+final class Tally extends Serializable {
+  var count = 0L
+  var minQueueOffset: Long = Long.MaxValue
+  var maxQueueOffset: Long = Long.MinValue
+  var minPhyOffset: Long = Long.MaxValue
+  var maxPhyOffset: Long = Long.MinValue
+
+  def add(queueOffset: Long, phyOffset: Long): Unit = {
+    count += 1
+    minQueueOffset = math.min(minQueueOffset, queueOffset)
+    maxQueueOffset = math.max(maxQueueOffset, queueOffset)
+    minPhyOffset = math.min(minPhyOffset, phyOffset)
+    maxPhyOffset = math.max(maxPhyOffset, phyOffset)
+  }
+
+  def merge(other: Tally): Unit = {
+    count += other.count
+    minQueueOffset = math.min(minQueueOffset, other.minQueueOffset)
+    maxQueueOffset = math.max(maxQueueOffset, other.maxQueueOffset)
+    minPhyOffset = math.min(minPhyOffset, other.minPhyOffset)
+    maxPhyOffset = math.max(maxPhyOffset, other.maxPhyOffset)
+  }
+}
+
+/** The table's rows (every valid record of the log, design §2) counted from metadata, reading no record a unit
+  * points to (issue #20 item 4). Per segment the records are its units' and those of the bytes no unit covers
+  * (`Coverage`, design §3.2): a unit outside those bytes is one record, of its queue's topic and id at its
+  * queue offset (the dispatcher builds it from the record, §4.1); the records of the uncovered bytes are read
+  * (headers and all, FAILFAST: damage there raises `StoreCorruptionException`). A service of the store facade
+  * (docs/design.md §1); the caller refuses the queue shapes where a unit is not one row (BatchCQ, LMQ, RocksDB).
+  */
+private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Coverage, records: RecordReader) {
+
+  /** Tallies per (topic, queueId) of the records inside `ranges` (sorted, disjoint physical ranges) that
+    * `keep(topic, queueId, queueOffset, physicalOffset)` selects, and the stats of the uncovered bytes read;
+    * None when two units name one record (damaged queues: only a scan can tell which is right).
+    */
+  def tally(
+      keep: (String, Int, Long, Long) => Boolean,
+      ranges: IndexedSeq[(Long, Long)]
+  ): Option[(Map[(String, Int), Tally], ScanStats)] = {
+    val gaps = coverage.uncoveredRanges
+    val gapStarts = gaps.map(_._1).toArray
+    val rangeStarts = ranges.map(_._1).toArray
+    val out = mutable.HashMap.empty[(String, Int), Tally]
+    val phys = mutable.ArrayBuilder.make[Long]
+    for (topic <- queues.topics if !topic.startsWith(MultiDispatch.LmqPrefix); queueId <- queues.queueIds(topic)) {
+      lazy val tally = out.getOrElseUpdate((topic, queueId), new Tally)
+      for (u <- queues.queue(topic, queueId).unitsFrom(log.minOffset))
+        if (
+          u.phyOffset >= log.minOffset && !Census.inside(gaps, gapStarts, u.phyOffset) &&
+          Census.inside(ranges, rangeStarts, u.phyOffset) && keep(topic, queueId, u.queueOffset, u.phyOffset)
+        ) {
+          phys += u.phyOffset
+          tally.add(u.queueOffset, u.phyOffset)
+        }
+    }
+    val named = phys.result()
+    java.util.Arrays.sort(named)
+    if ((1 until named.length).exists(i => named(i) == named(i - 1))) return None
+    val uncovered = Ranges.subtract(gaps, Ranges.subtract(Seq((log.minOffset, log.end)), ranges))
+    val stats = records.scanRanges(uncovered, verifyCrc = false, permissive = false) { v =>
+      if (keep(v.topic, v.queueId, v.queueOffset, v.physicalOffset))
+        out.getOrElseUpdate((v.topic, v.queueId), new Tally).add(v.queueOffset, v.physicalOffset)
+    }
+    Some((out.filter(_._2.count > 0).toMap, stats))
+  }
+}
+
+private[store] object Census {
+
+  /** Whether `offset` lies in one of `ranges` (sorted, disjoint; `starts` their starts). */
+  def inside(ranges: IndexedSeq[(Long, Long)], starts: Array[Long], offset: Long): Boolean = {
+    val i = java.util.Arrays.binarySearch(starts, offset)
+    val at = if (i >= 0) i else -i - 2
+    at >= 0 && offset < ranges(at)._2
+  }
+}
