@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from rmqstore import Store
 from rmqstore.cli import main as cli_main
+from rmqstore.cli.lag import format_age
 from rmqstore.spark import lag
 from rmqstore.spark.lag import LAG_SCHEMA
 from rmqstore.store.lag import LAG_COLUMNS, consumer_lag
@@ -122,6 +123,14 @@ def test_lag_command_and_info(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no-such-group" in capsys.readouterr().err
     assert cli_main(["lag", path, "--group", "group-b", "--topic", "TopicTest"]) == 2
     assert "topic 'TopicTest' has no committed offsets of group 'group-b'" in capsys.readouterr().err
+
+
+AGES = [(None, ""), (0, "0s"), (1554, "1.554s"), (-3_600_500, "-1h 0m 0.5s"), (172_861_000, "2d 0h 1m 1s")]
+
+
+@pytest.mark.parametrize(("ms", "text"), AGES)
+def test_lag_in_time_reads_for_people(ms: int | None, text: str) -> None:
+    assert format_age(ms) == text
 
 
 def _frame_rows(end: int | None, rows: list[dict[str, Any]]) -> list[tuple]:
