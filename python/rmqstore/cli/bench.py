@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         "bytes": end - start,
         "seconds": round(seconds, 3),
         "messagesPerSecond": round(messages / seconds),
-        "megabytesPerSecond": round((end - start) / seconds / 1e6, 1),
+        "megabytesPerSecond": float(f"{(end - start) / seconds / 1e6:.3g}"),  # 3 significant digits: never 0.0
         "columns": args.columns or "all",
         "checkCrc": args.check_crc,
     }
