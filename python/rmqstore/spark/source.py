@@ -35,8 +35,9 @@ import sys
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
+from rmqstore.spark.contract_options import PATH
 from rmqstore.spark.errors import cause_first
-from rmqstore.spark.options import parse_options
+from rmqstore.spark.options import OptionError, parse_options
 from rmqstore.spark.schema import table_schema, validate_schema
 
 _PLAIN_PLANNER_FILE = "plan_data_source_read.py"
@@ -53,6 +54,12 @@ CLUSTER_NOTE = (
     "can catch it (wrong rows). Every query is a full scan that Spark filters (correct, without index or "
     "queue lookups). The JVM engine (format(\"rmqstore\") with the connector jar, rmqstore.spark.session()) "
     "has no such reuse and pushes filters on a cluster.")
+
+TABLE_WITHOUT_OPTIONS = (
+    "Spark gave this reader no options at all: it passes none of a catalog table's OPTIONS to a Python "
+    "data source (CREATE TABLE ... USING rmqstore_python; PythonDataSourceV2.getTable drops them). Give "
+    "them with the query (SELECT ... FROM t WITH ('path' = '/path/to/store')), use a temporary view, or "
+    "the JVM engine (USING rmqstore with the connector jar), whose tables keep their options.")
 
 
 def _plain_planner_pushdown() -> bool | None:
@@ -86,6 +93,8 @@ class RmqStoreDataSource(DataSource):
         from rmqstore.spark.reader import PushdownStoreReader, StoreReader
 
         with cause_first():
+            if not self.options:
+                raise OptionError(PATH, TABLE_WITHOUT_OPTIONS)
             options = parse_options(self.options)
             schema = validate_schema(schema)
             session_pushdown = _plain_planner_pushdown()
