@@ -228,7 +228,13 @@ def options_python(contract: dict[str, Any]) -> str:
         out.append(f"{snake(option['name']).upper()} = {py_literal(option['name'])}")
     out += ["", "ALL_OPTIONS: tuple[str, ...] = ("]
     out += [f"    {snake(o['name']).upper()}," for o in options]
-    out += [")", "OPTION_DOCS: dict[str, str] = {"]
+    spark_table = section["spark_table"]
+    out += [")", "SPARK_TABLE_PROPERTIES: frozenset[str] = frozenset(",
+            f"    {py_literal(tuple(spark_table['properties']))}", ")",
+            '"""Table properties Spark adds to the options of a table (docs/contract.toml), not user options."""',
+            f"SPARK_OPTION_PREFIX = {py_literal(spark_table['prefix'])}",
+            '"""Spark also passes each option of a table under this prefix."""',
+            "OPTION_DOCS: dict[str, str] = {"]
     out += [f"    {snake(o['name']).upper()}: {py_literal(o['doc'])}," for o in options]
     out += ["}", ""]
     for option in typed:
@@ -285,6 +291,11 @@ def options_scala(contract: dict[str, Any]) -> str:
         out.append(f"    final val {camel(option['name'])} = {scala_string(option['name'])}")
     out += ["", "    val AllOptions: Seq[String] = Seq(",
             ",\n".join(f"      {camel(o['name'])}" for o in options), "    )"]
+    spark_table = section["spark_table"]
+    out += ["", "    /** Table properties Spark adds to the options of a table (docs/contract.toml), not user options. */",
+            f"    val SparkTableProperties: Set[String] = Set({', '.join(map(scala_string, spark_table['properties']))})",
+            "", "    /** Spark also passes each option of a table under this prefix. */",
+            f"    final val SparkOptionPrefix = {scala_string(spark_table['prefix'])}"]
     for option in typed:
         if "choices" in option:
             choices = scala_literal(option["choices"])

@@ -35,6 +35,18 @@ def test_unknown_option_suggests_the_close_name() -> None:
         parse_options({"path": "/s", "startingoffset": "earliest"})
 
 
+def test_what_spark_adds_to_a_tables_options_is_skipped() -> None:
+    """CREATE TABLE t USING ... OPTIONS (path '/s a', mode 'permissive') as Spark 4.3 passes it."""
+    table = {"path": "file:/s%20a", "location": "file:/s%20a", "owner": "root", "provider": "rmqstore",
+             "comment": "c", "external": "false", "is_managed_location": "false", "table_type": "EXTERNAL",
+             "collation": "UTF8_BINARY", "mode": "permissive", "option.mode": "permissive"}
+    opts = parse_options(table)
+    assert (opts.paths, opts.broker_names, opts.mode) == (("/s a",), ("/s a",), "PERMISSIVE")
+    for name in ("option.verifycrc", "a"):  # a copy of an option not given, a user's table property
+        with pytest.raises(OptionError, match=f"'{name}': unknown option"):
+            parse_options({**table, name: "x"})
+
+
 def test_offsets_forms() -> None:
     assert parse_offsets("startingOffsets", "earliest").kind == "earliest"
     assert parse_offsets("startingOffsets", "LATEST").kind == "latest"

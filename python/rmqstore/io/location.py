@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import pyarrow.fs as pafs
 
@@ -30,6 +30,14 @@ def is_uri(location: str) -> bool:
 
 def is_s3_uri(location: str) -> bool:
     return location[:5].lower() == "s3://"
+
+
+def hadoop_file_path(location: str) -> str:
+    """The local path a `file:/abs/path` URI names (Hadoop's form without `//`, in which Spark's catalog
+    passes a table's path to its source, percent-encoded); anything else as given."""
+    if location[:6].lower() == "file:/" and location[6:7] != "/":
+        return unquote(location[5:])
+    return location
 
 
 def absolute_location(location: str) -> str:

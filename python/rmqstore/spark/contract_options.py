@@ -72,6 +72,12 @@ ALL_OPTIONS: tuple[str, ...] = (
     S3_ENDPOINT,
     S3_SCHEME,
 )
+SPARK_TABLE_PROPERTIES: frozenset[str] = frozenset(
+    ('location', 'is_managed_location', 'external', 'table_type', 'comment', 'collation', 'provider', 'owner')
+)
+"""Table properties Spark adds to the options of a table (docs/contract.toml), not user options."""
+SPARK_OPTION_PREFIX = "option."
+"""Spark also passes each option of a table under this prefix."""
 OPTION_DOCS: dict[str, str] = {
     PATH: "The store directory (or URI), as given to `.load(path)`.",
     PATHS: "Several stores read as one table: a JSON list (or comma list) of store directories.",

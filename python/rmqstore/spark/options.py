@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from rmqstore.io.location import absolute_location, is_s3_uri, with_environment_credentials
+from rmqstore.io.location import absolute_location, hadoop_file_path, is_s3_uri, with_environment_credentials
 from rmqstore.spark import contract_options as contract
 from rmqstore.spark.contract_options import (
     ALL_OPTIONS,
@@ -180,7 +180,10 @@ def _parse_queue_json(option: str, text: str) -> dict[str, dict[int, int]]:
 
 def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
     raw: dict[str, str] = {}
+    lowered = {name.lower() for name in options}
     for name, value in options.items():
+        if _added_by_spark(name.lower(), lowered):
+            continue
         canonical = _BY_LOWER.get(name.lower())
         if canonical is None:
             close = difflib.get_close_matches(name.lower(), list(_BY_LOWER), n=1)
@@ -188,6 +191,13 @@ def _canonical_names(options: Mapping[str, str]) -> dict[str, str]:
             raise OptionError(name, contract.unknown_option(hint, ", ".join(ALL_OPTIONS)))
         raw[canonical] = "" if value is None else str(value)
     return raw
+
+
+def _added_by_spark(name: str, given: set[str]) -> bool:
+    """A table property Spark adds to the options of a table, or its copy of a given option
+    (`contract.SPARK_TABLE_PROPERTIES`, docs/contract.toml); names in lower case."""
+    copied = name.removeprefix(contract.SPARK_OPTION_PREFIX)
+    return name in contract.SPARK_TABLE_PROPERTIES or (copied != name and copied in given)
 
 
 def _parse_paths(raw: Mapping[str, str], require_path: bool) -> tuple[str, ...]:
@@ -208,7 +218,7 @@ def _parse_paths(raw: Mapping[str, str], require_path: bool) -> tuple[str, ...]:
     if not paths and require_path:
         raise OptionError(PATH, "no store directory given: use .load('/path/to/store') or "
                                 ".option('path', ...)")
-    return tuple(paths)
+    return tuple(hadoop_file_path(p) for p in paths)
 
 
 def _storage_options(raw: Mapping[str, str], paths: tuple[str, ...]) -> dict[str, str]:

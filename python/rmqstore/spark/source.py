@@ -36,8 +36,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.types import StructType
 
 from rmqstore.spark.compat import require_python_engine
+from rmqstore.spark.contract_options import PATH
 from rmqstore.spark.errors import cause_first
-from rmqstore.spark.options import parse_options
+from rmqstore.spark.options import OptionError, parse_options
 from rmqstore.spark.schema import table_schema, validate_schema
 
 _PLAIN_PLANNER_FILE = "plan_data_source_read.py"
@@ -54,6 +55,12 @@ CLUSTER_NOTE = (
     "can catch it (wrong rows). Every query is a full scan that Spark filters (correct, without index or "
     "queue lookups). The JVM engine (format(\"rmqstore\") with the connector jar, rmqstore.spark.session()) "
     "has no such reuse and pushes filters on a cluster.")
+
+TABLE_WITHOUT_OPTIONS = (
+    "Spark gave this reader no options at all: it passes none of a catalog table's OPTIONS to a Python "
+    "data source (CREATE TABLE ... USING rmqstore_python; PythonDataSourceV2.getTable drops them). Give "
+    "them with the query (SELECT ... FROM t WITH ('path' = '/path/to/store')), use a temporary view, or "
+    "the JVM engine (USING rmqstore with the connector jar), whose tables keep their options.")
 
 
 def _plain_planner_pushdown() -> bool | None:
@@ -89,6 +96,8 @@ class RmqStoreDataSource(DataSource):
             from rmqstore.spark.guard import cluster_master
             from rmqstore.spark.reader import PushdownStoreReader, StoreReader
 
+            if not self.options:
+                raise OptionError(PATH, TABLE_WITHOUT_OPTIONS)
             options = parse_options(self.options)
             schema = validate_schema(schema)
             session_pushdown = _plain_planner_pushdown()

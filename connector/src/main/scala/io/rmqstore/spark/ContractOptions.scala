@@ -70,6 +70,12 @@ object ContractOptions {
       S3Endpoint,
       S3Scheme
     )
+
+    /** Table properties Spark adds to the options of a table (docs/contract.toml), not user options. */
+    val SparkTableProperties: Set[String] = Set("location", "is_managed_location", "external", "table_type", "comment", "collation", "provider", "owner")
+
+    /** Spark also passes each option of a table under this prefix. */
+    final val SparkOptionPrefix = "option."
     val ModeChoices: Seq[String] = Seq("FAILFAST", "PERMISSIVE")
   }
   object Name extends Names

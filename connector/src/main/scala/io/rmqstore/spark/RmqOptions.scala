@@ -165,17 +165,27 @@ object RmqOptions extends ContractOptions.Names with ContractOptions.Parsers {
     }.toMap
   }
 
-  private def canonicalNames(options: Map[String, String]): Map[String, String] =
-    options.map { case (name, value) =>
-      val canonical = byLower.getOrElse(
-        name.toLowerCase(Locale.ROOT), {
-          val hint = closeMatches(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq, 1).headOption
-            .map(c => Messages.didYouMean(byLower(c))).getOrElse("")
-          fail(name, Messages.unknownOption(hint, AllOptions.mkString(", ")))
-        }
-      )
-      canonical -> Option(value).getOrElse("")
+  private def canonicalNames(options: Map[String, String]): Map[String, String] = {
+    val given = options.keySet.map(_.toLowerCase(Locale.ROOT))
+    options.filterNot { case (name, _) => addedBySpark(name.toLowerCase(Locale.ROOT), given) }.map {
+      case (name, value) =>
+        val canonical = byLower.getOrElse(
+          name.toLowerCase(Locale.ROOT), {
+            val hint = closeMatches(name.toLowerCase(Locale.ROOT), byLower.keys.toSeq, 1).headOption
+              .map(c => Messages.didYouMean(byLower(c))).getOrElse("")
+            fail(name, Messages.unknownOption(hint, AllOptions.mkString(", ")))
+          }
+        )
+        canonical -> Option(value).getOrElse("")
     }
+  }
+
+  /** A table property Spark adds to the options of a table, or its copy of a given option
+    * (`SparkTableProperties`, docs/contract.toml); names in lower case.
+    */
+  private def addedBySpark(name: String, given: Set[String]): Boolean =
+    SparkTableProperties.contains(name) ||
+      (name.startsWith(SparkOptionPrefix) && given.contains(name.drop(SparkOptionPrefix.length)))
 
   private def parsePaths(raw: Map[String, String], requirePath: Boolean): IndexedSeq[String] = {
     val named = raw.get(Path).map(_.trim).filter(_.nonEmpty)
@@ -196,7 +206,7 @@ object RmqOptions extends ContractOptions.Names with ContractOptions.Parsers {
     }
     if (paths.isEmpty && requirePath)
       fail(Path, "no store directory given: use .load('/path/to/store') or .option('path', ...)")
-    paths
+    paths.map(StoreFileSystem.hadoopFilePath)
   }
 
   /** The s3.* options as S3A settings, plus the environment's AWS credentials (s3:// only), like

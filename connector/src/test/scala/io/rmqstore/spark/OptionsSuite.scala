@@ -36,6 +36,28 @@ class OptionsSuite extends AnyFunSuite {
     assert(RmqStores.hadoopSettings(parse("path" -> "/local/store")).isEmpty)
   }
 
+  test("what Spark adds to a table's options is skipped (tests/spark/test_options.py, same case)") {
+    val table = Seq(
+      "path" -> "file:/s%20a",
+      "location" -> "file:/s%20a",
+      "owner" -> "root",
+      "provider" -> "rmqstore",
+      "comment" -> "c",
+      "external" -> "false",
+      "is_managed_location" -> "false",
+      "table_type" -> "EXTERNAL",
+      "collation" -> "UTF8_BINARY",
+      "mode" -> "permissive",
+      "option.mode" -> "permissive"
+    )
+    val opts = parse(table: _*)
+    assert((opts.paths, opts.brokerNames, opts.mode) == (IndexedSeq("/s a"), IndexedSeq("/s a"), "PERMISSIVE"))
+    for (name <- Seq("option.verifycrc", "a")) { // a copy of an option not given, a user's table property
+      val e = intercept[IllegalArgumentException](parse(table :+ (name -> "x"): _*))
+      assert(e.getMessage.contains(s"'$name': unknown option"), e.getMessage)
+    }
+  }
+
   test("local paths are made absolute with ~ expanded, URIs and broker names stay as typed") {
     val home = System.getProperty("user.home")
     val cwd = java.nio.file.Paths.get("").toAbsolutePath.toString

@@ -49,6 +49,15 @@ object StoreFileSystem {
     at > 1 && location.substring(0, at).forall(c => c.isLetterOrDigit || c == '+' || c == '-' || c == '.')
   }
 
+  /** The local path a `file:/abs/path` URI names (Hadoop's form without `//`, in which Spark's catalog
+    * passes a table's path to its source, percent-encoded); anything else as given
+    * (python/rmqstore/io/location.py `hadoop_file_path`).
+    */
+  def hadoopFilePath(location: String): String =
+    if (location.regionMatches(true, 0, "file:/", 0, 6) && !location.startsWith("/", 6))
+      java.net.URLDecoder.decode(location.substring(5).replace("+", "%2B"), "UTF-8")
+    else location
+
   def isS3Uri(location: String): Boolean = location.regionMatches(true, 0, "s3://", 0, 5)
 
   /** A local path made absolute (`~` expanded) against this process's working directory; URIs as given
