@@ -14,6 +14,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+SPARK_TABLE_DOC = ("Table properties Spark adds to the options of a table (docs/contract.toml), "
+                   "not user options.")
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "docs" / "contract.toml"
 PYTHON = ROOT / "python" / "rmqstore"
@@ -231,7 +234,7 @@ def options_python(contract: dict[str, Any]) -> str:
     spark_table = section["spark_table"]
     out += [")", "SPARK_TABLE_PROPERTIES: frozenset[str] = frozenset(",
             f"    {py_literal(tuple(spark_table['properties']))}", ")",
-            '"""Table properties Spark adds to the options of a table (docs/contract.toml), not user options."""',
+            f'"""{SPARK_TABLE_DOC}"""',
             f"SPARK_OPTION_PREFIX = {py_literal(spark_table['prefix'])}",
             '"""Spark also passes each option of a table under this prefix."""',
             "OPTION_DOCS: dict[str, str] = {"]
@@ -292,8 +295,9 @@ def options_scala(contract: dict[str, Any]) -> str:
     out += ["", "    val AllOptions: Seq[String] = Seq(",
             ",\n".join(f"      {camel(o['name'])}" for o in options), "    )"]
     spark_table = section["spark_table"]
-    out += ["", "    /** Table properties Spark adds to the options of a table (docs/contract.toml), not user options. */",
-            f"    val SparkTableProperties: Set[String] = Set({', '.join(map(scala_string, spark_table['properties']))})",
+    properties = ", ".join(map(scala_string, spark_table["properties"]))
+    out += ["", f"    /** {SPARK_TABLE_DOC} */",
+            f"    val SparkTableProperties: Set[String] = Set({properties})",
             "", "    /** Spark also passes each option of a table under this prefix. */",
             f"    final val SparkOptionPrefix = {scala_string(spark_table['prefix'])}"]
     for option in typed:
