@@ -66,7 +66,7 @@ def connector_jar(*, build: bool = True) -> Path | None:
     newest = _newest_source_mtime(root)
     if jar is not None and jar.stat().st_mtime >= newest:
         return jar
-    built = _fresh_target_jars(root, newest)
+    built = _target_jars(root, newest)
     if built:
         return _install(built[-1])
     if not build:
@@ -77,17 +77,14 @@ def connector_jar(*, build: bool = True) -> Path | None:
 def release_jars(root: Path) -> list[Path]:
     """Every connector jar of the checkout `root`'s sbt build, rebuilt first unless all are newer than
     every source (so a build that just ran `connector/package` is not repeated)."""
-    return _fresh_target_jars(root, _newest_source_mtime(root)) or _run_sbt(root)
+    return _target_jars(root, _newest_source_mtime(root)) or _run_sbt(root)
 
 
-def _target_jars(root: Path) -> list[Path]:
-    """The jars `connector/package` leaves under connector/target (one per Scala line)."""
-    return sorted((root / "connector" / "target").glob(f"scala-*/{JAR_GLOB}"))
-
-
-def _fresh_target_jars(root: Path, newest: float) -> list[Path]:
-    jars = _target_jars(root)
-    return jars if jars and min(j.stat().st_mtime for j in jars) >= newest else []
+def _target_jars(root: Path, newest: float = 0.0) -> list[Path]:
+    """The jars `connector/package` left under connector/target (one per Scala line), those at least
+    as new as `newest` (a source's modification time: the fresh ones)."""
+    jars = sorted((root / "connector" / "target").glob(f"scala-*/{JAR_GLOB}"))
+    return [jar for jar in jars if jar.stat().st_mtime >= newest]
 
 
 def _build(root: Path) -> Path:
