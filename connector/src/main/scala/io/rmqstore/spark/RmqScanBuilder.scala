@@ -13,19 +13,21 @@ import plan.Predicate
 
 /** Per-query pushdown state: the predicates consumed (with `pushdown=false` none) and the columns the
   * query needs. Consumed predicates are planned and every candidate row is confirmed against them;
-  * the rest are returned to Spark.
+  * the rest are returned to Spark. `pinned` (`RmqStoreTable`) are pushed and consumed first, whatever the
+  * query and `pushdown`.
   */
-class RmqScanBuilder(schema: StructType, options: RmqOptions)
+class RmqScanBuilder(schema: StructType, options: RmqOptions, pinned: Array[V2Predicate] = Array.empty)
     extends ScanBuilder with SupportsPushDownV2Filters with SupportsPushDownRequiredColumns {
-  private var pushed: Array[V2Predicate] = Array.empty
-  private var consumed: IndexedSeq[Predicate] = IndexedSeq.empty
+  private val pinnedConsumed = pinned.flatMap(PredicateTranslator.translate).toIndexedSeq
+  private var pushed: Array[V2Predicate] = pinned
+  private var consumed: IndexedSeq[Predicate] = pinnedConsumed
   private var required: StructType = schema
 
   override def pushPredicates(predicates: Array[V2Predicate]): Array[V2Predicate] = {
     if (!options.pushdown) return predicates
     val translated = predicates.map(p => p -> PredicateTranslator.translate(p))
-    pushed = translated.collect { case (p, Some(_)) => p }
-    consumed = translated.flatMap(_._2).toIndexedSeq
+    pushed = pinned ++ translated.collect { case (p, Some(_)) => p }
+    consumed = pinnedConsumed ++ translated.flatMap(_._2)
     translated.collect { case (p, None) => p }
   }
 
