@@ -104,7 +104,8 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
       properties: util.Map[String, String]
   ): Table = throw tableUnsupported(ident, "CREATE TABLE")
 
-  override def alterTable(ident: Identifier, changes: TableChange*): Table = throw tableUnsupported(ident, "ALTER TABLE")
+  override def alterTable(ident: Identifier, changes: TableChange*): Table =
+    throw tableUnsupported(ident, "ALTER TABLE")
 
   override def dropTable(ident: Identifier): Boolean = throw tableUnsupported(ident, "DROP TABLE")
 
@@ -126,7 +127,10 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
   private def read(raw: Map[String, String]): RmqOptions = RmqOptions.parse(raw.asJava)
 
   private def topics(options: RmqOptions): Seq[String] = RmqStoreProvider.storeErrors {
-    RmqStores.topics(options, SparkSession.active.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options)))
+    RmqStores.topics(
+      options,
+      SparkSession.active.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options))
+    )
   }
 
   private def tableUnsupported(ident: Identifier, operation: String): AnalysisException =

@@ -42,7 +42,8 @@ class CatalogSuite extends AnyFunSuite with BeforeAndAfterAll {
     statsDir.fold(reader)(reader.option("statsDir", _)).load(path)
   }
 
-  private def rowsOf(df: DataFrame): Seq[String] = df.select(to_json(struct(col("*")))).collect().map(_.getString(0)).sorted.toSeq
+  private def rowsOf(df: DataFrame): Seq[String] =
+    df.select(to_json(struct(col("*")))).collect().map(_.getString(0)).sorted.toSeq
 
   private def pushedFilters(df: DataFrame): String = {
     val plan = df.queryExecution.explainString(FormattedMode)
