@@ -42,17 +42,17 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
     val given = options.asCaseSensitiveMap().asScala.toMap
     def isStore(key: String) = key.toLowerCase(Locale.ROOT).startsWith(StorePrefix)
     val shared = given.filter { case (k, _) => !isStore(k) }
-    shared.keys.find(k => PathOptions(k.toLowerCase(Locale.ROOT))).foreach { k =>
-      throw new IllegalArgumentException(
-        s"rmqstore catalog '$name': option '$k' is not a catalog option: name each store with " +
-          s"spark.sql.catalog.$name.$StorePrefix<name> = <path>"
-      )
-    }
     val perStore = given.collect {
       case (k, v) if isStore(k) =>
         val rest = k.substring(StorePrefix.length)
         val dot = rest.indexOf('.')
         if (dot < 0) (rest, None, v) else (rest.substring(0, dot), Some(rest.substring(dot + 1)), v)
+    }
+    (shared.keys ++ perStore.flatMap(_._2)).find(k => PathOptions(k.toLowerCase(Locale.ROOT))).foreach { k =>
+      throw new IllegalArgumentException(
+        s"rmqstore catalog '$name': option '$k' is not a catalog option: a store's path is " +
+          s"spark.sql.catalog.$name.$StorePrefix<name> = <path>"
+      )
     }
     val paths = perStore.collect { case (store, None, path) => store -> path }.toMap
     perStore.collect { case (store, Some(option), _) if !paths.contains(store) => (store, option) }.headOption

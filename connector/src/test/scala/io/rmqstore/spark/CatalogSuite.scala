@@ -9,6 +9,7 @@ import org.apache.spark.sql.{AnalysisException, DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.analysis.{NoSuchNamespaceException, NoSuchTableException}
 import org.apache.spark.sql.execution.FormattedMode
 import org.apache.spark.sql.functions.{col, struct, to_json}
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -115,5 +116,15 @@ class CatalogSuite extends AnyFunSuite with BeforeAndAfterAll {
         "CREATE NAMESPACE rmq.broker_b" -> "UNSUPPORTED_FEATURE.CATALOG_OPERATION"
       )
     ) assert(intercept[AnalysisException](spark.sql(statement)).getCondition == condition, statement)
+  }
+
+  test("store paths come only from store.<name>; a store's options need its path; options are checked") {
+    def initialize(options: (String, String)*): String = intercept[IllegalArgumentException] {
+      new RmqCatalog().initialize("rmqx", new CaseInsensitiveStringMap(options.toMap.asJava))
+    }.getMessage
+    assert(initialize("path" -> path).contains("option 'path' is not a catalog option"))
+    assert(initialize("store.a" -> path, "store.a.paths" -> path).contains("option 'paths' is not a catalog option"))
+    assert(initialize("store.a.statsDir" -> "/tmp").contains("names store 'a', which has no path"))
+    assert(initialize("store.a" -> path, "mxaMessageSize" -> "1").startsWith("rmqstore option 'mxaMessageSize'"))
   }
 }
