@@ -34,8 +34,8 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
 
   private var catalogName: String = ""
 
-  /** Store name -> the raw read options of its tables (path included). */
-  private var stores: Map[String, Map[String, String]] = Map.empty
+  /** Store name -> the read options of its tables (validated when the catalog is first used). */
+  private var stores: Map[String, RmqOptions] = Map.empty
 
   override def initialize(name: String, options: CaseInsensitiveStringMap): Unit = {
     catalogName = name
@@ -64,9 +64,7 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
       }
     stores = paths.map { case (store, path) =>
       val own = perStore.collect { case (`store`, Some(option), v) => option -> v }
-      val raw = shared ++ own + (RmqOptions.Path -> path)
-      RmqOptions.parse(raw.asJava) // a wrong option fails when the catalog is first used
-      store -> raw
+      store -> RmqOptions.parse((shared ++ own + (RmqOptions.Path -> path)).asJava)
     }
   }
 
@@ -80,17 +78,17 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
   }
 
   override def loadNamespaceMetadata(namespace: Array[String]): util.Map[String, String] = {
-    val raw = storeOptions(namespace).getOrElse(throw new NoSuchNamespaceException(namespace))
-    util.Map.of(SupportsNamespaces.PROP_LOCATION, raw(RmqOptions.Path))
+    val options = storeOptions(namespace).getOrElse(throw new NoSuchNamespaceException(namespace))
+    util.Map.of(SupportsNamespaces.PROP_LOCATION, options.paths.head)
   }
 
   override def listTables(namespace: Array[String]): Array[Identifier] = {
-    val raw = storeOptions(namespace).getOrElse(throw new NoSuchNamespaceException(namespace))
-    (AllTopics +: topics(read(raw))).map(Identifier.of(namespace, _)).toArray
+    val options = storeOptions(namespace).getOrElse(throw new NoSuchNamespaceException(namespace))
+    (AllTopics +: topics(options)).map(Identifier.of(namespace, _)).toArray
   }
 
   override def loadTable(ident: Identifier): Table = {
-    val options = read(storeOptions(ident.namespace).getOrElse(throw new NoSuchTableException(ident)))
+    val options = storeOptions(ident.namespace).getOrElse(throw new NoSuchTableException(ident))
     val known = topics(options) // opens the store: a missing store fails here, as the source's load() does
     if (ident.name == AllTopics) new RmqStoreTable(RmqSchema.Table, options)
     else if (known.contains(ident.name)) new RmqStoreTable(RmqSchema.Table, options, Array(topicIs(ident.name)))
@@ -121,10 +119,8 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
   override def dropNamespace(namespace: Array[String], cascade: Boolean): Boolean =
     throw catalogUnsupported("DROP NAMESPACE")
 
-  private def storeOptions(namespace: Array[String]): Option[Map[String, String]] =
+  private def storeOptions(namespace: Array[String]): Option[RmqOptions] =
     if (namespace.length == 1) stores.get(namespace.head) else None
-
-  private def read(raw: Map[String, String]): RmqOptions = RmqOptions.parse(raw.asJava)
 
   private def topics(options: RmqOptions): Seq[String] = RmqStoreProvider.storeErrors {
     RmqStores.topics(
