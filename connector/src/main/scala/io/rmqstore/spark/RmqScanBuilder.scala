@@ -17,14 +17,16 @@ import plan.Predicate
 
 /** Per-query pushdown state: the predicates consumed (with `pushdown=false` none), the columns the query needs,
   * an aggregate answered from metadata (`MetadataAggregates`) and a limit. Consumed predicates are planned and
-  * every candidate row is confirmed against them; the rest are returned to Spark. Spark applies a pushed limit
-  * again (partial pushdown): the read tasks only stop after that many rows each.
+  * every candidate row is confirmed against them; the rest are returned to Spark. `pinned` (`RmqStoreTable`) are
+  * pushed and consumed first, whatever the query and `pushdown`. Spark applies a pushed limit again (partial
+  * pushdown): the read tasks only stop after that many rows each.
   */
-class RmqScanBuilder(schema: StructType, options: RmqOptions)
+class RmqScanBuilder(schema: StructType, options: RmqOptions, pinned: Array[V2Predicate] = Array.empty)
     extends ScanBuilder with SupportsPushDownV2Filters with SupportsPushDownRequiredColumns
     with SupportsPushDownAggregates with SupportsPushDownLimit {
-  private var pushed: Array[V2Predicate] = Array.empty
-  private var consumed: IndexedSeq[Predicate] = IndexedSeq.empty
+  private val pinnedConsumed = pinned.flatMap(PredicateTranslator.translate).toIndexedSeq
+  private var pushed: Array[V2Predicate] = pinned
+  private var consumed: IndexedSeq[Predicate] = pinnedConsumed
   private var required: StructType = schema
   private var limit: Option[Int] = None
   private var answered: Option[(String, Option[AggregateAnswer])] = None
@@ -33,8 +35,8 @@ class RmqScanBuilder(schema: StructType, options: RmqOptions)
   override def pushPredicates(predicates: Array[V2Predicate]): Array[V2Predicate] = {
     if (!options.pushdown) return predicates
     val translated = predicates.map(p => p -> PredicateTranslator.translate(p))
-    pushed = translated.collect { case (p, Some(_)) => p }
-    consumed = translated.flatMap(_._2).toIndexedSeq
+    pushed = pinned ++ translated.collect { case (p, Some(_)) => p }
+    consumed = pinnedConsumed ++ translated.flatMap(_._2)
     translated.collect { case (p, None) => p }
   }
 

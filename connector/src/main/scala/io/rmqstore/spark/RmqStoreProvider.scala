@@ -32,12 +32,9 @@ class RmqStoreProvider extends TableProvider with DataSourceRegister {
   ): Table = {
     val options = RmqOptions.parse(properties)
     val spark = SparkSession.active
-    try RmqStores.check(options, spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options)))
-    catch {
-      // PySpark shows an IllegalArgumentException by its message, so the cause is the error's first line
-      // (as for option errors); another JVM exception arrives as a Py4JJavaError led by "An error occurred".
-      case e: StoreException => throw new IllegalArgumentException(e.getMessage, e)
-    }
+    RmqStoreProvider.storeErrors(
+      RmqStores.check(options, spark.sessionState.newHadoopConfWithOptions(RmqStores.hadoopSettings(options)))
+    )
     new RmqStoreTable(RmqSchema.validate(schema), options)
   }
 }
@@ -48,4 +45,12 @@ object RmqStoreProvider {
     * JVM source wins over a Python one; python/rmqstore/spark/engine.py), batch and streaming alike.
     */
   val ShortName = "rmqstore"
+
+  /** `body` with a StoreException rethrown as an IllegalArgumentException: PySpark shows that by its message,
+    * so the cause is the error's first line (as for option errors); another JVM exception arrives as a
+    * Py4JJavaError led by "An error occurred".
+    */
+  def storeErrors[T](body: => T): T =
+    try body
+    catch { case e: StoreException => throw new IllegalArgumentException(e.getMessage, e) }
 }

@@ -51,6 +51,14 @@ object RmqStores {
   def check(options: RmqOptions, conf: Configuration): Unit =
     options.paths.foreach(p => open(options, p, conf).close())
 
+  /** The topics of every store of a read (`Store.topics`: consume queues and topics.json, no log read), sorted. */
+  def topics(options: RmqOptions, conf: Configuration): Seq[String] =
+    options.paths.flatMap { p =>
+      val store = open(options, p, conf)
+      try store.topics
+      finally store.close()
+    }.distinct.sorted
+
   private def hasS3A: Boolean =
     try { Class.forName(S3AFileSystemClass, false, getClass.getClassLoader); true }
     catch { case _: ClassNotFoundException => false }
