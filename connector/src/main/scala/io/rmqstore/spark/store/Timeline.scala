@@ -38,7 +38,7 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
   /** What summarizing read, when some summaries were not cached (None: none walked): a one-time cost per
     * segment the plan reports (python/rmqstore/store/timeline.py `Timeline.note`).
     */
-  def note: Option[String] = Option.when(walked.nonEmpty)(
+  def note: Option[String] = Some(walked).filter(_.nonEmpty).map(_ =>
     s"summarized the store times of ${walked.size} commit-log segment(s), ${walked.map(w => w._2 - w._1).sum} " +
       "bytes, walked once: " + cache.fold("kept per JVM")(_ => s"cached in ${SegmentCache.root.resolve(CacheKind)}")
   )
@@ -112,9 +112,9 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
     * §2.2); None when it is not in `seg` (timeline.py `_identity`).
     */
   private def identityAt(seg: Segment, at: Long): Option[IndexedSeq[Long]] =
-    Option.when(seg.contains(at)) {
+    Some(seg).filter(_.contains(at)).flatMap { _ =>
       val head = log.readAt(seg, at - seg.baseOffset, Layout.OffBornHost, ScanStats())
-      Option.when(head.limit() >= Layout.OffBornHost)(
+      Some(head).filter(_.limit() >= Layout.OffBornHost).map(_ =>
         IndexedSeq(
           head.getLong(Layout.OffPhysicalOffset),
           head.getInt(Layout.OffTotalSize).toLong,
@@ -122,13 +122,13 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
           head.getLong(Layout.OffBornTimestamp)
         )
       )
-    }.flatten
+    }
 
   /** The runs of one segment's records (class comment): only of those after the runs of `grown` (the cached
     * summary of a segment that has grown since), which they go on.
     */
   private def summarize(seg: Segment, grown: Option[Summary]): Summary = {
-    val found = mutable.ArrayBuffer.from(grown.fold(IndexedSeq.empty[TimeRun])(_.runs))
+    val found = mutable.ArrayBuffer(grown.fold(IndexedSeq.empty[TimeRun])(_.runs): _*)
     var current: TimeRun = if (found.nonEmpty && found.last.ordered) found.remove(found.length - 1) else null
     var last: Option[IndexedSeq[Long]] = grown.flatMap(_.last)
     val start = grown.fold(seg.baseOffset)(_.runs.last.end)
@@ -227,7 +227,7 @@ private[store] object Timeline {
     else
       Some(Summary(
         runs.map(r => TimeRun(r.get(0).asLong, r.get(1).asLong, r.get(2).asLong, r.get(3).asLong, r.get(4).asBoolean)),
-        Option.when(!entry(0).isNull)(entry(0).elements.asScala.map(_.asLong).toIndexedSeq)
+        Some(entry(0)).filter(!_.isNull).map(_.elements.asScala.map(_.asLong).toIndexedSeq)
       ))
   }
 
