@@ -134,7 +134,7 @@ lazy val root = (project in file("."))
 // (about 18 MB; their netty, commons-codec and slf4j are Spark's own). One SDK release for every Hadoop: Hadoop
 // 3.4.1's (2.24.6) has no s3-transfer-manager on Maven Central. 3.4.2 and later also load the analytics
 // accelerator (versions from hadoop-project's pom). Hadoop 3.3 (Spark 3.5) has S3A on the AWS SDK v1: its s3
-// module (Hadoop 3.3.4's release) instead of that SDK's bundle.
+// and dynamodb modules (S3A 3.3 still links S3Guard's exceptions; Hadoop 3.3.4's release) instead of its bundle.
 val hadoopOfSpark = Map(spark35Version -> "3.3.4", "4.0.1" -> "3.4.1", "4.1.1" -> "3.4.2", "4.2.0" -> "3.5.0")
 val awsSdkForTests = "2.35.4"
 val awsSdkV1OfHadoop = Map("3.3.4" -> "1.12.262")
@@ -149,7 +149,7 @@ def s3aForTests(spark: String): Seq[Setting[_]] = Seq(libraryDependencies ++= {
   val sparkHas = Seq("io.netty", "commons-codec", "commons-logging", "org.slf4j")
   val sdk = awsSdkV1OfHadoop.get(hadoop).fold(
     Seq("s3", "sts", "s3-transfer-manager").map(a => "software.amazon.awssdk" % a % awsSdkForTests)
-  )(v1 => Seq("com.amazonaws" % "aws-java-sdk-s3" % v1))
+  )(v1 => Seq("aws-java-sdk-s3", "aws-java-sdk-dynamodb").map(a => "com.amazonaws" % a % v1))
   val accelerator = analyticsAcceleratorOfHadoop.get(hadoop).toSeq
     .map(v => "software.amazon.s3.analyticsaccelerator" % "analyticsaccelerator-s3" % v)
   ("org.apache.hadoop" % "hadoop-aws" % hadoop % Test intransitive ()) +:
