@@ -164,6 +164,7 @@ def connectorLine(id: String, line: String, scala: String, spark: Seq[Setting[_]
   Project(id, file("connector"))
     .settings(
       name := s"rmqstore-spark-$line",
+      moduleName := name.value, // not sbt's normalized "rmqstore-spark-3-5"
       scalaVersion := scala,
       scalaOptions,
       spark,

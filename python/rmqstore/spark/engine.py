@@ -14,6 +14,7 @@ Both engines are named "rmqstore" (`RmqStoreProvider.ShortName` in the connector
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import warnings
 from pathlib import Path
@@ -23,7 +24,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from rmqstore.spark.jar import PROVIDER_CLASS, ConnectorJarError, connector_jar
 from rmqstore.spark.notes import note_once
-from rmqstore.spark.source import RmqStorePythonDataSource
 
 Engine = Literal["auto", "jvm", "python"]
 ENGINES: tuple[str, ...] = ("auto", "jvm", "python")
@@ -66,9 +66,13 @@ def with_jar(current: str | None, jar: Path) -> str:
 
 
 def attach_engines(spark: SparkSession, jar: Path | None, created: bool) -> None:
-    """Register the `rmqstore_python` alias; on Spark Connect add the jar as a session artifact;
-    on a session that existed before without the jar, warn once how to add it."""
-    spark.dataSource.register(RmqStorePythonDataSource)
+    """Register the `rmqstore_python` alias (where pyspark has the Python engine's API); on Spark Connect
+    add the jar as a session artifact; on a session that existed before without the jar, warn once how
+    to add it."""
+    if has_python_engine():
+        from rmqstore.spark.source import RmqStorePythonDataSource
+
+        spark.dataSource.register(RmqStorePythonDataSource)
     if jar is None:
         return
     if _is_connect(spark):
@@ -81,6 +85,12 @@ def attach_engines(spark: SparkSession, jar: Path | None, created: bool) -> None
                       f"spark.jars={jar} (or rmqstore.spark.session() before any other session), or run "
                       f"spark.sql(\"ADD JAR '{jar}'\") (current thread only) / spark.addArtifacts on "
                       f"Spark Connect.", stacklevel=3)
+
+
+def has_python_engine() -> bool:
+    """True when pyspark has the Python Data Source API (`pyspark.sql.datasource`); pyspark 3.5 has not, and
+    serves `format("rmqstore")` with the JVM engine only."""
+    return importlib.util.find_spec("pyspark.sql.datasource") is not None
 
 
 def has_connector(spark: SparkSession) -> bool:
