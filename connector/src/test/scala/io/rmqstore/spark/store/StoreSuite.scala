@@ -374,7 +374,9 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally store.close()
   }
 
-  test("scanRanges: the records of scan over each range; small ranges of a segment in one vectored read where Hadoop has them") {
+  test(
+    "scanRanges: the records of scan over each range; a segment's small ranges in one vectored read (Hadoop 3.3.5+)"
+  ) {
     val (root, offsets) = writeStore(120, 1 << 16)
     val bad = offsets(50)
     corrupt(root, bad, 1 << 16, Array[Byte](0, 0, 0, 7))
@@ -440,7 +442,7 @@ class StoreSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally store.close()
   }
 
-  test("readAt through Hadoop: the first reads of a segment's scattered runs are one vectored read where Hadoop has them") {
+  test("readAt through Hadoop: a segment's scattered runs are first read as one vectored read (Hadoop 3.3.5+)") {
     val (root, offsets) = writeStore(120, 1 << 20, bodySize = 8000)
     val wanted = offsets.indices.filter(_ % 10 == 0).map(offsets).filter(_ < (1 << 20)).toArray // 80 KB apart
     val store = Store.open(StoreLocation(CountingFileSystem.uri(root.toString)), CountingFileSystem.conf, None)
