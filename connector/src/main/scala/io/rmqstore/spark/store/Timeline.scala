@@ -38,10 +38,13 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
   /** What summarizing read, when some summaries were not cached (None: none walked): a one-time cost per
     * segment the plan reports (python/rmqstore/store/timeline.py `Timeline.note`).
     */
-  def note: Option[String] = Some(walked).filter(_.nonEmpty).map(_ =>
-    s"summarized the store times of ${walked.size} commit-log segment(s), ${walked.map(w => w._2 - w._1).sum} " +
-      "bytes, walked once: " + cache.fold("kept per JVM")(_ => s"cached in ${SegmentCache.root.resolve(CacheKind)}")
-  )
+  def note: Option[String] =
+    if (walked.isEmpty) None
+    else
+      Some(
+        s"summarized the store times of ${walked.size} commit-log segment(s), ${walked.map(w => w._2 - w._1).sum} " +
+          "bytes, walked once: " + cache.fold("kept per JVM")(_ => s"cached in ${SegmentCache.root.resolve(CacheKind)}")
+      )
 
   /** The runs of every segment holding records, in log order: kept in memory, else cached on disk, else
     * walked (and then cached).
@@ -112,16 +115,17 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
     * §2.2); None when it is not in `seg` (timeline.py `_identity`).
     */
   private def identityAt(seg: Segment, at: Long): Option[IndexedSeq[Long]] =
-    Some(seg).filter(_.contains(at)).flatMap { _ =>
+    if (!seg.contains(at)) None
+    else {
       val head = log.readAt(seg, at - seg.baseOffset, Layout.OffBornHost, ScanStats())
-      Some(head).filter(_.limit() >= Layout.OffBornHost).map(_ =>
-        IndexedSeq(
+      if (head.limit() < Layout.OffBornHost) None
+      else
+        Some(IndexedSeq(
           head.getLong(Layout.OffPhysicalOffset),
           head.getInt(Layout.OffTotalSize).toLong,
           head.getInt(Layout.OffBodyCrc).toLong,
           head.getLong(Layout.OffBornTimestamp)
-        )
-      )
+        ))
     }
 
   /** The runs of one segment's records (class comment): only of those after the runs of `grown` (the cached
