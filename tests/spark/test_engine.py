@@ -105,6 +105,26 @@ def test_existing_session_without_the_jar_warns_once(monkeypatch: pytest.MonkeyP
     assert registered == ["rmqstore_python", "rmqstore_python"]
 
 
+def test_pyspark_without_the_python_data_source_api_registers_no_python_engine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyspark 3.5 has no `pyspark.sql.datasource`: the session gets the JVM engine only."""
+    class DataSources:
+        def register(self, source: type) -> None:
+            raise AssertionError(f"registered {source.name()}")
+
+    class Session:
+        dataSource = DataSources()
+        _jvm = object()
+
+    assert engine.has_python_engine()  # the pyspark the tests run on
+    monkeypatch.setattr(engine.importlib.util, "find_spec",
+                        lambda name: None if name == "pyspark.sql.datasource" else object())
+    assert not engine.has_python_engine()
+    monkeypatch.setattr(engine, "has_connector", lambda spark: True)
+    monkeypatch.setattr(engine, "_is_connect", lambda spark: False)
+    engine.attach_engines(Session(), Path("/x/c.jar"), created=True)
+
+
 def test_auto_falls_back_to_python_saying_why_once_and_jvm_fails(monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     def unbuildable(*, build: bool = True) -> Path:
