@@ -25,13 +25,15 @@ ThisBuild / scalaVersion := "2.13.16"
 
 val rocketmq49Version = "4.9.8"
 val rocketmq5Version = "5.5.0" // newest 5.x whose modules (client, namesrv, ...) are all on Maven Central
-// The Spark the connector and examples are compiled and tested against (spec/spark-dsv2-connector-facts.md
+// The Spark the 4.0 connector and the examples are compiled and tested against (spec/spark-dsv2-connector-facts.md
 // section 1): -Drmqstore.spark=<v> (in SBT_JAVA_OPTS) or RMQSTORE_SPARK=<v>. Default 4.0.1, the oldest
-// supported Spark 4 line, which the published jar is built against; 4.1.1 and 4.2.0 also come from
+// supported Spark 4 line, which the published 4.0 jar is built against; 4.1.1 and 4.2.0 also come from
 // Maven Central. "pyspark" takes the installed pyspark's own jars/ (Spark 4.3.0, not on Maven Central)
 // as unmanaged jars, found with `$PYTHON -c 'import pyspark'` (default python3).
 val sparkChoice = sys.props.get("rmqstore.spark").orElse(sys.env.get("RMQSTORE_SPARK")).getOrElse("4.0.1")
-val sparkFromPyspark = sparkChoice == "pyspark"
+val scala212 = "2.12.20"
+val scala213 = "2.13.16"
+val spark35Version = "3.5.9" // the newest 3.5 patch on Maven Central; its Hadoop is 3.3.4
 
 def pysparkJars: Seq[File] = {
   import scala.sys.process._
@@ -43,16 +45,14 @@ def pysparkJars: Seq[File] = {
 }
 
 // Spark on the compile and test classpaths, never in the jar or the published pom's runtime scope.
-lazy val sparkProvided: Seq[Setting[_]] =
-  if (sparkFromPyspark)
-    Seq(
-      Compile / unmanagedJars ++= pysparkJars.map(Attributed.blank),
-      // Keeps the default build's classes and jar (the ones the Python tests load) untouched.
-      target := baseDirectory.value / "target" / "spark-pyspark"
-    )
-  else
-    Seq(libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkChoice % Provided) ++
-      (if (sparkChoice == "4.0.1") Nil else Seq(target := baseDirectory.value / "target" / s"spark-$sparkChoice"))
+def sparkProvided(spark: String): Seq[Setting[_]] =
+  if (spark == "pyspark") Seq(Compile / unmanagedJars ++= pysparkJars.map(Attributed.blank))
+  else Seq(libraryDependencies += "org.apache.spark" %% "spark-sql" % spark % Provided)
+
+// The 4.0 line's Spark as chosen above; any other choice than the default builds under its own target/, which
+// keeps the default build's classes and jar (the ones the Python tests load) untouched.
+lazy val chosenSpark: Seq[Setting[_]] = sparkProvided(sparkChoice) ++
+  (if (sparkChoice == "4.0.1") Nil else Seq(target := baseDirectory.value / "target" / s"spark-$sparkChoice"))
 // Older releases of the matrix (rocketmq-store/-broker/-client on Maven Central; 4.9.6's store is not).
 val rocketmq49MatrixVersion = "4.9.7"
 val rocketmq51MatrixVersion = "5.1.4" // magic v2 records, no enabledAppendPropCRC yet (5.2.0)
@@ -124,7 +124,7 @@ def rocketmq5Store(version: String) = Seq(
 )
 
 lazy val root = (project in file("."))
-  .aggregate(connector, examples, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
+  .aggregate(connector, connector35_212, connector35_213, examples, conformanceCommon, conformanceRmq49, conformanceRmq5, conformanceBroker5,
     conformanceRmq497, conformanceRmq514, conformanceRmq531, conformanceRocksdb, conformanceDledger,
     conformanceShapes540, conformanceRdb)
   .settings(publish / skip := true)
@@ -133,19 +133,23 @@ lazy val root = (project in file("."))
 // that the chosen Spark ships, with the AWS SDK v2 modules S3A loads instead of the SDK's ~500 MB `bundle`
 // (about 18 MB; their netty, commons-codec and slf4j are Spark's own). One SDK release for every Hadoop: Hadoop
 // 3.4.1's (2.24.6) has no s3-transfer-manager on Maven Central. 3.4.2 and later also load the analytics
-// accelerator (versions from hadoop-project's pom).
-val hadoopOfSpark = Map("4.0.1" -> "3.4.1", "4.1.1" -> "3.4.2", "4.2.0" -> "3.5.0")
+// accelerator (versions from hadoop-project's pom). Hadoop 3.3 (Spark 3.5) has S3A on the AWS SDK v1: its s3
+// and dynamodb modules (S3A 3.3 still links S3Guard's exceptions; Hadoop 3.3.4's release) instead of its bundle.
+val hadoopOfSpark = Map(spark35Version -> "3.3.4", "4.0.1" -> "3.4.1", "4.1.1" -> "3.4.2", "4.2.0" -> "3.5.0")
 val awsSdkForTests = "2.35.4"
+val awsSdkV1OfHadoop = Map("3.3.4" -> "1.12.262")
 val analyticsAcceleratorOfHadoop = Map("3.4.2" -> "1.2.1", "3.5.0" -> "1.3.1")
 
-lazy val s3aForTests: Seq[Setting[_]] = Seq(libraryDependencies ++= {
+def s3aForTests(spark: String): Seq[Setting[_]] = Seq(libraryDependencies ++= {
   val hadoop =
-    if (!sparkFromPyspark) hadoopOfSpark.getOrElse(sparkChoice, sys.error(s"no Hadoop version known for Spark $sparkChoice"))
+    if (spark != "pyspark") hadoopOfSpark.getOrElse(spark, sys.error(s"no Hadoop version known for Spark $spark"))
     else pysparkJars.map(_.getName).collectFirst { case n if n.startsWith("hadoop-client-api-") =>
       n.stripPrefix("hadoop-client-api-").stripSuffix(".jar")
     }.getOrElse(sys.error("pyspark's jars/ has no hadoop-client-api"))
   val sparkHas = Seq("io.netty", "commons-codec", "commons-logging", "org.slf4j")
-  val sdk = Seq("s3", "sts", "s3-transfer-manager").map(a => "software.amazon.awssdk" % a % awsSdkForTests)
+  val sdk = awsSdkV1OfHadoop.get(hadoop).fold(
+    Seq("s3", "sts", "s3-transfer-manager").map(a => "software.amazon.awssdk" % a % awsSdkForTests)
+  )(v1 => Seq("aws-java-sdk-s3", "aws-java-sdk-dynamodb").map(a => "com.amazonaws" % a % v1))
   val accelerator = analyticsAcceleratorOfHadoop.get(hadoop).toSeq
     .map(v => "software.amazon.s3.analyticsaccelerator" % "analyticsaccelerator-s3" % v)
   ("org.apache.hadoop" % "hadoop-aws" % hadoop % Test intransitive ()) +:
@@ -165,28 +169,44 @@ lazy val publishedPom: Seq[Setting[_]] = Seq(
     .map(name => (LocalRootProject / baseDirectory).value / name -> s"META-INF/$name")
 )
 
-lazy val connector = (project in file("connector"))
-  .settings(
-    name := "rmqstore-connector",
-    publishedPom,
-    scalaOptions,
-    sparkProvided,
-    s3aForTests,
-    libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
-    // Tests read the conformance fixtures by paths relative to the repository root.
-    Test / fork := true,
-    Test / baseDirectory := (LocalRootProject / baseDirectory).value,
-    Test / javaOptions ++= Seq("-Xmx1g", "-Duser.timezone=UTC"),
-    // rmqstore's own caches (side index) of the test stores go under target/, not ~/.cache/rmqstore
-    Test / envVars += "RMQSTORE_CACHE_DIR" -> (target.value / "rmqstore-test-cache").toString
-  )
+// The connector, one artifact per Spark line and Scala version, named as Spark's own modules are
+// (rmqstore-spark-<line>_<scala>), all built from connector/src: the line's API shims live in
+// connector/src/main/spark-<shims>/ (README "For JVM users"). `connector` is the 4.0 line (serving Spark 4.0 to 4.3),
+// the jar the Python engine's tests load; the 3.5 ones build under target/spark-3.5_<scala>/.
+def connectorLine(id: String, line: String, scala: String, spark: Seq[Setting[_]], shims: String): Project =
+  Project(id, file("connector"))
+    .settings(
+      name := s"rmqstore-spark-$line",
+      moduleName := name.value, // not sbt's normalized "rmqstore-spark-3-5"
+      publishedPom,
+      scalaVersion := scala,
+      scalaOptions,
+      spark,
+      Compile / unmanagedSourceDirectories += (Compile / sourceDirectory).value / s"spark-$shims",
+      Test / unmanagedSourceDirectories += (Test / sourceDirectory).value / s"spark-$shims",
+      libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+      // Tests read the conformance fixtures by paths relative to the repository root.
+      Test / fork := true,
+      Test / baseDirectory := (LocalRootProject / baseDirectory).value,
+      Test / javaOptions ++= Seq("-Xmx1g", "-Duser.timezone=UTC"),
+      // rmqstore's own caches (side index) of the test stores go under target/, not ~/.cache/rmqstore
+      Test / envVars += "RMQSTORE_CACHE_DIR" -> (target.value / "rmqstore-test-cache").toString
+    )
+
+lazy val connector = connectorLine("connector", "4.0", scala213, chosenSpark ++ s3aForTests(sparkChoice), "4")
+
+def connector35(id: String, scala: String): Project = connectorLine(id, "3.5", scala,
+  sparkProvided(spark35Version) ++ s3aForTests(spark35Version) ++
+    Seq(target := baseDirectory.value / "target" / s"spark-3.5_${scala.split('.').take(2).mkString(".")}"), "3.5")
+lazy val connector35_212 = connector35("connector35_212", scala212)
+lazy val connector35_213 = connector35("connector35_213", scala213)
 
 lazy val examples = (project in file("examples"))
   .dependsOn(connector)
   .settings(
     name := "rmqstore-examples",
     scalaOptions,
-    sparkProvided,
+    chosenSpark,
     Compile / scalaSource := baseDirectory.value / "scala",
     publish / skip := true
   )

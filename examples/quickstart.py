@@ -38,7 +38,7 @@ def main() -> None:
               .where(F.col("storeTimestamp").between(begin, begin + timedelta(minutes=1)))
               .groupBy("topic").count().orderBy("topic"))
     window.show()
-    # "quickstart served by the JVM engine (rmqstore-connector_2.13-<version>.jar)" or "... the Python engine"
+    # "quickstart served by the JVM engine (rmqstore-spark-4.0_2.13-<version>.jar)" or "... the Python engine"
     print("quickstart " + served_by(window))
     spark.stop()
 

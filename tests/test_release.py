@@ -40,10 +40,13 @@ def _fake_sbt(root: Path, jars: list[Path]) -> None:
     launcher.chmod(0o755)
 
 
+def _jar(root: Path, artifact: jar.Artifact) -> Path:
+    return root / artifact.target / f"{artifact.name}-0.1.0.jar"
+
+
 def test_the_wheel_takes_every_fresh_jar_of_the_build_without_running_sbt(tmp_path: Path) -> None:
     root = _checkout(tmp_path)
-    jars = [root / "connector" / "target" / f"scala-{v}" / f"rmqstore-connector_{v}-0.1.0.jar"
-            for v in ("2.12", "2.13")]
+    jars = [_jar(root, artifact) for artifact in jar.ARTIFACTS]
     for built in jars:
         built.parent.mkdir(parents=True)
         built.write_text("old")
@@ -54,14 +57,17 @@ def test_the_wheel_takes_every_fresh_jar_of_the_build_without_running_sbt(tmp_pa
 def test_stale_jars_are_rebuilt_by_the_projects_sbt_build(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     root = _checkout(tmp_path)
-    stale = root / "connector" / "target" / "scala-2.13" / "rmqstore-connector_2.13-0.1.0.jar"
-    stale.parent.mkdir(parents=True)
-    stale.write_text("old")
-    os.utime(stale, (1_000, 1_000))
-    _fake_sbt(root, [stale])
-    assert jar.release_jars(root) == [stale]
-    assert stale.read_text() == "built\n"
-    assert "rmqstore: built rmqstore-connector_2.13-0.1.0.jar in " in capsys.readouterr().err
+    fresh, stale = _jar(root, jar.ARTIFACTS[0]), _jar(root, jar.ARTIFACTS[-1])
+    for built, mtime in ((fresh, 3_000), (stale, 1_000)):
+        built.parent.mkdir(parents=True)
+        built.write_text("old")
+        os.utime(built, (mtime, mtime))
+    missing = [_jar(root, artifact) for artifact in jar.ARTIFACTS[1:-1]]
+    _fake_sbt(root, [*missing, stale])
+    assert jar.release_jars(root) == [fresh, *missing, stale]
+    assert fresh.read_text() == "old" and stale.read_text() == "built\n"
+    assert all(built.read_text() == "built\n" for built in missing)
+    assert f"rmqstore: built {', '.join(j.name for j in [*missing, stale])} in " in capsys.readouterr().err
 
 
 def test_the_build_hook_is_wired_and_the_sdist_carries_what_rebuilds_the_jar() -> None:

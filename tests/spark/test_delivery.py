@@ -36,7 +36,7 @@ def test_served_by_names_the_engine_and_the_jar(spark: SparkSession, engine: str
     df = spark.read.format(engine_format).load(str(small_store)).where(F.col("key") == "k1")
     assert scan_engines(df) == [engine]
     if engine == "jvm":
-        assert served_by(df).startswith("served by the JVM engine (rmqstore-connector_2.13-")
+        assert served_by(df).startswith("served by the JVM engine (rmqstore-spark-4.0_2.13-")
         assert served_by(df).endswith(".jar)")
     else:
         assert served_by(df) == "served by the Python engine"

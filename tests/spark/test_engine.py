@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rmqstore.spark import engine, jar
+from rmqstore.spark import compat, engine, jar
 
 
 def test_jar_is_appended_to_user_jars_once() -> None:
@@ -32,7 +32,8 @@ def test_checkout_jar_is_rebuilt_only_when_stale(monkeypatch: pytest.MonkeyPatch
     source.parent.mkdir(parents=True)
     (root / "build.sbt").write_text("")
     source.write_text("")
-    built = root / "connector" / "target" / "scala-2.13" / "rmqstore-connector_2.13-0.1.0.jar"
+    four = jar.artifact("4.3.0", "2.13.16")
+    built = root / "connector" / "target" / "scala-2.13" / "rmqstore-spark-4.0_2.13-0.1.0.jar"
     built.parent.mkdir(parents=True)
     built.write_bytes(b"jar")
     installed = tmp_path / "jars"
@@ -41,12 +42,45 @@ def test_checkout_jar_is_rebuilt_only_when_stale(monkeypatch: pytest.MonkeyPatch
     os.utime(root / "build.sbt", (2_000, 2_000))
     os.utime(source, (2_000, 2_000))
     os.utime(built, (1_000, 1_000))
-    assert jar.connector_jar(build=False) is None
+    assert jar.connector_jar(build=False, wanted=four) is None
     os.utime(built, (3_000, 3_000))
-    found = jar.connector_jar(build=False)
+    found = jar.connector_jar(build=False, wanted=four)
     assert found == installed / built.name and found.read_bytes() == b"jar"
     os.utime(source, (4_000, 4_000))
-    assert jar.connector_jar(build=False) is None
+    assert jar.connector_jar(build=False, wanted=four) is None
+
+
+def test_the_jar_of_the_running_spark_and_scala(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """One artifact per Spark line and Scala (4.0's for every Spark 4); the Scala is that of the jars/ of
+    the Spark pyspark launches; an installation ships every artifact and hands out the running one's."""
+    import pyspark
+
+    assert jar.artifact("3.5.9", "2.12.18").name == "rmqstore-spark-3.5_2.12"
+    assert jar.artifact("3.5.1", "2.13.8").name == "rmqstore-spark-3.5_2.13"
+    four = {jar.artifact(v, "2.13.16").name for v in ("4.0.1", "4.1.4", "4.3.0")}
+    assert four == {"rmqstore-spark-4.0_2.13"}
+    with pytest.raises(jar.ConnectorJarError) as unsupported:
+        jar.artifact("3.4.1", "2.12.17")
+    assert unsupported.value.reason == (
+        "no connector jar for Spark 3.4.1 with Scala 2.12 (there are: Spark 3.5 with Scala 2.12, Spark 3.5 "
+        "with Scala 2.13, Spark 4.x with Scala 2.13)")
+    home = tmp_path / "spark-3.5.9-bin-hadoop3-scala2.13"
+    (home / "jars").mkdir(parents=True)
+    (home / "jars" / "scala-library-2.13.8.jar").write_bytes(b"")
+    shipped = tmp_path / "jars"
+    shipped.mkdir()
+    for each in jar.ARTIFACTS:
+        (shipped / f"{each.name}-0.1.0.jar").write_bytes(b"jar")
+    monkeypatch.setattr(jar, "_checkout_root", lambda: None)
+    monkeypatch.setattr(jar, "_package_jars_dir", lambda: shipped)
+    monkeypatch.setattr(pyspark, "__version__", "3.5.9")
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    assert jar.connector_jar() == shipped / "rmqstore-spark-3.5_2.13-0.1.0.jar"
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "no-jars"))  # pyspark 3.5's wheel default: Scala 2.12
+    assert jar.connector_jar() == shipped / "rmqstore-spark-3.5_2.12-0.1.0.jar"
+    monkeypatch.delenv("SPARK_HOME")
+    monkeypatch.setattr(pyspark, "__version__", "4.1.4")  # pyspark's own jars/: Scala 2.13
+    assert jar.connector_jar() == shipped / "rmqstore-spark-4.0_2.13-0.1.0.jar"
 
 
 def test_existing_session_without_the_jar_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,6 +103,26 @@ def test_existing_session_without_the_jar_warns_once(monkeypatch: pytest.MonkeyP
         warnings.simplefilter("error")
         engine.attach_engines(Session(), Path("/x/c.jar"), created=False)
     assert registered == ["rmqstore_python", "rmqstore_python"]
+
+
+def test_pyspark_without_the_python_data_source_api_registers_no_python_engine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyspark 3.5 has no `pyspark.sql.datasource`: the session gets the JVM engine only."""
+    class DataSources:
+        def register(self, source: type) -> None:
+            raise AssertionError(f"registered {source.name()}")
+
+    class Session:
+        dataSource = DataSources()
+        _jvm = object()
+
+    assert compat.has_data_source_api()  # the pyspark the tests run on
+    monkeypatch.setattr(compat.importlib.util, "find_spec",
+                        lambda name: None if name == "pyspark.sql.datasource" else object())
+    assert not compat.has_data_source_api()
+    monkeypatch.setattr(engine, "has_connector", lambda spark: True)
+    monkeypatch.setattr(engine, "_is_connect", lambda spark: False)
+    engine.attach_engines(Session(), Path("/x/c.jar"), created=True)
 
 
 def test_auto_falls_back_to_python_saying_why_once_and_jvm_fails(monkeypatch: pytest.MonkeyPatch,
@@ -99,10 +153,10 @@ def test_a_failed_build_names_sbts_first_error(tmp_path: Path) -> None:
                         "echo '[error] x'\nexit 3\n")
     launcher.chmod(0o755)
     with pytest.raises(jar.ConnectorJarError) as failed:
-        jar._build(tmp_path)
-    assert failed.value.reason == "`.ci/sbt connector/package` failed (exit 3): [error] not found: java"
+        jar._build(tmp_path, jar.artifact("3.5.9", "2.12.18"))
+    assert failed.value.reason == "`.ci/sbt connector35_212/package` failed (exit 3): [error] not found: java"
     assert "[info] loading" in str(failed.value)
     launcher.unlink()
     with pytest.raises(jar.ConnectorJarError) as missing:
-        jar._build(tmp_path)
+        jar._build(tmp_path, jar.artifact("4.0.1", "2.13.16"))
     assert missing.value.reason.startswith("`.ci/sbt connector/package` could not run: [Errno 2]")

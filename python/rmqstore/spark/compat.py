@@ -10,6 +10,7 @@ before pyspark's internals raise.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 
 PYTHON_ENGINE_PYSPARK = "4.2"
@@ -22,6 +23,13 @@ NEEDED_NAMES = {
 
 class PysparkTooOldError(ValueError):
     """The Python engine cannot run on this pyspark; the message is one line naming the one it needs."""
+
+
+def has_data_source_api() -> bool:
+    """True when pyspark has a Python Data Source API at all (`pyspark.sql.datasource`): the Python source
+    can be registered, and where that API is older than the engine needs it fails on use with
+    `require_python_engine`'s line. pyspark 3.5 has none: `format("rmqstore")` is the JVM engine only."""
+    return importlib.util.find_spec("pyspark.sql.datasource") is not None
 
 
 def missing_api() -> str | None:

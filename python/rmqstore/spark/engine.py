@@ -22,9 +22,8 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 
 from rmqstore.notes import note_once
-from rmqstore.spark.compat import require_python_engine
+from rmqstore.spark.compat import has_data_source_api, require_python_engine
 from rmqstore.spark.jar import PROVIDER_CLASS, ConnectorJarError, connector_jar
-from rmqstore.spark.source import RmqStorePythonDataSource
 
 Engine = Literal["auto", "jvm", "python"]
 ENGINES: tuple[str, ...] = ("auto", "jvm", "python")
@@ -70,9 +69,13 @@ def with_jar(current: str | None, jar: Path) -> str:
 
 
 def attach_engines(spark: SparkSession, jar: Path | None, created: bool) -> None:
-    """Register the `rmqstore_python` alias; on Spark Connect add the jar as a session artifact;
-    on a session that existed before without the jar, warn once how to add it."""
-    spark.dataSource.register(RmqStorePythonDataSource)
+    """Register the `rmqstore_python` alias (where pyspark has the Python engine's API); on Spark Connect
+    add the jar as a session artifact; on a session that existed before without the jar, warn once how
+    to add it."""
+    if has_data_source_api():
+        from rmqstore.spark.source import RmqStorePythonDataSource
+
+        spark.dataSource.register(RmqStorePythonDataSource)
     if jar is None:
         return
     if _is_connect(spark):

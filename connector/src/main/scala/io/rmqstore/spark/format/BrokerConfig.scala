@@ -22,7 +22,7 @@ object BrokerConfig {
       text,
       m =>
         if (m.group(2) == null) scala.util.matching.Regex.quoteReplacement(m.matched)
-        else s"${m.group(1)}\"${m.group(2)}\"${m.group(3)}"
+        else m.group(1) + '"' + m.group(2) + '"' + m.group(3)
     )
     try mapper.readTree(quoted)
     catch {
@@ -47,7 +47,7 @@ object BrokerConfig {
         if (!offsets.isObject)
           throw new IllegalArgumentException(s"offsetTable entry '${entry.getKey}' is not a queueId -> offset map")
         val queues = offsets.fields.asScala.map { q =>
-          val id = q.getKey.toIntOption
+          val id = scala.util.Try(q.getKey.toInt).toOption
           if (id.isEmpty || !q.getValue.canConvertToLong)
             throw new IllegalArgumentException(s"offsetTable entry '${entry.getKey}' is not a queueId -> offset map")
           id.get -> q.getValue.asLong

@@ -55,7 +55,7 @@ object ConfigStorageLayout {
       throw new IllegalArgumentException(s"$what length $length does not end at a CTRL_1 separator")
     val decoder = StandardCharsets.UTF_8.newDecoder()
       .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)
-    try (decoder.decode(ByteBuffer.wrap(key, at + 2, length)).toString, end + 1)
+    try ((decoder.decode(ByteBuffer.wrap(key, at + 2, length)).toString, end + 1))
     catch { case e: CharacterCodingException => throw new IllegalArgumentException(s"$what is not UTF-8: $e") }
   }
 }

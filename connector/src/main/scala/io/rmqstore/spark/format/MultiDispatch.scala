@@ -30,7 +30,7 @@ object MultiDispatch {
     )
       return Nil
     val (ns, os) = (names.split(",", -1), offsets.split(",", -1))
-    if (ns.length != os.length || !os.forall(o => o.toLongOption.isDefined)) return Nil
+    if (ns.length != os.length || !os.forall(o => scala.util.Try(o.toLong).isSuccess)) return Nil
     ns.toSeq.zip(os.map(_.toLong)).collect {
       case (name, offset) if !name.contains('/') && !name.contains('\\') =>
         ((name, if (name.startsWith(LmqPrefix)) 0 else queueId), offset)

@@ -3,12 +3,9 @@ package io.rmqstore.spark.io
 import java.io.{FileNotFoundException, IOException}
 import java.net.URI
 import java.nio.ByteBuffer
-import java.util.concurrent.ExecutionException
-
-import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FSDataInputStream, FileRange, FileStatus, FileSystem, Path}
+import org.apache.hadoop.fs.{FSDataInputStream, FileStatus, FileSystem, Path}
 import org.apache.hadoop.util.functional.FutureIO
 
 /** Stores behind a Hadoop `FileSystem` (hdfs://, s3a://, ...): listings and ranged reads
@@ -61,7 +58,7 @@ object HadoopFileSystem {
 }
 
 /** A remote file read with positioned ranged reads; every `read` is one request, `readRanges` one vectored
-  * read (`FSDataInputStream.readVectored`: S3A runs the ranges concurrently, merging close ones).
+  * read where Hadoop has them (`VectoredReads`).
   */
 final class HadoopFile(val path: String, in: FSDataInputStream, val length: Long) extends RandomAccess {
   def zeroCopy: Boolean = false
@@ -81,20 +78,16 @@ final class HadoopFile(val path: String, in: FSDataInputStream, val length: Long
     val wanted = ranges.map { case (pos, len) => (pos, clip(pos, len)) }.filter(_._2 > 0).distinct.sorted
     val disjoint = wanted.zip(wanted.drop(1)).forall { case ((a, n), (b, _)) => a + n <= b }
     if (wanted.length <= 1 || !disjoint) return super.readRanges(ranges)
-    val requests = wanted.map { case (pos, n) => FileRange.createFileRange(pos, n) }
-    in.readVectored(requests.asJava, (n: Int) => ByteBuffer.allocate(n))
-    val fetched = wanted.zip(requests).map { case (key, r) =>
-      val data =
-        try r.getData.get()
-        catch {
-          case e: ExecutionException =>
-            throw new IOException(s"$path: ranged read at offset ${key._1} failed: ${e.getCause}", e.getCause)
-        }
-      if (data.remaining != key._2)
-        throw new IOException(s"$path: short read at offset ${key._1}: file shrank below $length bytes")
-      key -> data.slice()
-    }.toMap
-    ranges.map { case (pos, len) => fetched.getOrElse((pos, clip(pos, len)), ByteBuffer.allocate(0)) }
+    VectoredReads.read(path, in, wanted) match {
+      case None => super.readRanges(ranges)
+      case Some(data) =>
+        val fetched = wanted.zip(data).map { case (key, bytes) =>
+          if (bytes.remaining != key._2)
+            throw new IOException(s"$path: short read at offset ${key._1}: file shrank below $length bytes")
+          key -> bytes.slice()
+        }.toMap
+        ranges.map { case (pos, len) => fetched.getOrElse((pos, clip(pos, len)), ByteBuffer.allocate(0)) }
+    }
   }
 
   def close(): Unit = in.close()

@@ -208,7 +208,7 @@ private[store] final class ConsumeQueue(fs: StoreFileSystem, segments: IndexedSe
     (units.limit() / Unit20 - 1 to 0 by -1)
       .find(i => ConsumeQueueUnit.isValid(units, i * Unit20) && !ConsumeQueueUnit.isFiller(units, i * Unit20))
       .map(i => ConsumeQueueUnit.phyOffset(units, i * Unit20))
-  }.nextOption()
+  }.find(_ => true)
 
   /** The first unit that is not a filler and points at or after the log's min offset (§4.3). */
   lazy val minOffset: Long = {

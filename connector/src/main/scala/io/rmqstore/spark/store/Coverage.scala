@@ -61,11 +61,14 @@ private[spark] final class Coverage(log: CommitLog, queues: Queues, cache: Optio
   /** What deciding the verdicts read, when some were not cached (None: all came from the cache): a one-time
     * cost per segment the plan reports (python/rmqstore/store/coverage.py `segment_verdicts`).
     */
-  def note: Option[String] = Option.when(decided > 0)(
-    s"decided which bytes of $decided commit-log segment(s) no consume queue covers, from the units of " +
-      s"$queueCount queue(s) and a scan of the uncovered bytes, once: " +
-      cache.fold("kept per Store")(_ => s"cached in ${SegmentCache.root.resolve(Coverage.CacheKind)}")
-  )
+  def note: Option[String] =
+    if (decided <= 0) None
+    else
+      Some(
+        s"decided which bytes of $decided commit-log segment(s) no consume queue covers, from the units of " +
+          s"$queueCount queue(s) and a scan of the uncovered bytes, once: " +
+          cache.fold("kept per Store")(_ => s"cached in ${SegmentCache.root.resolve(Coverage.CacheKind)}")
+      )
 
   /** Commit-log byte ranges [start, end) that may hold records no consume-queue unit points to: transaction
     * PREPARED / ROLLBACK records (§4.1), records the queues have not caught up with and records of topics

@@ -70,6 +70,5 @@ private[spark] object LostUnits {
   def dispatchFrontier(index: IndexFiles, queues: Queues): Option[Long] =
     (index.newestEndPhyOffset.toSeq ++ queues.topics.flatMap(t =>
       queues.queueIds(t).flatMap(queues.queueLastPhy(t, _))
-    ))
-      .maxOption
+    )).reduceOption(_ max _)
 }

@@ -55,7 +55,7 @@ private[spark] final class Queues(fs: StoreFileSystem, root: String, log: Commit
     rocksQueues.fold(
       fs.list(dir)
         .filter(e => e.isDir && e.name.nonEmpty && e.name.forall(c => c >= '0' && c <= '9'))
-        .flatMap(e => e.name.toIntOption)
+        .flatMap(e => scala.util.Try(e.name.toInt).toOption)
         .sorted
     )(_.queueIds(topic))
   }

@@ -38,10 +38,13 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
   /** What summarizing read, when some summaries were not cached (None: none walked): a one-time cost per
     * segment the plan reports (python/rmqstore/store/timeline.py `Timeline.note`).
     */
-  def note: Option[String] = Option.when(walked.nonEmpty)(
-    s"summarized the store times of ${walked.size} commit-log segment(s), ${walked.map(w => w._2 - w._1).sum} " +
-      "bytes, walked once: " + cache.fold("kept per JVM")(_ => s"cached in ${SegmentCache.root.resolve(CacheKind)}")
-  )
+  def note: Option[String] =
+    if (walked.isEmpty) None
+    else
+      Some(
+        s"summarized the store times of ${walked.size} commit-log segment(s), ${walked.map(w => w._2 - w._1).sum} " +
+          "bytes, walked once: " + cache.fold("kept per JVM")(_ => s"cached in ${SegmentCache.root.resolve(CacheKind)}")
+      )
 
   /** The runs of every segment holding records, in log order: kept in memory, else cached on disk, else
     * walked (and then cached).
@@ -112,23 +115,24 @@ private[spark] final class Timeline(log: CommitLog, cache: Option[CacheIdentity]
     * §2.2); None when it is not in `seg` (timeline.py `_identity`).
     */
   private def identityAt(seg: Segment, at: Long): Option[IndexedSeq[Long]] =
-    Option.when(seg.contains(at)) {
+    if (!seg.contains(at)) None
+    else {
       val head = log.readAt(seg, at - seg.baseOffset, Layout.OffBornHost, ScanStats())
-      Option.when(head.limit() >= Layout.OffBornHost)(
-        IndexedSeq(
+      if (head.limit() < Layout.OffBornHost) None
+      else
+        Some(IndexedSeq(
           head.getLong(Layout.OffPhysicalOffset),
           head.getInt(Layout.OffTotalSize).toLong,
           head.getInt(Layout.OffBodyCrc).toLong,
           head.getLong(Layout.OffBornTimestamp)
-        )
-      )
-    }.flatten
+        ))
+    }
 
   /** The runs of one segment's records (class comment): only of those after the runs of `grown` (the cached
     * summary of a segment that has grown since), which they go on.
     */
   private def summarize(seg: Segment, grown: Option[Summary]): Summary = {
-    val found = mutable.ArrayBuffer.from(grown.fold(IndexedSeq.empty[TimeRun])(_.runs))
+    val found = mutable.ArrayBuffer(grown.fold(IndexedSeq.empty[TimeRun])(_.runs): _*)
     var current: TimeRun = if (found.nonEmpty && found.last.ordered) found.remove(found.length - 1) else null
     var last: Option[IndexedSeq[Long]] = grown.flatMap(_.last)
     val start = grown.fold(seg.baseOffset)(_.runs.last.end)
@@ -227,7 +231,7 @@ private[store] object Timeline {
     else
       Some(Summary(
         runs.map(r => TimeRun(r.get(0).asLong, r.get(1).asLong, r.get(2).asLong, r.get(3).asLong, r.get(4).asBoolean)),
-        Option.when(!entry(0).isNull)(entry(0).elements.asScala.map(_.asLong).toIndexedSeq)
+        Some(entry(0)).filter(!_.isNull).map(_.elements.asScala.map(_.asLong).toIndexedSeq)
       ))
   }
 

@@ -149,7 +149,7 @@ final class RmqMicroBatchStream(
 
   override def getDefaultReadLimit: ReadLimit =
     options.maxOffsetsPerTrigger.map(ReadLimit.maxRows)
-      .orElse(options.maxBytesPerTrigger.map(ReadLimit.maxBytes))
+      .orElse(options.maxBytesPerTrigger.map(ByteLimit(_)))
       .getOrElse(ReadLimit.allAvailable())
 
   /** Spark's limit for this trigger combined with the other configured option, shared among the stores. */
@@ -161,7 +161,7 @@ final class RmqMicroBatchStream(
         case _ => options.maxOffsetsPerTrigger
       }
       val bytes = limit match {
-        case max: ReadMaxBytes => Some(max.maxBytes)
+        case ByteLimit(max) => Some(max)
         case _ => options.maxBytesPerTrigger
       }
       val perStore = math.max(brokers.size, 1)

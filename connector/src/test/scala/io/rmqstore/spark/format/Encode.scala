@@ -18,7 +18,7 @@ object Encode {
 
   /** `name 0x01 value 0x02` per pair, in order (§2.8). */
   def properties(pairs: (String, String)*): Array[Byte] =
-    pairs.map { case (n, v) => s"$n\u0001$v\u0002" }.mkString.getBytes(UTF_8)
+    pairs.map { case (n, v) => s"${n}\u0001${v}\u0002" }.mkString.getBytes(UTF_8)
 
   /** A 4-byte IPv4 or 16-byte IPv6 address plus port (§2.4). */
   def host(address: Array[Byte], port: Int): Array[Byte] =
@@ -56,7 +56,7 @@ object Encode {
     out.put(topicBytes).putShort(propsLen.toShort).put(props)
     if (appendCrc) {
       val digits = f"${crc(out.array, out.position())}%010d".reverse
-      out.put(s"${Layout.Crc32PropertyName}\u0001$digits\u0002".getBytes(UTF_8))
+      out.put(s"${Layout.Crc32PropertyName}\u0001${digits}\u0002".getBytes(UTF_8))
     }
     out.array
   }

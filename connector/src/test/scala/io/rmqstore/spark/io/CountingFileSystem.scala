@@ -1,14 +1,12 @@
 package io.rmqstore.spark.io
 
 import java.net.URI
-import java.nio.ByteBuffer
-import java.util.function.IntFunction
 import java.util.concurrent.ConcurrentLinkedQueue
 
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FSDataInputStream, FSInputStream, FileRange, Path, RawLocalFileSystem, VectoredReadUtils}
+import org.apache.hadoop.fs.{FSDataInputStream, Path, RawLocalFileSystem}
 
 /** Local files as a remote Hadoop file system `countfs:///abs/path` that records every read it serves, so
   * tests prove ranged reads by the bytes read. Registered by `CountingFileSystem.conf`.
@@ -45,10 +43,12 @@ object CountingFileSystem {
   /** Reads of files under `dir` (a local path) so far. */
   def reads(dir: String): Seq[Read] = log.asScala.filter(_.path.startsWith(dir)).toSeq
 
-  /** Vectored reads (`readVectored`: one batch) of files under `dir` so far: the number of ranges of each. */
+  /** Vectored reads (one batch each, `VectoredCounting`) of files under `dir` so far: the number of ranges of each. */
   def batches(dir: String): Seq[Int] = vectored.asScala.filter(_._1.startsWith(dir)).map(_._2).toSeq
 
-  private final class Counted(path: String, in: FSDataInputStream) extends FSInputStream {
+  private final class Counted(path: String, in: FSDataInputStream) extends VectoredCounting {
+    protected def batch(ranges: Int): Unit = vectored.add((path, ranges))
+
     private def record(offset: Long, n: Int): Int = {
       if (n > 0) log.add(Read(path, offset, n))
       n
@@ -65,10 +65,6 @@ object CountingFileSystem {
     }
     override def read(position: Long, b: Array[Byte], off: Int, len: Int): Int =
       record(position, in.read(position, b, off, len))
-    override def readVectored(ranges: java.util.List[_ <: FileRange], allocate: IntFunction[ByteBuffer]): Unit = {
-      vectored.add((path, ranges.size))
-      VectoredReadUtils.readVectored(this, ranges, allocate) // each range by `read(position, ...)` above
-    }
     override def seek(pos: Long): Unit = in.seek(pos)
     override def getPos: Long = in.getPos
     override def seekToNewSource(targetPos: Long): Boolean = false

@@ -75,7 +75,7 @@ class RemoteLookupSuite extends AnyFunSuite with BeforeAndAfterAll {
     val settings =
       ScanPlanner.Settings(options.maxBytesPerPartition, options.minPartitions, options.keyProbePartitionThreshold)
     val (plan, probes) =
-      try (ScanPlanner.plan(IndexedSeq(driver), IndexedSeq(predicates), settings), driver.indexProbes)
+      try ((ScanPlanner.plan(IndexedSeq(driver), IndexedSeq(predicates), settings), driver.indexProbes))
       finally driver.close()
     assert(plan.access == Seq("key-index"), plan.notes)
     val schema = StructType(Seq(StructField("commitLogOffset", LongType)))
