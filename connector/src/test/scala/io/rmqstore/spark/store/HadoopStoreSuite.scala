@@ -134,7 +134,7 @@ class HadoopStoreSuite extends AnyFunSuite {
     try {
       val queue = remote.queues.queue("TopicTest", 0)
       val every = queue.units(queue.minOffset, queue.maxOffset).toIndexedSeq
-      assert(every.size > 8)
+      assert(every.size > 4)
       val read = CountingFileSystem.reads(queueFile).size
       for (from <- 0L +: every.map(_.phyOffset) :+ (every.last.phyOffset + 1))
         assert(queue.unitsFrom(from) == every.filter(_.phyOffset >= from), s"from $from")
