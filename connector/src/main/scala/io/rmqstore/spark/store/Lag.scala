@@ -113,6 +113,6 @@ object Lag {
       (lo, hi) = store.queueRange(t, q) if hi > lo
       unit <- store.queueUnits(t, q, store.queueFloor(t, q, hi - 1), hi).toSeq.lastOption
     } yield unit._2
-    lasts.maxOption.flatMap(last => storeTimes(store, Seq(last)).get(last))
+    if (lasts.isEmpty) None else storeTimes(store, Seq(lasts.max)).get(lasts.max)
   }
 }
