@@ -54,10 +54,8 @@ object MetadataAggregates {
     RmqSchema.Broker
   )
 
-  /** Shapes where a unit is not one row of its own queue: BatchCQ units (§4.5), LMQ copies (§4.6), RocksDB queues
-    * (§4.7) and compacted topics.
-    */
-  private val RefusedShapes = Seq(Shape.BatchConsumeQueue, Shape.Lmq, Shape.RocksdbConsumeQueue, Shape.Compaction)
+  /** Shapes where a unit is not one row: BatchCQ units (§4.5), compacted topics. */
+  private val RefusedShapes = Seq(Shape.BatchConsumeQueue, Shape.Compaction)
 
   /** The answer of `agg` over the stores of `options` restricted by `consumed`, None when metadata cannot give
     * exactly the scan's answer: `verifyCrc` on (a scan checks every body: a corrupt one must fail or be skipped,

@@ -36,13 +36,15 @@ final class Tally extends Serializable {
   * (`Coverage`, design §3.2): a unit outside those bytes is one record, of its queue's topic and id at its
   * queue offset (the dispatcher builds it from the record, §4.1); the records of the uncovered bytes are read
   * (headers and all, FAILFAST: damage there raises `StoreCorruptionException`). A service of the store facade
-  * (docs/design.md §1); the caller refuses the queue shapes where a unit is not one row (BatchCQ, LMQ, RocksDB).
+  * (docs/design.md §1); the caller refuses the queue shapes where a unit is not one row (BatchCQ, §4.5).
   */
 private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Coverage, records: RecordReader) {
 
   /** Tallies per (topic, queueId) of the records inside `ranges` (sorted, disjoint physical ranges) that
     * `keep(topic, queueId, queueOffset, physicalOffset)` selects, and the stats of the uncovered bytes read;
-    * None when two units name one record (damaged queues: only a scan can tell which is right).
+    * None when the units do not name each record once in its own queue: two units of the record's queues (damaged
+    * queues: only a scan can tell which is right), or an `%LMQ%` unit (§4.6) at a record no unit of its own
+    * queue names.
     */
   def tally(
       keep: (String, Int, Long, Long) => Boolean,
@@ -52,21 +54,25 @@ private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Cove
     val gapStarts = gaps.map(_._1).toArray
     val rangeStarts = ranges.map(_._1).toArray
     val out = mutable.HashMap.empty[(String, Int), Tally]
-    val phys = mutable.ArrayBuilder.make[Long]
-    for (topic <- queues.topics if !topic.startsWith(MultiDispatch.LmqPrefix); queueId <- queues.queueIds(topic)) {
+    val own = mutable.ArrayBuilder.make[Long]
+    val copies = mutable.ArrayBuilder.make[Long]
+    for (topic <- queues.topics; queueId <- queues.queueIds(topic)) {
+      val lmq = topic.startsWith(MultiDispatch.LmqPrefix)
       lazy val tally = out.getOrElseUpdate((topic, queueId), new Tally)
       for (u <- queues.queue(topic, queueId).unitsFrom(log.minOffset))
-        if (
-          u.phyOffset >= log.minOffset && !Census.inside(gaps, gapStarts, u.phyOffset) &&
-          Census.inside(ranges, rangeStarts, u.phyOffset) && keep(topic, queueId, u.queueOffset, u.phyOffset)
-        ) {
-          phys += u.phyOffset
-          tally.add(u.queueOffset, u.phyOffset)
+        if (u.phyOffset >= log.minOffset && !Census.inside(gaps, gapStarts, u.phyOffset)) {
+          if (lmq) copies += u.phyOffset
+          else {
+            own += u.phyOffset
+            if (Census.inside(ranges, rangeStarts, u.phyOffset) && keep(topic, queueId, u.queueOffset, u.phyOffset))
+              tally.add(u.queueOffset, u.phyOffset)
+          }
         }
     }
-    val named = phys.result()
+    val named = own.result()
     java.util.Arrays.sort(named)
     if ((1 until named.length).exists(i => named(i) == named(i - 1))) return None
+    if (copies.result().exists(java.util.Arrays.binarySearch(named, _) < 0)) return None
     val uncovered = Ranges.subtract(gaps, Ranges.subtract(Seq((log.minOffset, log.end)), ranges))
     val stats = records.scanRanges(uncovered, verifyCrc = false, permissive = false) { v =>
       if (keep(v.topic, v.queueId, v.queueOffset, v.physicalOffset))
