@@ -9,7 +9,7 @@ import org.apache.spark.sql.connector.expressions.aggregate.{AggregateFunc, Aggr
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
-import plan.{AnyOf, Compare, InSet, NotNull, Predicate}
+import plan.{AnyOf, Compare, Confirm, InSet, NotNull, Predicate}
 import store.{Shape, Store, Tally}
 
 /** An aggregate answered from the stores' metadata: its rows (group columns, then one value per aggregate, the
@@ -155,19 +155,7 @@ object MetadataAggregates {
       case _ => phy
     }
     p match {
-      case Compare(c, op, v) =>
-        val cmp = (value(c), v) match {
-          case (a: String, b: String) => a.compareTo(b)
-          case (a: Long, b: Long) => java.lang.Long.compare(a, b)
-          case _ => return false
-        }
-        op match {
-          case Predicate.Eq => cmp == 0
-          case Predicate.Lt => cmp < 0
-          case Predicate.Le => cmp <= 0
-          case Predicate.Gt => cmp > 0
-          case Predicate.Ge => cmp >= 0
-        }
+      case Compare(c, op, v) => Confirm.compare(value(c), v, op)
       case InSet(c, vs) => vs.contains(value(c))
       case NotNull(_) => true
       case AnyOf(branches) => branches.exists(_.forall(matches(_, topic, queueId, queueOffset, phy)))

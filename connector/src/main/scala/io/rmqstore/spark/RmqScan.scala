@@ -130,7 +130,8 @@ class RmqScan(
     }.toArray
   }
 
-  override def createReaderFactory(): PartitionReaderFactory = new RmqReaderFactory(readSchema, options, executorConf, limit)
+  override def createReaderFactory(): PartitionReaderFactory =
+    new RmqReaderFactory(readSchema, options, executorConf, limit)
 
   /** Bytes the plan reads: index lookups and point reads are small, so joins can broadcast them. */
   override def estimateStatistics(): Statistics = {

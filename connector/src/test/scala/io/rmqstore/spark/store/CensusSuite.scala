@@ -34,16 +34,16 @@ class CensusSuite extends AnyFunSuite {
       val store = open(name)
       try {
         val all = IndexedSeq((store.minOffset, store.logEnd))
-          val (tallies, stats) = store.census.tally((_, _, _, _) => true, all).get
-          assert(found(tallies) == expected(records(name)))
-          // PREPARED / ROLLBACK records (§4.1): in no queue
-          val outside = records(name).filter(r => Set(4, 0xc)(r.get("sysFlag").asInt & 0xc))
-          assert(stats.bytesRead >= outside.map(_.get("storeSize").asLong).sum) // read: what no unit points to
-          val half = records(name)(records(name).size / 2).get("commitLogOffset").asLong
-          val (some, _) = store.census.tally((_, _, qo, _) => qo >= 1, IndexedSeq((store.minOffset, half))).get
-          assert(found(some) == expected(records(name).filter(r =>
-            r.get("queueOffset").asLong >= 1 && r.get("commitLogOffset").asLong < half
-          )))
+        val (tallies, stats) = store.census.tally((_, _, _, _) => true, all).get
+        assert(found(tallies) == expected(records(name)))
+        // PREPARED / ROLLBACK records (§4.1): in no queue
+        val outside = records(name).filter(r => Set(4, 0xc)(r.get("sysFlag").asInt & 0xc))
+        assert(stats.bytesRead >= outside.map(_.get("storeSize").asLong).sum) // read: what no unit points to
+        val half = records(name)(records(name).size / 2).get("commitLogOffset").asLong
+        val (some, _) = store.census.tally((_, _, qo, _) => qo >= 1, IndexedSeq((store.minOffset, half))).get
+        assert(found(some) == expected(records(name).filter(r =>
+          r.get("queueOffset").asLong >= 1 && r.get("commitLogOffset").asLong < half
+        )))
       } finally store.close()
     }
   }
