@@ -106,7 +106,17 @@ object MetadataAggregates {
         if (begin > end) IndexedSeq.empty else store.timeRanges(begin, end).toIndexedSeq
     }
     val keep: (String, Int, Long, Long) => Boolean = (t, q, qo, phy) => rest.forall(matches(_, t, q, qo, phy))
-    store.census.tally(keep, ranges).map { case (byQueue, stats) =>
+    // on topic and queue id alone, the kept tallies of every queue (`Census.whole`) are selected whole
+    val perQueue = window.isEmpty && rest.forall {
+      case NotNull(_) => true
+      case p => Predicate.columns(Seq(p)).subsetOf(QueueColumns)
+    }
+    val counted =
+      if (perQueue) store.census.whole().map { case (all, stats) =>
+        (all.filter(t => keep(t._1._1, t._1._2, 0, 0)), stats)
+      }
+      else store.census.tally(keep, ranges)
+    counted.map { case (byQueue, stats) =>
       val runs = if (needsTime) store.timeRuns else IndexedSeq.empty
       val span = Option.when(runs.nonEmpty)((runs.map(_.firstMs).min, runs.map(_.lastMs).max))
       StoreTallies(byQueue, span, stats.bytesRead, stats.records)
@@ -145,7 +155,8 @@ object MetadataAggregates {
     case _ => false
   }
 
-  private val UnitColumns = Set("topic", "queueId", "queueOffset", "commitLogOffset")
+  private val QueueColumns = Set("topic", "queueId")
+  private val UnitColumns = QueueColumns ++ Set("queueOffset", "commitLogOffset")
 
   private def matches(p: Predicate, topic: String, queueId: Int, queueOffset: Long, phy: Long): Boolean = {
     def value(c: String): Any = c match {

@@ -7,7 +7,7 @@ import io.rmqstore.spark.format.MultiDispatch
 /** What a group of table rows holds that metadata can tell: how many, and the smallest and largest queue offset
   * and physical offset among them.
   */
-final class Tally extends Serializable {
+final class Tally extends Serializable { // kept tallies (`Census.whole`) are only read: merge into a new one
   var count = 0L
   var minQueueOffset: Long = Long.MaxValue
   var maxQueueOffset: Long = Long.MinValue
@@ -39,6 +39,25 @@ final class Tally extends Serializable {
   * (docs/design.md §1); the caller refuses the queue shapes where a unit is not one row (BatchCQ, §4.5).
   */
 private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Coverage, records: RecordReader) {
+
+  /** `tally` of every record of the log, kept per JVM while the log's segments and valid end and every queue file
+    * (path, size, modification time) are the same: a later query lists the queue files and reads none of them
+    * (empty stats). Queues kept in RocksDB (§4.7) are tallied every time.
+    */
+  def whole(): Option[(Map[(String, Int), Tally], ScanStats)] = {
+    val all = IndexedSeq((log.minOffset, log.end))
+    val readers = for (t <- queues.topics; q <- queues.queueIds(t)) yield queues.queue(t, q)
+    val files = readers.map {
+      case f: QueueFiles => f.segments.map(s => (s.path, s.size, s.modifiedMs))
+      case _ => return tally((_, _, _, _) => true, all)
+    }
+    val key = (log.segments.map(s => (s.path, s.size, s.modifiedMs)), log.minOffset, log.end, files)
+    Option(Census.kept.get(key)).map(_.map { case (tallies, _) => (tallies, ScanStats()) }).getOrElse {
+      val found = tally((_, _, _, _) => true, all)
+      Census.kept.put(key, found)
+      found
+    }
+  }
 
   /** Tallies per (topic, queueId) of the records inside `ranges` (sorted, disjoint physical ranges) that
     * `keep(topic, queueId, queueOffset, physicalOffset)` selects, and the stats of the uncovered bytes read;
@@ -83,6 +102,17 @@ private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Cove
 }
 
 private[store] object Census {
+
+  /** Stores whose `whole` tallies are kept per JVM (least recently used dropped first). */
+  final val KeptStores = 16
+
+  private val kept = java.util.Collections.synchronizedMap(
+    new java.util.LinkedHashMap[AnyRef, Option[(Map[(String, Int), Tally], ScanStats)]](16, 0.75f, true) {
+      override def removeEldestEntry(
+          eldest: java.util.Map.Entry[AnyRef, Option[(Map[(String, Int), Tally], ScanStats)]]
+      ): Boolean = size > KeptStores
+    }
+  )
 
   /** Whether `offset` lies in one of `ranges` (sorted, disjoint; `starts` their starts). */
   def inside(ranges: IndexedSeq[(Long, Long)], starts: Array[Long], offset: Long): Boolean = {
