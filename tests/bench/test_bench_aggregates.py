@@ -22,6 +22,7 @@ from bench_stores import cached_demo_store
 
 from rmqstore.spark import session
 from rmqstore.spark.jar import PROVIDER_CLASS
+from rmqstore.store import Store
 
 pytestmark = pytest.mark.bench
 
@@ -49,7 +50,8 @@ def _median(spark, store: Path, **options: str) -> tuple[float, list]:
 def test_group_by_topic_counts_from_metadata() -> None:
     given = os.environ.get("RMQSTORE_BENCH_STORE")
     store = Path(given) if given else cached_demo_store(BENCH_DIR, STORE_BYTES, seed=11)
-    log_bytes = sum(f.stat().st_size for f in (store / "commitlog").iterdir())
+    with Store.open(str(store)) as opened:
+        log_bytes = opened.log_end.offset - opened.min_offset
     spark = session("local[2]", "bench-aggregates", engine="jvm", spark__ui__enabled="false",
                     spark__sql__shuffle__partitions="2")
     try:
