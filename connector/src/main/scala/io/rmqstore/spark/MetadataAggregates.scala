@@ -9,7 +9,7 @@ import org.apache.spark.sql.connector.expressions.aggregate.{AggregateFunc, Aggr
 import org.apache.spark.sql.types.{LongType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
-import plan.{AnyOf, Compare, InSet, NotNull, Predicate}
+import plan.{AnyOf, Compare, Confirm, InSet, NotNull, Predicate}
 import store.{Shape, Store, Tally}
 
 /** An aggregate answered from the stores' metadata: its rows (group columns, then one value per aggregate, the
@@ -54,10 +54,8 @@ object MetadataAggregates {
     RmqSchema.Broker
   )
 
-  /** Shapes where a unit is not one row of its own queue: BatchCQ units (§4.5), LMQ copies (§4.6), RocksDB queues
-    * (§4.7) and compacted topics.
-    */
-  private val RefusedShapes = Seq(Shape.BatchConsumeQueue, Shape.Lmq, Shape.RocksdbConsumeQueue, Shape.Compaction)
+  /** Shapes where a unit is not one row: BatchCQ units (§4.5), compacted topics. */
+  private val RefusedShapes = Seq(Shape.BatchConsumeQueue, Shape.Compaction)
 
   /** The answer of `agg` over the stores of `options` restricted by `consumed`, None when metadata cannot give
     * exactly the scan's answer: `verifyCrc` on (a scan checks every body: a corrupt one must fail or be skipped,
@@ -108,7 +106,17 @@ object MetadataAggregates {
         if (begin > end) IndexedSeq.empty else store.timeRanges(begin, end).toIndexedSeq
     }
     val keep: (String, Int, Long, Long) => Boolean = (t, q, qo, phy) => rest.forall(matches(_, t, q, qo, phy))
-    store.census.tally(keep, ranges).map { case (byQueue, stats) =>
+    // on topic and queue id alone, the kept tallies of every queue (`Census.whole`) are selected whole
+    val perQueue = window.isEmpty && rest.forall {
+      case NotNull(_) => true
+      case p => Predicate.columns(Seq(p)).subsetOf(QueueColumns)
+    }
+    val counted =
+      if (perQueue) store.census.whole().map { case (all, stats) =>
+        (all.filter(t => keep(t._1._1, t._1._2, 0, 0)), stats)
+      }
+      else store.census.tally(keep, ranges)
+    counted.map { case (byQueue, stats) =>
       val runs = if (needsTime) store.timeRuns else IndexedSeq.empty
       val span = Option.when(runs.nonEmpty)((runs.map(_.firstMs).min, runs.map(_.lastMs).max))
       StoreTallies(byQueue, span, stats.bytesRead, stats.records)
@@ -147,7 +155,8 @@ object MetadataAggregates {
     case _ => false
   }
 
-  private val UnitColumns = Set("topic", "queueId", "queueOffset", "commitLogOffset")
+  private val QueueColumns = Set("topic", "queueId")
+  private val UnitColumns = QueueColumns ++ Set("queueOffset", "commitLogOffset")
 
   private def matches(p: Predicate, topic: String, queueId: Int, queueOffset: Long, phy: Long): Boolean = {
     def value(c: String): Any = c match {
@@ -157,19 +166,7 @@ object MetadataAggregates {
       case _ => phy
     }
     p match {
-      case Compare(c, op, v) =>
-        val cmp = (value(c), v) match {
-          case (a: String, b: String) => a.compareTo(b)
-          case (a: Long, b: Long) => java.lang.Long.compare(a, b)
-          case _ => return false
-        }
-        op match {
-          case Predicate.Eq => cmp == 0
-          case Predicate.Lt => cmp < 0
-          case Predicate.Le => cmp <= 0
-          case Predicate.Gt => cmp > 0
-          case Predicate.Ge => cmp >= 0
-        }
+      case Compare(c, op, v) => Confirm.compare(value(c), v, op)
       case InSet(c, vs) => vs.contains(value(c))
       case NotNull(_) => true
       case AnyOf(branches) => branches.exists(_.forall(matches(_, topic, queueId, queueOffset, phy)))

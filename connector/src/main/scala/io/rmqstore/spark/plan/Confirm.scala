@@ -53,7 +53,8 @@ object Confirm {
         windows.exists(w => w.topic == name && w.queueId == id && offset >= w.start && offset < w.end)
     }
 
-  private def compare(actual: Any, expected: Any, op: Predicate.Op): Boolean = {
+  /** `actual op expected` for Long or String values (Spark's string order), false for other types. */
+  private[spark] def compare(actual: Any, expected: Any, op: Predicate.Op): Boolean = {
     val c = (actual, expected) match {
       case (a: Long, b: Long) => java.lang.Long.compare(a, b)
       case (a: String, b: String) => compareUtf8(a, b)

@@ -7,7 +7,7 @@ import io.rmqstore.spark.format.MultiDispatch
 /** What a group of table rows holds that metadata can tell: how many, and the smallest and largest queue offset
   * and physical offset among them.
   */
-final class Tally extends Serializable {
+final class Tally extends Serializable { // kept tallies (`Census.whole`) are only read: merge into a new one
   var count = 0L
   var minQueueOffset: Long = Long.MaxValue
   var maxQueueOffset: Long = Long.MinValue
@@ -36,13 +36,34 @@ final class Tally extends Serializable {
   * (`Coverage`, design §3.2): a unit outside those bytes is one record, of its queue's topic and id at its
   * queue offset (the dispatcher builds it from the record, §4.1); the records of the uncovered bytes are read
   * (headers and all, FAILFAST: damage there raises `StoreCorruptionException`). A service of the store facade
-  * (docs/design.md §1); the caller refuses the queue shapes where a unit is not one row (BatchCQ, LMQ, RocksDB).
+  * (docs/design.md §1); the caller refuses the queue shapes where a unit is not one row (BatchCQ, §4.5).
   */
 private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Coverage, records: RecordReader) {
 
+  /** `tally` of every record of the log, kept per JVM while the log's segments and valid end and every queue file
+    * (path, size, modification time) are the same: a later query lists the queue files and reads none of them
+    * (empty stats). Queues kept in RocksDB (§4.7) are tallied every time.
+    */
+  def whole(): Option[(Map[(String, Int), Tally], ScanStats)] = {
+    val all = IndexedSeq((log.minOffset, log.end))
+    val readers = for (t <- queues.topics; q <- queues.queueIds(t)) yield queues.queue(t, q)
+    val files = readers.map {
+      case f: QueueFiles => f.segments.map(s => (s.path, s.size, s.modifiedMs))
+      case _ => return tally((_, _, _, _) => true, all)
+    }
+    val key = (log.segments.map(s => (s.path, s.size, s.modifiedMs)), log.minOffset, log.end, files)
+    Option(Census.kept.get(key)).map(_.map { case (tallies, _) => (tallies, ScanStats()) }).getOrElse {
+      val found = tally((_, _, _, _) => true, all)
+      Census.kept.put(key, found)
+      found
+    }
+  }
+
   /** Tallies per (topic, queueId) of the records inside `ranges` (sorted, disjoint physical ranges) that
     * `keep(topic, queueId, queueOffset, physicalOffset)` selects, and the stats of the uncovered bytes read;
-    * None when two units name one record (damaged queues: only a scan can tell which is right).
+    * None when the units do not name each record once in its own queue: two units of the record's queues (damaged
+    * queues: only a scan can tell which is right), or an `%LMQ%` unit (§4.6) at a record no unit of its own
+    * queue names.
     */
   def tally(
       keep: (String, Int, Long, Long) => Boolean,
@@ -52,21 +73,25 @@ private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Cove
     val gapStarts = gaps.map(_._1).toArray
     val rangeStarts = ranges.map(_._1).toArray
     val out = mutable.HashMap.empty[(String, Int), Tally]
-    val phys = mutable.ArrayBuilder.make[Long]
-    for (topic <- queues.topics if !topic.startsWith(MultiDispatch.LmqPrefix); queueId <- queues.queueIds(topic)) {
+    val own = mutable.ArrayBuilder.make[Long]
+    val copies = mutable.ArrayBuilder.make[Long]
+    for (topic <- queues.topics; queueId <- queues.queueIds(topic)) {
+      val lmq = topic.startsWith(MultiDispatch.LmqPrefix)
       lazy val tally = out.getOrElseUpdate((topic, queueId), new Tally)
       for (u <- queues.queue(topic, queueId).unitsFrom(log.minOffset))
-        if (
-          u.phyOffset >= log.minOffset && !Census.inside(gaps, gapStarts, u.phyOffset) &&
-          Census.inside(ranges, rangeStarts, u.phyOffset) && keep(topic, queueId, u.queueOffset, u.phyOffset)
-        ) {
-          phys += u.phyOffset
-          tally.add(u.queueOffset, u.phyOffset)
+        if (u.phyOffset >= log.minOffset && !Census.inside(gaps, gapStarts, u.phyOffset)) {
+          if (lmq) copies += u.phyOffset
+          else {
+            own += u.phyOffset
+            if (Census.inside(ranges, rangeStarts, u.phyOffset) && keep(topic, queueId, u.queueOffset, u.phyOffset))
+              tally.add(u.queueOffset, u.phyOffset)
+          }
         }
     }
-    val named = phys.result()
+    val named = own.result()
     java.util.Arrays.sort(named)
     if ((1 until named.length).exists(i => named(i) == named(i - 1))) return None
+    if (copies.result().exists(java.util.Arrays.binarySearch(named, _) < 0)) return None
     val uncovered = Ranges.subtract(gaps, Ranges.subtract(Seq((log.minOffset, log.end)), ranges))
     val stats = records.scanRanges(uncovered, verifyCrc = false, permissive = false) { v =>
       if (keep(v.topic, v.queueId, v.queueOffset, v.physicalOffset))
@@ -77,6 +102,17 @@ private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Cove
 }
 
 private[store] object Census {
+
+  /** Stores whose `whole` tallies are kept per JVM (least recently used dropped first). */
+  final val KeptStores = 16
+
+  private val kept = java.util.Collections.synchronizedMap(
+    new java.util.LinkedHashMap[AnyRef, Option[(Map[(String, Int), Tally], ScanStats)]](16, 0.75f, true) {
+      override def removeEldestEntry(
+          eldest: java.util.Map.Entry[AnyRef, Option[(Map[(String, Int), Tally], ScanStats)]]
+      ): Boolean = size > KeptStores
+    }
+  )
 
   /** Whether `offset` lies in one of `ranges` (sorted, disjoint; `starts` their starts). */
   def inside(ranges: IndexedSeq[(Long, Long)], starts: Array[Long], offset: Long): Boolean = {
