@@ -118,7 +118,7 @@ object MetadataAggregates {
       else store.census.tally(keep, ranges)
     counted.map { case (byQueue, stats) =>
       val runs = if (needsTime) store.timeRuns else IndexedSeq.empty
-      val span = Option.when(runs.nonEmpty)((runs.map(_.firstMs).min, runs.map(_.lastMs).max))
+      val span = if (runs.isEmpty) None else Some((runs.map(_.firstMs).min, runs.map(_.lastMs).max))
       StoreTallies(byQueue, span, stats.bytesRead, stats.records)
     }
   }
