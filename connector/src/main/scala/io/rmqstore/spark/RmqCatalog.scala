@@ -8,7 +8,6 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.{AnalysisException, SparkSession}
 import org.apache.spark.sql.catalyst.analysis.{NoSuchNamespaceException, NoSuchTableException}
 import org.apache.spark.sql.connector.catalog.{
-  Column,
   Identifier,
   NamespaceChange,
   SupportsNamespaces,
@@ -18,6 +17,7 @@ import org.apache.spark.sql.connector.catalog.{
 }
 import org.apache.spark.sql.connector.expressions.{Expressions, Transform}
 import org.apache.spark.sql.connector.expressions.filter.{Predicate => V2Predicate}
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -39,10 +39,10 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
 
   override def initialize(name: String, options: CaseInsensitiveStringMap): Unit = {
     catalogName = name
-    val given = options.asCaseSensitiveMap().asScala.toMap
+    val configured = options.asCaseSensitiveMap().asScala.toMap
     def isStore(key: String) = key.toLowerCase(Locale.ROOT).startsWith(StorePrefix)
-    val shared = given.filter { case (k, _) => !isStore(k) }
-    val perStore = given.collect {
+    val shared = configured.filter { case (k, _) => !isStore(k) }
+    val perStore = configured.collect {
       case (k, v) if isStore(k) =>
         val rest = k.substring(StorePrefix.length)
         val dot = rest.indexOf('.')
@@ -95,9 +95,10 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
     else throw new NoSuchTableException(ident)
   }
 
+  /** The schema form: Spark 3.5 has it abstract; Spark 4's column form calls it. */
   override def createTable(
       ident: Identifier,
-      columns: Array[Column],
+      schema: StructType,
       partitions: Array[Transform],
       properties: util.Map[String, String]
   ): Table = throw tableUnsupported(ident, "CREATE TABLE")
@@ -132,7 +133,7 @@ class RmqCatalog extends TableCatalog with SupportsNamespaces {
   private def tableUnsupported(ident: Identifier, operation: String): AnalysisException =
     new AnalysisException(
       "UNSUPPORTED_FEATURE.TABLE_OPERATION",
-      Map("tableName" -> quoted(catalogName +: ident.namespace :+ ident.name), "operation" -> operation)
+      Map("tableName" -> quoted((catalogName +: ident.namespace :+ ident.name).toSeq), "operation" -> operation)
     )
 
   private def catalogUnsupported(operation: String): AnalysisException =

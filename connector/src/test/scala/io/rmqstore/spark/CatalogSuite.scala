@@ -108,14 +108,14 @@ class CatalogSuite extends AnyFunSuite with BeforeAndAfterAll {
       "NoSuchTopic"
     )))
     val missing = intercept[AnalysisException](spark.table("rmq.broker_a.NoSuchTopic"))
-    assert(missing.getCondition == "TABLE_OR_VIEW_NOT_FOUND")
+    assert(missing.getErrorClass == "TABLE_OR_VIEW_NOT_FOUND")
     for (
       (statement, condition) <- Seq(
         "CREATE TABLE rmq.broker_a.t (x INT)" -> "UNSUPPORTED_FEATURE.TABLE_OPERATION",
         "DROP TABLE rmq.broker_a.TopicTest" -> "UNSUPPORTED_FEATURE.TABLE_OPERATION",
         "CREATE NAMESPACE rmq.broker_b" -> "UNSUPPORTED_FEATURE.CATALOG_OPERATION"
       )
-    ) assert(intercept[AnalysisException](spark.sql(statement)).getCondition == condition, statement)
+    ) assert(intercept[AnalysisException](spark.sql(statement)).getErrorClass == condition, statement)
   }
 
   test("store paths come only from store.<name>; a store's options need its path; options are checked") {
