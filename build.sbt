@@ -169,6 +169,12 @@ lazy val publishedPom: Seq[Setting[_]] = Seq(
     .map(name => (LocalRootProject / baseDirectory).value / name -> s"META-INF/$name")
 )
 
+// What spark-submit's launcher adds on Java 17 (JavaModuleOptions) for a local SparkSession in a forked test JVM:
+// Spark 3.5's StorageUtils fails without sun.nio.ch (the Spark 4 suites start without them).
+val sparkModuleOptions = Seq("java.lang", "java.lang.invoke", "java.io", "java.net", "java.nio", "java.util",
+  "java.util.concurrent", "java.util.concurrent.atomic", "sun.nio.ch", "sun.nio.cs", "sun.security.action",
+  "sun.util.calendar").map(p => s"--add-opens=java.base/$p=ALL-UNNAMED")
+
 // The connector, one artifact per Spark line and Scala version, named as Spark's own modules are
 // (rmqstore-spark-<line>_<scala>), all built from connector/src: the line's API shims live in
 // connector/src/main/spark-<shims>/ (README "For JVM users"). `connector` is the 4.0 line (serving Spark 4.0 to 4.3),
@@ -188,7 +194,7 @@ def connectorLine(id: String, line: String, scala: String, spark: Seq[Setting[_]
       // Tests read the conformance fixtures by paths relative to the repository root.
       Test / fork := true,
       Test / baseDirectory := (LocalRootProject / baseDirectory).value,
-      Test / javaOptions ++= Seq("-Xmx1g", "-Duser.timezone=UTC"),
+      Test / javaOptions ++= Seq("-Xmx1g", "-Duser.timezone=UTC") ++ sparkModuleOptions,
       // rmqstore's own caches (side index) of the test stores go under target/, not ~/.cache/rmqstore
       Test / envVars += "RMQSTORE_CACHE_DIR" -> (target.value / "rmqstore-test-cache").toString
     )

@@ -22,9 +22,9 @@ from pyspark.sql import SparkSession
 from rmqstore import Store
 from rmqstore.cli import main as cli_main
 from rmqstore.cli.lag import format_age
+from rmqstore.plan.lag import LAG_COLUMNS, consumer_lag
 from rmqstore.spark import lag
 from rmqstore.spark.lag import LAG_SCHEMA
-from rmqstore.store.lag import LAG_COLUMNS, consumer_lag
 
 PREPARED_OR_ROLLBACK = (0x04, 0x0C)
 """Transaction types of records in no consume queue (docs/format.md §2.5)."""

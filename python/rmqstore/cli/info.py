@@ -11,9 +11,9 @@ import pyarrow.compute as pc
 
 from rmqstore.cli.options import add_output_arguments, add_store_arguments, format_time, open_store
 from rmqstore.cli.output import print_fields, print_json, print_table
+from rmqstore.plan.lag import LagReport, LagState, consumer_lag
 from rmqstore.plan.tasks import split_spans
 from rmqstore.store import Store, StoreError
-from rmqstore.store.lag import LagReport, LagState, consumer_lag
 
 _TAIL_RANGE_BYTES = 16 << 20
 """Scan ranges of this size from the end to find the last record (a record is at most 4 MiB)."""

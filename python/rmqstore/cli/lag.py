@@ -1,5 +1,5 @@
 """`rmqstore lag STORE [--group G] [--topic T]`: each consumer group's backlog per topic and queue, in
-messages, bytes and time (design §10, `rmqstore.store.lag`)."""
+messages, bytes and time (design §10, `rmqstore.plan.lag`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 
 from rmqstore.cli.options import add_output_arguments, add_store_arguments, format_time, open_store
 from rmqstore.cli.output import print_fields, print_json, print_table
-from rmqstore.store.lag import LagReport, LagState, QueueLag, consumer_lag
+from rmqstore.plan.lag import LagReport, LagState, QueueLag, consumer_lag
 
 UNKNOWN = "unknown"
 

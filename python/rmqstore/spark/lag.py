@@ -1,6 +1,6 @@
 """Consumer lag as a DataFrame (design §10): `lag(spark, path, group=None, topic=None)`, one row per
 (group, topic, queue), computed by the JVM engine (`io.rmqstore.spark.RmqLag`) or the Python one
-(`rmqstore.store.lag`) with the same rule and schema."""
+(`rmqstore.plan.lag`) with the same rule and schema."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
+from rmqstore.plan.lag import LAG_COLUMNS, consumer_lag
 from rmqstore.spark.engine import ENGINES, has_connector
 from rmqstore.spark.options import OptionError, parse_options
 from rmqstore.spark.stores import open_store
-from rmqstore.store.lag import LAG_COLUMNS, consumer_lag
 
 _TYPES = {"queueId": IntegerType(), "group": StringType(), "topic": StringType(), "state": StringType(),
           "oldestStoreTimestamp": TimestampType(), "logEndTimestamp": TimestampType()}

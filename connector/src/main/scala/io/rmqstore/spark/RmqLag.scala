@@ -7,7 +7,8 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.types._
 
-import store.{Lag, QueueLag, StoreException}
+import plan.{Lag, QueueLag}
+import store.StoreException
 
 /** Consumer lag as a DataFrame (design §10), one row per (group, topic, queue): python/rmqstore/spark/lag.py
   * `lag`, with the same schema. From spark-shell:

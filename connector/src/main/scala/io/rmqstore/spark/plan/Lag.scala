@@ -1,8 +1,10 @@
-package io.rmqstore.spark.store
+package io.rmqstore.spark.plan
 
 import scala.collection.mutable
 
-/** Whether a queue's lag is known (design §10; python/rmqstore/store/lag.py `LagState`). */
+import io.rmqstore.spark.store.{Store, UnknownNameException}
+
+/** Whether a queue's lag is known (design §10; python/rmqstore/plan/lag.py `LagState`). */
 object LagState {
   final val Ok = "ok"
   final val NoOffset = "no-offset"
@@ -10,7 +12,7 @@ object LagState {
   final val RetainedAway = "retained-away"
 }
 
-/** One queue's lag for one group (python/rmqstore/store/lag.py `QueueLag`); the counts are None unless `state`
+/** One queue's lag for one group (python/rmqstore/plan/lag.py `QueueLag`); the counts are None unless `state`
   * is `LagState.Ok`, `ageMs` is the log end's store time minus `oldestStoreTime` (0 when caught up, negative
   * when a broker clock stepped back).
   */
@@ -29,7 +31,7 @@ final case class QueueLag(
 )
 
 /** Consumer lag per group, topic and queue (design §10), from the consume queues (§4.3-§4.7) and the committed
-  * offsets (§4.8), reading record headers only (a store time), never a body: python/rmqstore/store/lag.py
+  * offsets (§4.8), reading record headers only (a store time), never a body: python/rmqstore/plan/lag.py
   * `consumer_lag`. A lag that cannot be known is a named state with no counts, never 0; a negative difference
   * is never clamped.
   */
