@@ -5,7 +5,7 @@ Spark reports an exception raised while it creates or plans a Python source as
 worker formats the error without the traceback when `SPARK_HIDE_TRACEBACK` is set in its
 environment (what `spark.sql.execution.pyspark.udf.hideTraceback.enabled` does), and the worker
 process exits after reporting an error (`worker_run` ends in `sys.exit(-1)`; before pyspark 4.2 each
-planning worker's and the streaming source runner's `main` does). So for rmqstore's
+planning worker's `main` does). So for rmqstore's
 own errors about the user's input (the message starts with "rmqstore") the variable is set in the
 failing worker only, just before the error leaves rmqstore: nothing else runs in that process.
 """
@@ -21,9 +21,10 @@ from rmqstore.store.errors import StoreError
 
 HIDE_TRACEBACK_ENV = "SPARK_HIDE_TRACEBACK"
 _WORKER_RUNNER = ("worker_run", os.path.join("pyspark", "sql", "worker", "utils.py"))
-_OLD_RUNNERS = (os.path.join("pyspark", "sql", "worker", ""),
-                os.path.join("pyspark", "sql", "streaming", "python_streaming_source_runner.py"))
-"""Where the `main` of a planning worker or of the streaming source runner lives (pyspark 4.0-4.1)."""
+_OLD_RUNNERS = (os.path.join("pyspark", "sql", "worker", ""),)
+"""Where the `main` of a planning worker lives (pyspark 4.0-4.1). Not the streaming source runner's: when
+`streamReader` raises, its `finally: reader.stop()` raises UnboundLocalError over the error (pyspark 4.3), and
+only the traceback, chained, still shows rmqstore's message."""
 
 
 @contextmanager
