@@ -1,7 +1,7 @@
 """The release build's setuptools hook (pyproject.toml `[tool.setuptools.cmdclass]`); not installed.
 
 - build_py puts every connector jar of the sbt build into the wheel's `rmqstore/jars/`, taken from
-  `rmqstore.spark.jar.release_jars` (built with `.ci/sbt connector/package` unless fresh). Editable
+  `rmqstore.spark.jar.release_jars` (one per Spark line; sbt builds those older than their sources). Editable
   installs get none: there the package builds its jar when a session first needs it.
 - sdist adds what that rebuild needs: the connector's sources, the sbt build and its launcher.
 

@@ -5,7 +5,7 @@ import org.apache.spark.sql.functions.col
 
 /** A key lookup and a count by topic with the JVM connector, for JVM users of spark-submit:
   * {{{
-  * spark-submit --packages io.rmqstore:rmqstore-connector_2.13:0.1.0-SNAPSHOT \
+  * spark-submit --packages io.rmqstore:rmqstore-spark-4.0_2.13:0.1.0-SNAPSHOT \
   *   --class io.rmqstore.examples.KeyLookup examples/target/scala-2.13/rmqstore-examples_2.13-0.1.0-SNAPSHOT.jar \
   *   <store> [key]
   * }}}
