@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sys
 from pathlib import Path
 
 from setuptools.command.build_py import build_py
@@ -28,8 +29,10 @@ its jar from the sdist (the build's other projects are absent there and stay emp
 
 
 def _jar_module():
+    """jar.py as a module of its own; registered in sys.modules first, as its dataclasses need."""
     spec = importlib.util.spec_from_file_location("_rmqstore_jar", JAR_MODULE)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 

@@ -81,3 +81,5 @@ def test_the_build_hook_is_wired_and_the_sdist_carries_what_rebuilds_the_jar() -
     for name in [*hook.SDIST_FILES, *hook.SDIST_TREES, *project["project"]["license-files"]]:
         assert (ROOT / name).exists(), name
     assert Path(jar.__file__).resolve() == hook.JAR_MODULE
+    loaded = hook._jar_module()  # as the hook loads it, outside the package
+    assert [a.name for a in loaded.ARTIFACTS] == [a.name for a in jar.ARTIFACTS]
