@@ -101,9 +101,14 @@ def _checkout_root() -> Path | None:
     return root if (root / "build.sbt").is_file() and (root / "connector").is_dir() else None
 
 
-def _shipped_jar(wanted: Artifact) -> Path | None:
-    jars = sorted(_package_jars_dir().glob(wanted.glob)) if _package_jars_dir().is_dir() else []
+def _jar_in(directory: Path, wanted: Artifact) -> Path | None:
+    """`wanted`'s jar in `directory` (the last by name when several versions are there), None when none is."""
+    jars = sorted(directory.glob(wanted.glob))
     return jars[-1] if jars else None
+
+
+def _shipped_jar(wanted: Artifact) -> Path | None:
+    return _jar_in(_package_jars_dir(), wanted)
 
 
 def _newest_source_mtime(root: Path) -> float:
@@ -152,8 +157,7 @@ def _fresh(jar: Path | None, newest: float) -> bool:
 
 
 def _target_jar(root: Path, wanted: Artifact) -> Path | None:
-    jars = sorted((root / wanted.target).glob(wanted.glob))
-    return jars[-1] if jars else None
+    return _jar_in(root / wanted.target, wanted)
 
 
 def _build(root: Path, wanted: Artifact) -> Path:
