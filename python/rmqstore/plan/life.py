@@ -10,7 +10,6 @@ broker's bounds and committed offsets (`BrokerState`) and optional already-decod
 from __future__ import annotations
 
 import contextlib
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -23,7 +22,7 @@ from rmqstore.format.contract_layout import (
     TRANSACTION_ROLLBACK,
 )
 from rmqstore.format.msgid import decode_offset_msg_id
-from rmqstore.format.record import PROPERTY_DELAY, SCHEDULE_TOPIC
+from rmqstore.format.record import KEY_SEPARATOR, PROPERTY_DELAY, PROPERTY_KEYS, SCHEDULE_TOPIC
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -187,14 +186,15 @@ class Event:
 class CopyLookup(Protocol):
     """Where copies come from: every broker's stores, through their index-backed lookups."""
 
-    def find(self, column: str, value: str) -> list[Copy]:
-        """The records whose `column` (one of `LOOKUP_COLUMNS`) holds `value`."""
+    def find(self, column: str, values: Sequence[str]) -> list[Copy]:
+        """The records whose `column` (one of `LOOKUP_COLUMNS`; KEYS: among its tokens) holds one of
+        `values`."""
 
-    def op_records(self, broker: str, queue_id: int) -> list[Copy]:
-        """`broker`'s records of `OP_TOPIC` queue `queue_id`, with their bodies."""
+    def op_records(self, queues: Sequence[tuple[str, int]]) -> list[Copy]:
+        """The records of `OP_TOPIC` in those (broker, queue id)s, with their bodies."""
 
-    def past_end(self, column: str, value: str) -> list[tuple[str, int]]:
-        """(broker, offset) of index entries for `value` at or past that broker's valid end."""
+    def past_end(self, column: str, values: Sequence[str]) -> list[tuple[str, str, int]]:
+        """(value, broker, offset) of index entries for `values` at or past that broker's valid end."""
 
 
 @dataclass
@@ -215,6 +215,13 @@ def links(copy: Copy) -> list[tuple[str, str]]:
     return found if origin is None else [*found, ("msgId", origin.upper())]
 
 
+def answers(copy: Copy, column: str, value: str) -> bool:
+    """`copy` is what the lookup `column = value` asks for."""
+    if column == "keys":
+        return value in (copy.properties.get(PROPERTY_KEYS) or "").split(KEY_SEPARATOR)
+    return (copy.uniq_key if column == "uniqKey" else copy.msg_id) == value
+
+
 def op_offsets(body: bytes | None) -> list[int]:
     """The half queue offsets an op record's body names (§3.4): one decimal offset (4.9), or several
     joined by `,` (5.x merges them, with a trailing `,`)."""
@@ -224,33 +231,34 @@ def op_offsets(body: bytes | None) -> list[int]:
 
 def collect_copies(lookup: CopyLookup, column: str, value: str) -> Found:
     """Every copy reachable from `column = value` through `links`, plus the op records of each half
-    message found; a msgId that names no record is asked again as a UNIQ_KEY (§3.3)."""
+    message found; a msgId that names no record is asked again as a UNIQ_KEY (§3.3). The links found in
+    one round are asked together in the next: one lookup per column and round."""
     if column not in LOOKUP_COLUMNS:
         raise ValueError(f"a trace starts from one of {', '.join(LOOKUP_COLUMNS)}, not {column!r}")
-    asks: deque[tuple[str, str]] = deque([(column, value)])
-    seen: set[tuple[str, str]] = set()
+    value = value.upper() if column == "msgId" else value
+    asks, seen = [(column, value)], set()
     copies: dict[tuple[str, int], Copy] = {}
     missing: set[tuple[str, str]] = set()
     past_end: list[tuple[str, str, int]] = []
     ops_read: set[tuple[str, int]] = set()
     while asks:
-        ask = asks.popleft()
-        if ask in seen:
-            continue
-        seen.add(ask)
-        found = lookup.find(*ask)
-        if not found and ask == (column, value) and column == "msgId":
-            found = lookup.find("uniqKey", value)
-        if not found:
-            missing.add(ask)
-        past_end.extend((f"{ask[0]} {ask[1]}", broker, offset) for broker, offset in lookup.past_end(*ask))
-        for copy in found:
-            copies.setdefault(copy.place, copy)
-            asks.extend(links(copy))
-            if copy.topic == HALF_TOPIC and (copy.broker, copy.queue_id) not in ops_read:
-                ops_read.add((copy.broker, copy.queue_id))
-                for op in lookup.op_records(copy.broker, copy.queue_id):
-                    copies.setdefault(op.place, op)
+        seen.update(asks)
+        found = []
+        for col in LOOKUP_COLUMNS:
+            values = sorted({v for c, v in asks if c == col})
+            if values:
+                found += lookup.find(col, values)
+                past_end += [(f"{col} {v}", b, offset) for v, b, offset in lookup.past_end(col, values)]
+        if not found and column == "msgId" and not copies:  # like mqadmin queryMsgById (§3.3)
+            found = lookup.find("uniqKey", [value])
+        missing.update(a for a in asks if not any(answers(c, *a) for c in found))
+        fresh = [c for c in found if c.place not in copies]
+        copies.update((c.place, c) for c in fresh)
+        queues = sorted({(c.broker, c.queue_id) for c in fresh if c.topic == HALF_TOPIC} - ops_read)
+        if queues:
+            ops_read.update(queues)
+            copies.update((op.place, op) for op in lookup.op_records(queues) if op.place not in copies)
+        asks = sorted({link for c in fresh for link in links(c)} - seen)
     halves = {(c.broker, c.queue_id, c.queue_offset) for c in copies.values() if c.topic == HALF_TOPIC}
     kept = [c for c in copies.values() if c.topic != OP_TOPIC
             or any((c.broker, c.queue_id, o) in halves for o in op_offsets(c.body))]

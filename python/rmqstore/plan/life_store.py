@@ -6,7 +6,7 @@ offsets the lag service reads).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,12 +21,15 @@ from rmqstore.plan.life import (
     collect_copies,
     life_events,
 )
-from rmqstore.plan.lookup import find, key_predicates, msg_id_predicates, uniq_key_predicates
-from rmqstore.plan.predicates import InSet, Predicate
+from rmqstore.plan.lookup import find
+from rmqstore.plan.predicates import InSet, KeysContainAny, Predicate
 from rmqstore.store import Store
 from rmqstore.store.errors import IndexUnavailableError
 
-_PREDICATES = {"keys": key_predicates, "uniqKey": uniq_key_predicates, "msgId": msg_id_predicates}
+
+def _predicate(column: str, values: tuple[str, ...]) -> Predicate:
+    """The lookup `column IN values` (KEYS: among the tokens), as `rmqstore.plan.lookup` asks it."""
+    return KeysContainAny(values) if column == "keys" else InSet(column, values)
 
 
 def batch_copies(broker: str, batch: pa.RecordBatch) -> list[Copy]:
@@ -53,15 +56,15 @@ class StoreLookup:
                 copies += batch_copies(broker, store.read_offsets(offsets, columns, strict=False))
         return copies
 
-    def find(self, column: str, value: str) -> list[Copy]:
-        return self._read(_PREDICATES[column](value), COPY_COLUMNS)
+    def find(self, column: str, values: Sequence[str]) -> list[Copy]:
+        return self._read((_predicate(column, tuple(values)),), COPY_COLUMNS)
 
-    def op_records(self, broker: str, queue_id: int) -> list[Copy]:
-        predicates = (InSet("topic", (OP_TOPIC,)), InSet("queueId", (queue_id,)))
-        return self._read(predicates, (*COPY_COLUMNS, "body"), [broker])
+    def op_records(self, queues: Sequence[tuple[str, int]]) -> list[Copy]:
+        return [op for broker, queue_id in queues for op in self._read(
+            (InSet("topic", (OP_TOPIC,)), InSet("queueId", (queue_id,))), (*COPY_COLUMNS, "body"), [broker])]
 
-    def past_end(self, column: str, value: str) -> list[tuple[str, int]]:
-        return [(broker, offset) for broker, store in self.stores.items()
+    def past_end(self, column: str, values: Sequence[str]) -> list[tuple[str, str, int]]:
+        return [(value, broker, offset) for broker, store in self.stores.items() for value in values
                 for offset in index_past_end(store, column, value)]
 
 
