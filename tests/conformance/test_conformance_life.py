@@ -25,9 +25,12 @@ from rmqstore.plan.life_store import message_life
 from rmqstore.spark import message_life as spark_message_life
 from rmqstore.spark.life import events_frame
 
-FIXTURES = ["rmq-4.9.8", "rmq-5.5.0", "rmq-5.5.0-broker"]
+LIFE = "rmq-5.5.0-life"
+FIXTURES = ["rmq-4.9.8", "rmq-5.5.0", "rmq-5.5.0-broker", LIFE]
 """4.9.8 and 5.5.0 (store-written: delay levels, both transaction paths, retries, a send-back to %DLQ%),
-and the real 5.5.0 broker (a delay level 1 message delivered back, committed offsets)."""
+the real 5.5.0 broker (a delay level 1 message delivered back, committed offsets) and the real 5.5.0 broker's
+life scenario (retries to %DLQ%, delays, timers, transactions incl. the broker's check, 3 groups, trace)."""
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 SYSTEM = ("SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC")
 COPY_EVENTS = {"stored", "delayed", "timer", "delivered", "half", "prepared", "commit", "op", "rollback",
                "retry", "dlq"}
@@ -44,7 +47,7 @@ def _has_copies(record: dict[str, Any]) -> bool:
 def traced_keys(name: str) -> list[str]:
     """The first KEYS token of every record with copies (op records have no KEYS)."""
     return sorted({r["properties"]["KEYS"].split(" ")[0] for r in ORACLES[name]["records"]
-                   if _has_copies(r) and r["properties"].get("KEYS")})
+                   if _has_copies(r) and r["properties"].get("KEYS") and r["topic"] != TRACE_TOPIC})
 
 
 def _op_offsets(record: dict[str, Any]) -> set[int]:
@@ -55,6 +58,7 @@ def _op_offsets(record: dict[str, Any]) -> set[int]:
 def expected_copies(records: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     """The oracle records of the message: those with KEYS token `key`, closed under equal UNIQ_KEY and
     ORIGIN_MESSAGE_ID naming a msgId, plus the op records whose body names a half's queue offset."""
+    records = [r for r in records if r["topic"] != TRACE_TOPIC]  # trace records list the keys they trace
     found = {r["commitLogOffset"]: r for r in records
              if key in (r["properties"].get("KEYS") or "").split(" ")}
     while True:
@@ -76,6 +80,8 @@ def expected_label(record: dict[str, Any], copies: list[dict[str, Any]]) -> str:
     topic, props, kind = record["topic"], record["properties"], record["sysFlag"] & 0xC
     if topic == SYSTEM[0]:
         return "delayed"
+    if topic == "rmq_sys_wheel_timer":
+        return "timer"
     if topic == SYSTEM[1]:
         return "half"
     if topic == SYSTEM[2]:
@@ -87,14 +93,13 @@ def expected_label(record: dict[str, Any], copies: list[dict[str, Any]]) -> str:
         return "dlq" if topic.startswith("%DLQ%") else "retry"
     if kind:
         return {0x4: "prepared", 0x8: "commit", 0xC: "rollback"}[kind]
-    return "delivered" if props.get("REAL_TOPIC") == topic else "stored"
+    return "delivered" if props.get("REAL_TOPIC") == topic or "TIMER_OUT_MS" in props else "stored"
 
 
 def expected_states(name: str, copies: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
     """(group, commitLogOffset) -> state of each copy in a queue, per group that committed offsets for its
-    topic and has no retry or DLQ copy of it; and dead-lettered per group with a DLQ copy."""
+    topic; and dead-lettered per group with a DLQ copy."""
     offsets = ORACLES[name]["consumerOffsets"]
-    retried = {c["topic"].split("%")[2] for c in copies if c["topic"].startswith(("%RETRY%", "%DLQ%"))}
     states = {}
     for c in copies:
         if c["topic"].startswith("%DLQ%"):
@@ -103,7 +108,7 @@ def expected_states(name: str, copies: list[dict[str, Any]]) -> dict[tuple[str, 
             continue
         for topic_group, queues in offsets.items():
             topic, group = topic_group.split("@")
-            if topic == c["topic"] and group not in retried:
+            if topic == c["topic"]:
                 committed = queues.get(str(c["queueId"]))
                 consumed = committed is not None and committed > c["queueOffset"]
                 states[(group, c["commitLogOffset"])] = "consumed" if consumed else "pending"
@@ -149,7 +154,29 @@ def test_labels_cover_delays_transactions_retries_and_dead_letters() -> None:
         for key in traced_keys(name):
             copies = expected_copies(records, key)
             seen |= {expected_label(c, copies) for c in copies}
-    assert seen == COPY_EVENTS - {"timer"}
+    assert seen == COPY_EVENTS
+
+
+def test_group_states_agree_with_rocketmq_message_track() -> None:
+    """Per sent message, RocketMQ's `messageTrackDetail` of each group (CONSUMED / NOT_CONSUME_YET, from
+    the committed offset) is the state on its consumable copy; a message RocketMQ cannot find yet (a delay
+    or timer not due, a rolled-back transaction: error 208) has no consumable copy. The offsetMsgId of the
+    producer's send result is one of the copies."""
+    oracle = ORACLES[LIFE]
+    tracks = {m["msgId"]: m for m in oracle["messageTrack"]}
+    assert {s["msgId"] for s in oracle["sent"]} == tracks.keys()
+    states = {"CONSUMED": "consumed", "NOT_CONSUME_YET": "pending"}
+    with open_store(LIFE) as store:
+        for sent in oracle["sent"]:
+            events = [e.to_json() for e in message_life({"b": store}, "uniqKey", sent["msgId"])]
+            track = tracks[sent["msgId"]]
+            on_copy = {e["group"]: e["event"] for e in events if e["event"] in ("consumed", "pending")
+                       and e["commitLogOffset"] == track.get("commitLogOffset")}
+            assert on_copy == {t["consumerGroup"]: states[t["trackType"]] for t in track.get("tracks", ())}
+            if "error" in track:
+                assert not [e for e in events if e["event"] in ("consumed", "pending")], events
+            if sent.get("offsetMsgId"):  # where the broker stored it (a delay's: the schedule topic copy)
+                assert sent["offsetMsgId"] in {e["msgId"] for e in events if e["event"] in COPY_EVENTS}
 
 
 @pytest.mark.parametrize("name", ["rmq-4.9.8-crash", "rmq-5.5.0-crash"])

@@ -27,6 +27,9 @@ from rmqstore.format.record import KEY_SEPARATOR, PROPERTY_DELAY, PROPERTY_KEYS,
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 TIMER_TOPIC = "rmq_sys_wheel_timer"
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+"""`TopicValidator.RMQ_SYS_TRACE_TOPIC`: trace records, whose KEYS list the traced messages' ids and keys
+(§3.4); they are no copies (decoded elsewhere, they join as `TraceRecord`s)."""
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 OP_REMOVE_TAG = "d"
@@ -38,6 +41,7 @@ REAL_QID = "REAL_QID"
 TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
 TIMER_OUT_MS = "TIMER_OUT_MS"
 TRANSACTION_ID = "__transactionId__"
+TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
 
 COPY_COLUMNS = ("topic", "queueId", "queueOffset", "commitLogOffset", "msgId", "uniqKey", "tags", "sysFlag",
                 "storeTimestamp", "reconsumeTimes", "preparedTransactionOffset", "properties")
@@ -251,6 +255,7 @@ def collect_copies(lookup: CopyLookup, column: str, value: str) -> Found:
                 past_end += [(f"{col} {v}", b, offset) for v, b, offset in lookup.past_end(col, values)]
         if not found and column == "msgId" and not copies:  # like mqadmin queryMsgById (§3.3)
             found = lookup.find("uniqKey", [value])
+        found = [c for c in found if c.topic != TRACE_TOPIC]
         missing.update(a for a in asks if not any(answers(c, *a) for c in found))
         fresh = [c for c in found if c.place not in copies]
         copies.update((c.place, c) for c in fresh)
@@ -302,7 +307,9 @@ def _label(copy: Copy, copies: Sequence[Copy]) -> tuple[Label, str | None, str]:
     if topic == TIMER_TOPIC:
         return Label.TIMER, retry_group, f"deliver at {props.get(TIMER_DELIVER_MS)} ms, for {real}"
     if topic == HALF_TOPIC:
-        return Label.HALF, None, f"half message for {real}, transaction {props.get(TRANSACTION_ID)}"
+        checked = props.get(TRANSACTION_CHECK_TIMES)
+        again = "" if checked is None else f", put back by the broker's check {checked} time(s)"
+        return Label.HALF, None, f"half message for {real}, transaction {props.get(TRANSACTION_ID)}{again}"
     if topic == OP_TOPIC:
         commits = [c for c in copies if c.broker == copy.broker and c.transaction_type == TRANSACTION_COMMIT
                    and _prepared(c, copies) is not None]
@@ -370,26 +377,29 @@ def _prepared(commit: Copy, copies: Sequence[Copy]) -> Copy | None:
 
 
 def _group_states(copies: Sequence[Copy], states: Mapping[str, BrokerState]) -> list[Event]:
-    """Per consumer group, the state of each consumable copy (§3.4): groups with committed offsets for its
-    topic, and groups whose retry or DLQ copies there are."""
+    """Per consumer group (§3.4): the state of each consumable copy, for the groups with committed offsets
+    for its topic or with retries of it (RocketMQ's `messageTrackDetail` answers the same from the
+    committed offset), then the state of its redelivery: the last retry copy's, or dead-lettered."""
     events = []
-    originals = [c for c in copies if _consumable(c)]
-    retries = [c for c in copies if c.topic.startswith(RETRY_PREFIX)]
-    scheduled = [c for c in copies if c.topic in (SCHEDULE_TOPIC, TIMER_TOPIC)
-                 and c.properties.get(REAL_TOPIC, "").startswith(RETRY_PREFIX)]
-    dead = [c for c in copies if c.topic.startswith(DLQ_PREFIX)]
-    seen: set[str] = set()
-    for original in originals:
-        groups = sorted({g for (t, g) in _offsets(states, original.broker) if t == original.topic}
-                        | {_retry_group(c) for c in (*retries, *scheduled, *dead) if _linked(c, original)})
-        for group in groups:
-            seen.add(group)
-            events.append(_group_state(group, original, retries, scheduled, dead, states))
-    for copy in (*retries, *dead):  # retries whose original is not among the copies (gone, or not found)
-        group = _retry_group(copy)
-        if group not in seen:
-            seen.add(group)
-            events.append(_group_state(group, None, retries, scheduled, dead, states))
+    redelivered = [c for c in copies if c.topic.startswith((RETRY_PREFIX, DLQ_PREFIX))
+                   or (c.topic in (SCHEDULE_TOPIC, TIMER_TOPIC)
+                       and c.properties.get(REAL_TOPIC, "").startswith(RETRY_PREFIX))]
+    for original in filter(_consumable, copies):
+        groups = ({g for (t, g) in _offsets(states, original.broker) if t == original.topic}
+                  | {_retry_group(c) for c in redelivered if _linked(c, original)})
+        events += [_committed_state(g, original, states, Label.PENDING) for g in groups]
+    chains: dict[tuple[str, str | None], list[Copy]] = {}
+    for copy in redelivered:  # in time order; one chain per group and message
+        message = copy.properties.get(ORIGIN_MESSAGE_ID, copy.uniq_key)
+        chains.setdefault((_retry_group(copy), message), []).append(copy)
+    for (group, _), chain in chains.items():
+        last = chain[-1]
+        if last.topic.startswith(DLQ_PREFIX):
+            events.append(_state_event(Label.DEAD_LETTERED, group, last, f"dead-lettered into {last.topic}"))
+        elif last.topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
+            events.append(_state_event(Label.PENDING_RETRY, group, last, f"retry waiting in {last.topic}"))
+        else:
+            events.append(_committed_state(group, last, states, Label.PENDING_RETRY))
     return sorted(events, key=lambda e: (e.group or "", e.broker or "", e.commit_log_offset or -1))
 
 
@@ -413,23 +423,6 @@ def _linked(copy: Copy, original: Copy) -> bool:
 def _offsets(states: Mapping[str, BrokerState], broker: str) -> Mapping[tuple[str, str], Mapping[int, int]]:
     state = states.get(broker)
     return {} if state is None else state.offsets
-
-
-def _group_state(group: str, original: Copy | None, retries: Sequence[Copy], scheduled: Sequence[Copy],
-                 dead: Sequence[Copy], states: Mapping[str, BrokerState]) -> Event:
-    """One group's state: dead-lettered, else its last retry's, else the original's."""
-    mine = [c for c in (*retries, *scheduled, *dead) if _retry_group(c) == group
-            and (original is None or _linked(c, original))]
-    dlq = [c for c in mine if c.topic.startswith(DLQ_PREFIX)]
-    if dlq:
-        return _state_event(Label.DEAD_LETTERED, group, dlq[-1], f"dead-lettered into {dlq[-1].topic}")
-    if mine:
-        last = mine[-1]
-        if last.topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
-            return _state_event(Label.PENDING_RETRY, group, last, f"retry waiting in {last.topic}")
-        return _committed_state(group, last, states, Label.PENDING_RETRY)
-    assert original is not None
-    return _committed_state(group, original, states, Label.PENDING)
 
 
 def _committed_state(group: str, copy: Copy, states: Mapping[str, BrokerState], pending: Label) -> Event:
