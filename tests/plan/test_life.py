@@ -102,3 +102,15 @@ def test_trace_records_join_in_time_order() -> None:
 def test_unknown_start_column() -> None:
     with pytest.raises(ValueError, match="one of keys, uniqKey, msgId"):
         collect_copies(FakeLookup([]), "topic", "T")
+
+
+def test_delivered_copy_named_by_its_schedule_copy() -> None:
+    """A copy delivered back whose stored properties lost DELAY and REAL_TOPIC is still `delivered`: an
+    earlier schedule-topic copy with the same UNIQ_KEY names its topic."""
+    scheduled = _copy(10, "SCHEDULE_TOPIC_XXXX", 0, KEYS="k", DELAY="2", REAL_TOPIC="T", REAL_QID="0")
+    back = _copy(20, "T", 3, KEYS="k")
+    earlier = _copy(5, "T", 1, KEYS="k")  # stored before the schedule copy: not its delivery
+    found = collect_copies(FakeLookup([earlier, scheduled, back]), "keys", "k")
+    events = life_events(found, [BrokerState("b", 0, 10_000, {})])
+    assert [(str(e.event), e.commit_log_offset) for e in events] == [
+        ("stored", 5), ("delayed", 10), ("delivered", 20)]

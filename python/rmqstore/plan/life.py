@@ -309,7 +309,8 @@ def _label(copy: Copy, copies: Sequence[Copy]) -> tuple[Label, str | None, str]:
     if topic == HALF_TOPIC:
         checked = props.get(TRANSACTION_CHECK_TIMES)
         again = "" if checked is None else f", put back by the broker's check {checked} time(s)"
-        return Label.HALF, None, f"half message for {real}, transaction {props.get(TRANSACTION_ID)}{again}"
+        txn = "" if TRANSACTION_ID not in props else f", transaction {props[TRANSACTION_ID]}"
+        return Label.HALF, None, f"half message for {real}{txn}{again}"
     if topic == OP_TOPIC:
         commits = [c for c in copies if c.broker == copy.broker and c.transaction_type == TRANSACTION_COMMIT
                    and _prepared(c, copies) is not None]
@@ -328,10 +329,21 @@ def _label(copy: Copy, copies: Sequence[Copy]) -> tuple[Label, str | None, str]:
         return Label.COMMIT, None, f"{producer}: commits the record at {copy.prepared_offset}"
     if kind == TRANSACTION_ROLLBACK:
         return Label.ROLLBACK, None, f"{producer}: rolls back the record at {copy.prepared_offset}"
-    if TIMER_OUT_MS in props or (props.get(REAL_TOPIC) == topic and (
-            PROPERTY_DELAY in props or TIMER_DELIVER_MS in props)):
-        return Label.DELIVERED, None, f"delivered back to its topic (DELAY {props.get(PROPERTY_DELAY)})"
+    if _delivered(copy, copies):
+        return Label.DELIVERED, None, "delivered back to its topic when due"
     return Label.STORED, None, "stored in its topic"
+
+
+def _delivered(copy: Copy, copies: Sequence[Copy]) -> bool:
+    """`copy` is a delayed or timer message delivered back (§3.4): it still stores REAL_TOPIC (its own topic)
+    with DELAY or TIMER_*, or an earlier schedule or timer copy of it names its topic."""
+    props = copy.properties
+    if TIMER_OUT_MS in props or (props.get(REAL_TOPIC) == copy.topic
+                                 and (PROPERTY_DELAY in props or TIMER_DELIVER_MS in props)):
+        return True
+    return copy.uniq_key is not None and any(
+        c.topic in (SCHEDULE_TOPIC, TIMER_TOPIC) and c.properties.get(REAL_TOPIC) == copy.topic
+        and c.uniq_key == copy.uniq_key and c.store_time <= copy.store_time for c in copies)
 
 
 def _group_of(topic: str, prefix: str) -> str | None:
