@@ -23,8 +23,8 @@ from rmqstore.format.contract_layout import (
 )
 from rmqstore.format.msgid import decode_offset_msg_id
 from rmqstore.format.record import KEY_SEPARATOR, PROPERTY_DELAY, PROPERTY_KEYS, SCHEDULE_TOPIC
+from rmqstore.plan.lag import RETRY_PREFIX
 
-RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 TIMER_TOPIC = "rmq_sys_wheel_timer"
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
