@@ -21,6 +21,7 @@ from test_conformance_lag import retained_store
 from rmqstore import Store
 from rmqstore.cli import main as cli_main
 from rmqstore.format.msgid import decode_offset_msg_id
+from rmqstore.plan.life import TraceRecord
 from rmqstore.plan.life_store import message_life
 from rmqstore.spark import message_life as spark_message_life
 from rmqstore.spark.life import events_frame
@@ -177,6 +178,26 @@ def test_group_states_agree_with_rocketmq_message_track() -> None:
                 assert not [e for e in events if e["event"] in ("consumed", "pending")], events
             if sent.get("offsetMsgId"):  # where the broker stored it (a delay's: the schedule topic copy)
                 assert sent["offsetMsgId"] in {e["msgId"] for e in events if e["event"] in COPY_EVENTS}
+
+
+def test_trace_records_join_the_copies() -> None:
+    """The trace records RocketMQ's TraceDataEncoder decoded from the life fixture's trace topic (oracle
+    `traceRecords`) join the message's copies as `trace` events, all in time order: the seam for a decoder
+    of `RMQ_SYS_TRACE_TOPIC` rows."""
+    oracle = ORACLES[LIFE]
+    retried = next(r for r in oracle["records"] if r["topic"] == "%DLQ%life-retry")["uniqKey"]
+    trace = [TraceRecord(t["timeStamp"], t["traceType"], None, b["topic"] or None, t["groupName"],
+                         b["clientHost"], t["costTime"], t["success"], b["offsetMsgId"] or None, b["msgId"])
+             for t in oracle["traceRecords"] for b in t["traceBeans"] if b["msgId"] == retried]
+    assert {t.kind for t in trace} == {"Pub", "SubBefore", "SubAfter"}
+    with open_store(LIFE) as store:
+        events = [e.to_json() for e in message_life({"b": store}, "uniqKey", retried, trace)]
+    timed = [e for e in events if e["time"] is not None]
+    assert sorted(e["time"] for e in timed if e["event"] == "trace") == sorted(t.time for t in trace)
+    assert [e["time"] for e in timed] == sorted(e["time"] for e in timed)
+    failed = [e for e in timed if e["event"] == "trace" and "failed" in e["detail"]]
+    assert {e["group"] for e in failed} == {"life-retry"}
+    assert len(failed) == sum(1 for t in trace if t.success is False)
 
 
 @pytest.mark.parametrize("name", ["rmq-4.9.8-crash", "rmq-5.5.0-crash"])
