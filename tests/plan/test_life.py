@@ -23,8 +23,8 @@ HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
 
 def _copy(offset: int, topic: str, queue_offset: int, *, uniq: str | None = "U1", time: int | None = None,
           body: bytes | None = None, sys_flag: int = 0, prepared: int = 0, reconsume: int = 0,
-          **props: str) -> Copy:
-    return Copy("b", topic, 0, queue_offset, offset, f"MSG{offset}", uniq, None, sys_flag,
+          tags: str | None = None, **props: str) -> Copy:
+    return Copy("b", topic, 0, queue_offset, offset, f"MSG{offset}", uniq, tags, sys_flag,
                 offset if time is None else time, reconsume, prepared,
                 {**props, **({} if uniq is None else {"UNIQ_KEY": uniq})}, body)
 
@@ -59,11 +59,13 @@ def test_op_body(body: bytes | None, offsets: list[int]) -> None:
 
 
 def test_merged_op_record_closes_the_half_it_names() -> None:
-    """A 5.x op record naming several halves closes this one; op records naming no found half are dropped;
-    links are asked in rounds (KEYS, then UNIQ_KEY)."""
+    """A 5.x op record naming several halves closes this one; op records naming no found half, or without
+    the remove tag `d`, are dropped; links are asked in rounds (KEYS, then UNIQ_KEY)."""
     half = _copy(100, HALF, 4, KEYS="k", REAL_TOPIC="T", REAL_QID="0")
     commit = _copy(200, "T", 0, sys_flag=0x8, prepared=100, KEYS="k")
-    ops = [_copy(300, OP_TOPIC, 0, uniq=None, body=b"3,4,"), _copy(400, OP_TOPIC, 1, uniq=None, body=b"7,")]
+    ops = [_copy(300, OP_TOPIC, 0, uniq=None, tags="d", body=b"3,4,"),
+           _copy(400, OP_TOPIC, 1, uniq=None, tags="d", body=b"7,"),
+           _copy(500, OP_TOPIC, 2, uniq=None, tags="x", body=b"4,")]  # not a remove tag: not an op
     lookup = FakeLookup([half, commit, *ops])
     found = collect_copies(lookup, "keys", "k")
     assert [c.commit_log_offset for c in found.copies] == [100, 200, 300]

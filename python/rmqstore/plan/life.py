@@ -265,8 +265,8 @@ def collect_copies(lookup: CopyLookup, column: str, value: str) -> Found:
             copies.update((op.place, op) for op in lookup.op_records(queues) if op.place not in copies)
         asks = sorted({link for c in fresh for link in links(c)} - seen)
     halves = {(c.broker, c.queue_id, c.queue_offset) for c in copies.values() if c.topic == HALF_TOPIC}
-    kept = [c for c in copies.values() if c.topic != OP_TOPIC
-            or any((c.broker, c.queue_id, o) in halves for o in op_offsets(c.body))]
+    kept = [c for c in copies.values() if c.topic != OP_TOPIC or (  # `fillOpRemoveMap` skips other tags
+        c.tags == OP_REMOVE_TAG and any((c.broker, c.queue_id, o) in halves for o in op_offsets(c.body)))]
     return Found(sorted(kept, key=_copy_order), missing, sorted(set(past_end), key=lambda p: (p[1], p[2])))
 
 
