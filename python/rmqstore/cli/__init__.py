@@ -1,4 +1,4 @@
-"""The `rmqstore` command: info, lag, dump, query, verify, demo, bench.
+"""The `rmqstore` command: info, lag, dump, query, trace, verify, demo, bench.
 
 Tables for people, `--json` for scripts; progress bars go to stderr. Exit status 0 on success, 1
 when `verify` finds the store unsound, 2 for usage errors and stores that cannot be read.
@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from rmqstore import __version__
-from rmqstore.cli import bench, demo, dump, info, lag, query, verify
+from rmqstore.cli import bench, demo, dump, info, lag, query, trace, verify
 from rmqstore.store import StoreError
 
-COMMANDS = (info, lag, dump, query, verify, demo, bench)
+COMMANDS = (info, lag, dump, query, trace, verify, demo, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

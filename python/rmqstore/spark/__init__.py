@@ -10,9 +10,10 @@ from typing import Any
 from rmqstore.spark.engine import served_by
 from rmqstore.spark.jar import connector_jar
 from rmqstore.spark.lag import lag
+from rmqstore.spark.life import message_life
 from rmqstore.spark.session import session
 
-__all__ = ["RmqStoreDataSource", "connector_jar", "lag", "served_by", "session"]
+__all__ = ["RmqStoreDataSource", "connector_jar", "lag", "message_life", "served_by", "session"]
 
 
 def __getattr__(name: str) -> Any:
