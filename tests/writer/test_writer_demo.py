@@ -53,7 +53,7 @@ def test_demo_has_every_feature(demo) -> None:
         "%DLQ%cg-payments",
         LONG_RETRY_TOPIC,
         "rmq_sys_wheel_timer",
-        "OrderTimeouts",
+        "CartTimeouts",
     } <= topics
     assert {r.sys_flag >> 8 & 7 for r in records if r.sys_flag & SYSFLAG_COMPRESSED} == {0, 1, 2, 3}
     assert any(r.born_host.startswith("[") for r in records)
@@ -101,7 +101,7 @@ def test_demo_timer_messages_are_the_brokers(demo) -> None:
     """5.x timer messages: the rmq_sys_wheel_timer copy, the delivered copy with the timer stamps (§2.10)."""
     _, records = demo
     timers = {r.uniq_key: r for r in records if r.topic == "rmq_sys_wheel_timer"}
-    delivered = [r for r in records if r.topic == "OrderTimeouts" and "TIMER_DEQUEUE_MS" in r.properties]
+    delivered = [r for r in records if r.topic == "CartTimeouts" and "TIMER_DEQUEUE_MS" in r.properties]
     assert timers and delivered and len(delivered) < len(timers)
     for out in delivered:
         timer = timers[out.uniq_key]
@@ -109,7 +109,7 @@ def test_demo_timer_messages_are_the_brokers(demo) -> None:
         assert out_ms % 1000 == 0 and timer.store_timestamp < out_ms <= out.store_timestamp
         assert int(out.properties["TIMER_ENQUEUE_MS"]) == timer.store_timestamp
         assert (out.queue_id, out.properties["REAL_TOPIC"]) == (
-            int(timer.properties["REAL_QID"]), "OrderTimeouts")
+            int(timer.properties["REAL_QID"]), "CartTimeouts")
 
 
 def test_demo_tracer_sees_every_send_and_the_modelled_consumes(traced) -> None:

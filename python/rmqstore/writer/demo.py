@@ -61,7 +61,8 @@ LONG_RETRY_TOPIC = RETRY_PREFIX + LONG_GROUP
 @dataclass(frozen=True)
 class ConsumerGroup:
     """A demo consumer group: its committed offsets lag by about `lag` of each queue; it fails on
-    `fail_share` of the messages, each failing 1..`max_fails` times (a send-back each, §2.10)."""
+    `fail_share` of the messages, each failing 1..`max_fails` times (a send-back each, §2.10), and
+    consumes nothing after `stops` of the demo's time span (its retries wait then)."""
 
     name: str
     topics: tuple[str, ...]
@@ -69,17 +70,19 @@ class ConsumerGroup:
     fail_share: float = 0.0
     max_fails: int = 0
     max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
+    stops: float = 1.0
 
 
 GROUPS = (
     ConsumerGroup("cg-orders", ("OrderEvents",), fail_share=0.02, max_fails=2),
     ConsumerGroup("cg-analytics", ("OrderEvents", "UserActivity"), lag=0.3),
-    ConsumerGroup("cg-payments", ("PaymentTopic",), lag=0.02, fail_share=0.08, max_fails=4,
-                  max_reconsume_times=3),
+    ConsumerGroup("cg-payments", ("PaymentTopic",), lag=0.1, fail_share=0.12, max_fails=4,
+                  max_reconsume_times=3, stops=0.9),
     ConsumerGroup("cg-inventory", ("InventoryUpdates",), lag=0.9),
     ConsumerGroup(LONG_GROUP, ("AuditLog",), fail_share=0.05, max_fails=1),
 )
-"""Caught up (failing now and then), lagging, failing into the DLQ (consumers set maxReconsumeTimes 3)."""
+"""Caught up (failing now and then), lagging, failing into the DLQ (its consumers set maxReconsumeTimes 3)
+and stopped near the end with retries waiting."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,9 @@ class _Traffic:
     undelivered: list[tuple[int, int, AppendResult, _Failure | None]] = field(default_factory=list)
     """Heaps of (due time, physical offset, record[, the failure it is a retry of])."""
     consumes: list[tuple[int, int, AppendResult, _Failure]] = field(default_factory=list)
-    """Heap of (time, physical offset, record, failure) of the consumes the scenario models."""
+    """Heap of (time, ticket, record, failure) of the consumes the scenario models."""
+    stalled: list[tuple[int, int, AppendResult, _Failure]] = field(default_factory=list)
+    """Consumes of groups that had stopped when they fell due."""
 
     def ticket(self) -> int:
         """A tie-breaker for the heaps: events due at the same time stay in the order they were planned."""
@@ -265,8 +270,8 @@ class _Traffic:
             for _ in range(self.rng.randrange(2, 13))
         ]
 
-    def timeout_message(self, now: int) -> tuple[MessageSpec, int]:
-        """An order timeout on the 5.x timer (TIMER_DELIVER_MS, or TIMER_DELAY_SEC), and when it is due;
+    def cart_timeout(self, now: int) -> tuple[MessageSpec, int]:
+        """A cart timeout on the 5.x timer (TIMER_DELIVER_MS, or TIMER_DELAY_SEC), and when it is due;
         a few were due already when sent (a late producer)."""
         n = self.next_id()
         shape = self.rng.random()
@@ -278,10 +283,10 @@ class _Traffic:
             due = now + (self.rng.randrange(-2000, -1) if late else self.rng.randrange(20_000, 3 * 3_600_000))
             timer = {PROPERTY_TIMER_DELIVER_MS: str(due)}
         spec = MessageSpec(
-            topic="OrderTimeouts",
+            topic="CartTimeouts",
             body=self.body(self.rng.randrange(100, 400)),
             tags="timeout",
-            keys=f"order-{n}",
+            keys=f"cart-{n}",
             properties=timer,
             born_host=self.producer(),
             born_timestamp=now - self.rng.randrange(1, 40),
@@ -351,7 +356,7 @@ def create_demo_store(
     writer.declare_topic("PaymentTopic", 4)
     writer.declare_topic("InventoryUpdates", 2, order=True)
     writer.declare_topic("AuditLog", 2)
-    writer.declare_topic("OrderTimeouts", 2)
+    writer.declare_topic("CartTimeouts", 2)
     writer.declare_topic("LegacyTxnTopic", 1)
     for group in GROUPS:  # a consumer's heartbeat creates its retry topic, one queue
         writer.declare_topic(RETRY_PREFIX + group.name, 1)
@@ -364,7 +369,7 @@ def create_demo_store(
         if progress is not None and writer.position - reported >= 1 << 20:
             progress(writer.position - reported)
             reported = writer.position
-    _set_consumer_offsets(writer, rng, traffic.consumes)
+    _set_consumer_offsets(writer, rng, traffic.consumes + traffic.stalled)
     writer.close()
     if progress is not None:
         progress(writer.position - reported)
@@ -406,7 +411,7 @@ class _Scenario:
         elif roll < 0.085:
             self._sent(writer.append(traffic.legacy_transaction_record(now)), now)
         elif roll < 0.10:
-            spec, due = traffic.timeout_message(now)
+            spec, due = traffic.cart_timeout(now)
             timer = self._sent(writer.append(spec), now)
             if timer.topic != spec.topic:
                 due += rng.randrange(5, 60)
@@ -437,8 +442,12 @@ class _Scenario:
             if committed is not None:
                 self._arrived(committed, now)
         while traffic.consumes and traffic.consumes[0][0] <= now:
-            _, _, record, failure = heapq.heappop(traffic.consumes)
-            self._consume(record, failure, now)
+            due = heapq.heappop(traffic.consumes)
+            record, failure = due[2], due[3]
+            if now - DEMO_START_MS >= failure.group.stops * DEMO_SPAN_MS:
+                traffic.stalled.append(due)
+            else:
+                self._consume(record, failure, now)
 
     def _sent(self, record: AppendResult, now: int) -> AppendResult:
         if self.tracer is not None:
