@@ -64,7 +64,8 @@ class CommitLogWriter:
         if offset < 0 or offset + size > self.position:
             raise ValueError(f"no {size} bytes at commit-log offset {offset}: the log ends at "
                              f"{self.position}")
-        self._flush()
+        if offset + size > self._segment_start + self._written:
+            self._flush()
         self._file.flush()
         start = offset - offset % self.segment_size
         with open(self.directory / offset_file_name(start), "rb") as segment:
