@@ -166,7 +166,7 @@ class _Traffic:
     tickets: int = 0
     open_transactions: list[tuple[int, int, AppendResult]] = field(default_factory=list)
     undelivered: list[tuple[int, int, AppendResult, _Failure | None]] = field(default_factory=list)
-    """Heaps of (due time, physical offset, record[, the failure it is a retry of])."""
+    """Heaps of (due time, ticket, record[, the failure a retry is delivered for])."""
     consumes: list[tuple[int, int, AppendResult, _Failure]] = field(default_factory=list)
     """Heap of (time, ticket, record, failure) of the consumes the scenario models."""
     stalled: list[tuple[int, int, AppendResult, _Failure]] = field(default_factory=list)
