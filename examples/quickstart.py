@@ -1,4 +1,4 @@
-"""Quickstart: a demo RocketMQ store read with Spark — a key lookup and a time window.
+"""Quickstart: a demo RocketMQ store read with Spark — a key lookup, a time window, a dead letter's life.
 
     python examples/quickstart.py            # creates ~/.cache/rmqstore/demo-store on first run
     python examples/quickstart.py /path/to/broker/store
@@ -11,6 +11,7 @@ from datetime import timedelta
 from _common import store_from_argv
 from pyspark.sql import functions as F
 
+from rmqstore import Store
 from rmqstore.spark import served_by, session
 
 
@@ -38,6 +39,18 @@ def main() -> None:
               .where(F.col("storeTimestamp").between(begin, begin + timedelta(minutes=1)))
               .groupBy("topic").count().orderBy("topic"))
     window.show()
+
+    # A dead letter's life (docs/format.md §2.10): every record with its UNIQ_KEY, the producer's send, the
+    # schedule-topic and %RETRY% copies of each send-back, the %DLQ% copy once the group gave up.
+    with Store.open(store) as opened:
+        dead_letter_topics = [topic for topic in opened.topics() if topic.startswith("%DLQ%")]
+    for topic in dead_letter_topics[:1]:
+        uniq_key = (spark.read.format("rmqstore").load(store).where(F.col("topic") == topic)
+                    .select("uniqKey").first().uniqKey)
+        (spark.read.format("rmqstore").load(store).where(F.col("uniqKey") == uniq_key)
+         .select("storeTimestamp", "topic", "queueId", "reconsumeTimes", "key",
+                 F.col("properties")["DELAY"].alias("delayLevel"))
+         .orderBy("storeTimestamp").show(truncate=False))
     # "quickstart served by the JVM engine (rmqstore-spark-4.0_2.13-<version>.jar)" or "... the Python engine"
     print("quickstart " + served_by(window))
     spark.stop()

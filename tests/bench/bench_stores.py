@@ -23,13 +23,20 @@ def cached_demo_store(directory: Path, target_bytes: int, seed: int, segment_siz
 
 def sample_order_event(store: Path) -> tuple[str, datetime]:
     """The single key of an order event from the middle of a demo store's log (a plain message: no
-    transaction half, no delayed copy, no space-separated key list; one match), and its storeTimestamp."""
+    transaction half, no delayed copy, no send-back copies, no space-separated key list; one match), and
+    its storeTimestamp."""
+    from rmqstore.plan.lookup import find_by_key
     from rmqstore.store import Store
+
+    def matches(opened: Store, key: str) -> int:
+        return sum(found == key for batch in opened.read_offsets_batches(find_by_key(opened, key), ["key"])
+                   for found in batch.column("key").to_pylist())
 
     with Store.open(str(store)) as opened:
         middle = (opened.min_offset + opened.max_offset) // 2
         batch = next(opened.scan(middle, middle + (1 << 20), ["topic", "key", "keys", "storeTimestamp"]))
-    row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["keys"] == [r["key"]])
+        row = next(r for r in batch.to_pylist() if r["topic"] == "OrderEvents" and r["keys"] == [r["key"]]
+                   and matches(opened, r["key"]) == 1)
     return row["key"], row["storeTimestamp"]
 
 

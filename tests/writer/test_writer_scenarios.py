@@ -95,7 +95,8 @@ def test_delayed_message_goes_through_schedule_topic(tmp_path: Path) -> None:
     assert first.properties["DELAY"] == "3"
     assert (first.properties["REAL_TOPIC"], first.properties["REAL_QID"]) == ("Orders", "2")
     assert (second.topic, second.queue_id, second.queue_offset) == ("Orders", 2, 0)
-    assert "DELAY" not in second.properties
+    # messageTimeUp encodes the properties before clearing DELAY (rmq-5.5.0-broker's delivered record)
+    assert second.properties == first.properties
     assert (second.uniq_key, second.keys, second.body) == (first.uniq_key, ["o-1"], b"later")
     units = written_units(tmp_path / "s")
     assert units[(SCHEDULE_TOPIC, 2)] == [(scheduled.physical_offset, scheduled.store_size, T0 + 10_000)]
@@ -103,6 +104,67 @@ def test_delayed_message_goes_through_schedule_topic(tmp_path: Path) -> None:
     assert units[("Orders", 2)] == [(delivered.physical_offset, delivered.store_size, tags_code("TagA"))]
     delay_doc = (tmp_path / "s" / "config" / "delayOffset.json").read_text()
     assert re.search(r"\t\t3:1\n", delay_doc)
+
+
+def test_send_back_goes_to_retry_through_the_schedule_topic_then_to_the_dlq(tmp_path: Path) -> None:
+    """consumerSendMsgBack: the record read back from the log, levels 3 + reconsumeTimes, then the DLQ."""
+    writer = StoreWriter(tmp_path / "s", **SMALL)
+    original = writer.append(MessageSpec("Orders", b"x" * 5000, queue_id=1, tags="TagA", keys="o-1",
+                                         compression=3, store_timestamp=T0))
+    first = writer.send_back(original, "cg", max_reconsume_times=2, store_timestamp=T0 + 5)
+    retry = writer.deliver_delayed(first, store_timestamp=T0 + 10_005)
+    second = writer.send_back(retry, "cg", max_reconsume_times=2, store_timestamp=T0 + 10_010)
+    retry2 = writer.deliver_delayed(second, store_timestamp=T0 + 40_010)
+    dead = writer.send_back(retry2, "cg", max_reconsume_times=2, store_timestamp=T0 + 40_020)
+    writer.close()
+    records = by_offset(tmp_path / "s")
+    stored = records[original.physical_offset]
+    sched1, sched2 = records[first.physical_offset], records[second.physical_offset]
+    retried, dlq = records[retry.physical_offset], records[dead.physical_offset]
+    assert (sched1.topic, sched1.queue_id, sched1.reconsume_times) == (SCHEDULE_TOPIC, 2, 1)
+    assert (sched2.topic, sched2.queue_id, sched2.reconsume_times) == (SCHEDULE_TOPIC, 3, 2)
+    assert (retried.topic, retried.queue_id, retried.queue_offset) == ("%RETRY%cg", 0, 0)
+    assert (dlq.topic, dlq.queue_id, dlq.queue_offset, dlq.reconsume_times) == ("%DLQ%cg", 0, 0, 3)
+    for copy in (sched1, retried, sched2, dlq):
+        assert (copy.body, copy.sys_flag, copy.born_timestamp, copy.born_host) == (
+            stored.body, stored.sys_flag, stored.born_timestamp, stored.born_host)
+        assert (copy.uniq_key, copy.keys, copy.tags) == (stored.uniq_key, ["o-1"], "TagA")
+        assert copy.properties["RETRY_TOPIC"] == "Orders" and copy.properties["WAIT"] == "false"
+        assert copy.properties["ORIGIN_MESSAGE_ID"] == stored.msg_id
+    assert [r.properties["DELAY"] for r in (sched1, sched2, dlq)] == ["3", "4", "0"]
+    assert (sched2.properties["REAL_TOPIC"], sched2.properties["REAL_QID"]) == ("%RETRY%cg", "0")
+    topics = topic_configs(parse_fastjson((tmp_path / "s" / "config" / "topics.json").read_text()))
+    assert (topics["%RETRY%cg"]["readQueueNums"], topics["%DLQ%cg"]["readQueueNums"]) == (1, 1)
+
+
+def test_timer_message_goes_through_the_timer_topic(tmp_path: Path) -> None:
+    """5.x HookUtils.transformTimerMessage, then TimerMessageStore.convert; one already due stays put."""
+    writer = StoreWriter(tmp_path / "s", **SMALL)
+    timer = writer.append(fixed("Orders", queue_id=3, properties={"TIMER_DELIVER_MS": str(T0 + 60_000)},
+                                store_timestamp=T0))
+    rounded = writer.append(fixed("Orders", queue_id=3, properties={"TIMER_DELAY_SEC": "90"},
+                                  store_timestamp=T0 + 1))
+    past = writer.append(fixed("Orders", queue_id=3, properties={"TIMER_DELIVER_MS": str(T0 - 1)},
+                               store_timestamp=T0 + 2))
+    delivered = writer.deliver_delayed(timer, store_timestamp=T0 + 59_010)
+    with pytest.raises(ValueError, match="timerMaxDelaySec"):
+        writer.append(fixed("Orders", properties={"TIMER_DELAY_SEC": str(4 * 86_400)}))
+    writer.close()
+    records = by_offset(tmp_path / "s")
+    first, out = records[timer.physical_offset], records[delivered.physical_offset]
+    assert (first.topic, first.queue_id) == ("rmq_sys_wheel_timer", 0)
+    assert first.properties["TIMER_OUT_MS"] == str(T0 + 59_000), "an exact second is delivered one earlier"
+    assert records[rounded.physical_offset].properties["TIMER_OUT_MS"] == str(T0 + 90_000)
+    assert (first.properties["REAL_TOPIC"], first.properties["REAL_QID"]) == ("Orders", "3")
+    kept = records[past.physical_offset]
+    assert (kept.topic, "TIMER_OUT_MS" in kept.properties) == ("Orders", False)
+    assert (out.topic, out.queue_id, out.queue_offset) == ("Orders", 3, 1)
+    stamps = {"TIMER_ENQUEUE_MS": str(T0), "TIMER_DEQUEUE_MS": str(T0 + 59_010)}
+    assert out.properties == {**first.properties, **stamps}
+    units = written_units(tmp_path / "s")
+    timer_units = units[("rmq_sys_wheel_timer", 0)]
+    assert [unit[0] for unit in timer_units] == [timer.physical_offset, rounded.physical_offset]
+    assert timer_units[0][2] == tags_code(None)
 
 
 def test_transaction_half_commit_rollback_and_raw_types(tmp_path: Path) -> None:

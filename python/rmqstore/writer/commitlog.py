@@ -59,6 +59,19 @@ class CommitLogWriter:
             self._buffer(record)
         return start, records
 
+    def read(self, offset: int, size: int) -> bytes:
+        """The `size` bytes written at physical offset `offset` (what `lookMessageByOffset` reads)."""
+        if offset < 0 or offset + size > self.position:
+            raise ValueError(f"no {size} bytes at commit-log offset {offset}: the log ends at "
+                             f"{self.position}")
+        if offset + size > self._segment_start + self._written:
+            self._flush()
+        self._file.flush()
+        start = offset - offset % self.segment_size
+        with open(self.directory / offset_file_name(start), "rb") as segment:
+            segment.seek(offset - start)
+            return segment.read(size)
+
     def write_torn(self, data: bytes) -> int:
         """Write `data` after the last block without making it part of the log (a torn tail).
 

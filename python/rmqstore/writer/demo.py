@@ -2,9 +2,13 @@
 
 Several topics and queues, single / multi / unicode / non-BMP keys, UNIQ_KEYs (a few producers
 without them), compressed bodies (zlib, legacy zlib, LZ4, zstd), delayed messages (schedule topic,
-some delivered), transactions (committed, rolled back, open) plus raw PREPARED/ROLLBACK records,
-producer batches, IPv6 producers, a topic long enough for v2 records, and consumer groups that lag.
-Deterministic for a given seed; sized by the commit-log bytes it writes.
+some delivered), 5.x timer messages (timer topic, some delivered), transactions (committed, rolled
+back, open) plus raw PREPARED/ROLLBACK records, producer batches, IPv6 producers, consumer groups
+caught up, lagging, and failing: their send-backs go through the schedule topic to `%RETRY%<group>`
+(one group's name makes a topic long enough for v2 records) and, past the group's
+maxReconsumeTimes, to `%DLQ%<group>` (§2.10). Deterministic for a given seed; sized by the
+commit-log bytes it writes. A `tracer` sees every send and every modelled consume (the seam where
+trace records, RMQ_SYS_TRACE_TOPIC, are appended).
 """
 
 from __future__ import annotations
@@ -24,8 +28,16 @@ from rmqstore.format.layout import (
     TRANSACTION_PREPARED,
     TRANSACTION_ROLLBACK,
 )
+from rmqstore.format.record import SCHEDULE_TOPIC
 from rmqstore.writer.message import AppendResult, MessageSpec
-from rmqstore.writer.store_writer import StoreWriter
+from rmqstore.writer.store_writer import (
+    DEFAULT_MAX_RECONSUME_TIMES,
+    MAX_DELAY_LEVEL,
+    PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELIVER_MS,
+    RETRY_PREFIX,
+    StoreWriter,
+)
 
 DEMO_START_MS = 1_710_057_600_000
 """2024-03-10T08:00:00Z: first store time of a demo store."""
@@ -41,8 +53,51 @@ PRODUCERS = (
     "[fe80::a00:27ff:fe4e:66a1]:50555",
 )
 COMPRESSIONS = (COMPRESSION_ZLIB, COMPRESSION_LZ4, COMPRESSION_ZSTD, COMPRESSION_LEGACY_ZLIB)
-LONG_RETRY_TOPIC = "%RETRY%cg-" + "reconciliation-" * 9
+LONG_GROUP = "cg-" + "reconciliation-" * 9
+LONG_RETRY_TOPIC = RETRY_PREFIX + LONG_GROUP
 """A retry topic longer than 127 chars: stored with the v2 magic code (§2.5)."""
+
+
+@dataclass(frozen=True)
+class ConsumerGroup:
+    """A demo consumer group: its committed offsets lag by about `lag` of each queue; it fails on
+    `fail_share` of the messages, each failing 1..`max_fails` times (a send-back each, §2.10), and
+    consumes nothing after `stops` of the demo's time span (its retries wait then)."""
+
+    name: str
+    topics: tuple[str, ...]
+    lag: float = 0.0
+    fail_share: float = 0.0
+    max_fails: int = 0
+    max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
+    stops: float = 1.0
+
+
+GROUPS = (
+    ConsumerGroup("cg-orders", ("OrderEvents",), fail_share=0.02, max_fails=2),
+    ConsumerGroup("cg-analytics", ("OrderEvents", "UserActivity"), lag=0.3),
+    ConsumerGroup("cg-payments", ("PaymentTopic",), lag=0.1, fail_share=0.12, max_fails=4,
+                  max_reconsume_times=3, stops=0.9),
+    ConsumerGroup("cg-inventory", ("InventoryUpdates",), lag=0.9),
+    ConsumerGroup(LONG_GROUP, ("AuditLog",), fail_share=0.05, max_fails=1),
+)
+"""Caught up (failing now and then), lagging, failing into the DLQ (its consumers set maxReconsumeTimes 3)
+and stopped near the end with retries waiting."""
+
+
+@dataclass(frozen=True)
+class DemoEvent:
+    """A producer's send (`group` None; `record` as stored: schedule, timer or half copies included) or a
+    consumer group's consume of `record` (`ok` False: it failed and was sent back)."""
+
+    at_ms: int
+    record: AppendResult
+    group: str | None = None
+    ok: bool = True
+
+
+Tracer = Callable[[StoreWriter, DemoEvent], None]
+"""Called in store-time order as the scenario runs; may append records (trace messages) itself."""
 
 _WORDS = [
     "order",
@@ -92,6 +147,15 @@ _COMPRESS_MIN_BODY = 4096
 """Producers compress single messages with bodies of at least 4 KiB (`compressMsgBodyOverHowmuch`)."""
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """A message `group` fails on `fails_left` more times; it was sent back `attempt` times so far."""
+
+    group: ConsumerGroup
+    fails_left: int
+    attempt: int = 0
+
+
 @dataclass
 class _Traffic:
     """Generates the demo's message stream from one seeded RNG."""
@@ -99,9 +163,19 @@ class _Traffic:
     rng: random.Random
     pool: bytes
     counter: int = 0
+    tickets: int = 0
     open_transactions: list[tuple[int, int, AppendResult]] = field(default_factory=list)
-    undelivered: list[tuple[int, int, AppendResult]] = field(default_factory=list)
-    """Heaps of (due time, physical offset, record)."""
+    undelivered: list[tuple[int, int, AppendResult, _Failure | None]] = field(default_factory=list)
+    """Heaps of (due time, ticket, record[, the failure a retry is delivered for])."""
+    consumes: list[tuple[int, int, AppendResult, _Failure]] = field(default_factory=list)
+    """Heap of (time, ticket, record, failure) of the consumes the scenario models."""
+    stalled: list[tuple[int, int, AppendResult, _Failure]] = field(default_factory=list)
+    """Consumes of groups that had stopped when they fell due."""
+
+    def ticket(self) -> int:
+        """A tie-breaker for the heaps: events due at the same time stay in the order they were planned."""
+        self.tickets += 1
+        return self.tickets
 
     def body(self, size: int) -> bytes:
         start = self.rng.randrange(len(self.pool) - size)
@@ -196,23 +270,29 @@ class _Traffic:
             for _ in range(self.rng.randrange(2, 13))
         ]
 
-    def retry_message(self, now: int) -> MessageSpec:
+    def cart_timeout(self, now: int) -> tuple[MessageSpec, int]:
+        """A cart timeout on the 5.x timer (TIMER_DELIVER_MS, or TIMER_DELAY_SEC), and when it is due;
+        a few were due already when sent (a late producer)."""
         n = self.next_id()
-        topic = LONG_RETRY_TOPIC if self.rng.random() < 0.1 else "%RETRY%cg-orders"
-        return MessageSpec(
-            topic=topic,
-            body=self.body(self.rng.randrange(200, 1200)),
-            tags="created",
-            keys=f"order-{n}",
-            reconsume_times=self.rng.randrange(1, 4),
-            properties={
-                "ORIGIN_MESSAGE_ID": f"{self.rng.getrandbits(128):032X}",
-                "RETRY_TOPIC": "OrderEvents",
-            },
+        shape = self.rng.random()
+        if shape < 0.25:
+            seconds = self.rng.randrange(30, 3 * 3600)
+            timer, due = {PROPERTY_TIMER_DELAY_SEC: str(seconds)}, now + seconds * 1000
+        else:
+            late = shape > 0.95
+            due = now + (self.rng.randrange(-2000, -1) if late else self.rng.randrange(20_000, 3 * 3_600_000))
+            timer = {PROPERTY_TIMER_DELIVER_MS: str(due)}
+        spec = MessageSpec(
+            topic="CartTimeouts",
+            body=self.body(self.rng.randrange(100, 400)),
+            tags="timeout",
+            keys=f"cart-{n}",
+            properties=timer,
             born_host=self.producer(),
-            born_timestamp=now - self.rng.randrange(1000, 60_000),
+            born_timestamp=now - self.rng.randrange(1, 40),
             store_timestamp=now,
         )
+        return spec, due
 
     def legacy_transaction_record(self, now: int) -> MessageSpec:
         n = self.next_id()
@@ -251,12 +331,13 @@ def create_demo_store(
     index_entries: int = 20_000_000,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
+    tracer: Tracer | None = None,
 ) -> None:
     """Write a demo store of about `target_bytes` of commit log under `path`.
 
     `progress` is called with the number of commit-log bytes added since its previous call.
     Index geometry defaults to the broker's (so readers need no options); segment size defaults to
-    `default_segment_size(target_bytes)`.
+    `default_segment_size(target_bytes)`. `tracer` sees every `DemoEvent` as it happens.
     """
     rng = random.Random(seed)
     traffic = _Traffic(rng, _text_pool(rng))
@@ -275,78 +356,147 @@ def create_demo_store(
     writer.declare_topic("PaymentTopic", 4)
     writer.declare_topic("InventoryUpdates", 2, order=True)
     writer.declare_topic("AuditLog", 2)
-    writer.declare_topic("%RETRY%cg-orders", 1)
-    writer.declare_topic(LONG_RETRY_TOPIC, 1)
+    writer.declare_topic("CartTimeouts", 2)
     writer.declare_topic("LegacyTxnTopic", 1)
+    for group in GROUPS:  # a consumer's heartbeat creates its retry topic, one queue
+        writer.declare_topic(RETRY_PREFIX + group.name, 1)
+    scenario = _Scenario(writer, traffic, random.Random(f"consumers-{seed}"), tracer)
     reported = 0
     while writer.position < target_bytes:
         now = DEMO_START_MS + writer.position * DEMO_SPAN_MS // max(target_bytes, 1)
-        _settle(writer, traffic, now)
-        _one_event(writer, traffic, now)
+        scenario.settle(now)
+        scenario.one_event(now)
         if progress is not None and writer.position - reported >= 1 << 20:
             progress(writer.position - reported)
             reported = writer.position
-    _set_consumer_offsets(writer, rng)
+    _set_consumer_offsets(writer, rng, traffic.consumes + traffic.stalled)
     writer.close()
     if progress is not None:
         progress(writer.position - reported)
 
 
-def _one_event(writer: StoreWriter, traffic: _Traffic, now: int) -> None:
-    rng = traffic.rng
-    roll = rng.random()
-    if roll < 0.05:
-        writer.append_batch(traffic.inventory_batch(now))
-    elif roll < 0.07:
-        level = min(rng.choice((1, 2, 3, 4, 5, 9, 14, 18)), 18)
-        scheduled = writer.append(replace(traffic.order_message(now), delay_level=level))
-        heapq.heappush(
-            traffic.undelivered,
-            (now + DEFAULT_DELAY_LEVEL_TABLE[level], scheduled.physical_offset, scheduled),
-        )
-    elif roll < 0.08:
-        half = writer.begin_transaction(traffic.payment_message(now), producer_group="PID_payments")
-        heapq.heappush(
-            traffic.open_transactions, (now + rng.randrange(500, 20_000), half.physical_offset, half)
-        )
-    elif roll < 0.085:
-        writer.append(traffic.legacy_transaction_record(now))
-    elif roll < 0.10:
-        writer.append(traffic.retry_message(now))
-    elif roll < 0.13:
-        writer.append(traffic.audit_message(now))
-    elif roll < 0.23:
-        writer.append(traffic.payment_message(now))
-    elif roll < 0.55:
-        writer.append(traffic.activity_message(now))
-    else:
-        writer.append(traffic.order_message(now))
+_FAILING = {topic: tuple(g for g in GROUPS if g.fail_share and topic in g.topics) for topic in
+            {topic for g in GROUPS for topic in g.topics}}
+"""For each consumed topic, the groups that fail on some of its messages."""
 
 
-def _settle(writer: StoreWriter, traffic: _Traffic, now: int) -> None:
-    """Deliver due delayed messages and end due transactions (some transactions stay open)."""
-    while traffic.undelivered and traffic.undelivered[0][0] <= now:
-        _, _, scheduled = heapq.heappop(traffic.undelivered)
-        writer.deliver_delayed(scheduled, store_timestamp=now)
-    while traffic.open_transactions and traffic.open_transactions[0][0] <= now:
-        _, _, half = heapq.heappop(traffic.open_transactions)
-        writer.end_transaction(half, commit=traffic.rng.random() < 0.85, store_timestamp=now)
+@dataclass
+class _Scenario:
+    """The demo's events: producers' sends, and the broker's deliveries, transaction ends and
+    consumer send-backs as they fall due."""
+
+    writer: StoreWriter
+    traffic: _Traffic
+    consumers: random.Random
+    """Draws of the consumers, apart from the producers' so that these send what they sent before."""
+    tracer: Tracer | None
+
+    def one_event(self, now: int) -> None:
+        writer, traffic = self.writer, self.traffic
+        rng = traffic.rng
+        roll = rng.random()
+        if roll < 0.05:
+            for record in writer.append_batch(traffic.inventory_batch(now)):
+                self._sent(record, now)
+        elif roll < 0.07:
+            level = min(rng.choice((1, 2, 3, 4, 5, 9, 14, 18)), MAX_DELAY_LEVEL)
+            scheduled = self._sent(writer.append(replace(traffic.order_message(now), delay_level=level)), now)
+            heapq.heappush(traffic.undelivered,
+                           (now + DEFAULT_DELAY_LEVEL_TABLE[level], traffic.ticket(), scheduled, None))
+        elif roll < 0.08:
+            half = writer.begin_transaction(traffic.payment_message(now), producer_group="PID_payments")
+            self._sent(half, now)
+            due = now + rng.randrange(500, 20_000)
+            heapq.heappush(traffic.open_transactions, (due, traffic.ticket(), half))
+        elif roll < 0.085:
+            self._sent(writer.append(traffic.legacy_transaction_record(now)), now)
+        elif roll < 0.10:
+            spec, due = traffic.cart_timeout(now)
+            timer = self._sent(writer.append(spec), now)
+            if timer.topic != spec.topic:
+                due += rng.randrange(5, 60)
+                heapq.heappush(traffic.undelivered, (due, traffic.ticket(), timer, None))
+        elif roll < 0.13:
+            self._arrived(self._sent(writer.append(traffic.audit_message(now)), now), now)
+        elif roll < 0.23:
+            self._arrived(self._sent(writer.append(traffic.payment_message(now)), now), now)
+        elif roll < 0.55:
+            self._sent(writer.append(traffic.activity_message(now)), now)
+        else:
+            self._arrived(self._sent(writer.append(traffic.order_message(now)), now), now)
+
+    def settle(self, now: int) -> None:
+        """Deliver due delayed, timer and retry messages, end due transactions (some stay open), run due
+        consumes of failing groups."""
+        writer, traffic = self.writer, self.traffic
+        while traffic.undelivered and traffic.undelivered[0][0] <= now:
+            _, _, scheduled, retry = heapq.heappop(traffic.undelivered)
+            delivered = writer.deliver_delayed(scheduled, store_timestamp=now)
+            if retry is None:
+                self._arrived(delivered, now)
+            else:
+                self._consume_later(delivered, retry, now)
+        while traffic.open_transactions and traffic.open_transactions[0][0] <= now:
+            _, _, half = heapq.heappop(traffic.open_transactions)
+            committed = writer.end_transaction(half, commit=traffic.rng.random() < 0.85, store_timestamp=now)
+            if committed is not None:
+                self._arrived(committed, now)
+        while traffic.consumes and traffic.consumes[0][0] <= now:
+            due = heapq.heappop(traffic.consumes)
+            record, failure = due[2], due[3]
+            if now - DEMO_START_MS >= failure.group.stops * DEMO_SPAN_MS:
+                traffic.stalled.append(due)
+            else:
+                self._consume(record, failure, now)
+
+    def _sent(self, record: AppendResult, now: int) -> AppendResult:
+        if self.tracer is not None:
+            self.tracer(self.writer, DemoEvent(now, record))
+        return record
+
+    def _arrived(self, record: AppendResult, now: int) -> None:
+        """A message in a consumed topic: each failing group fails on some."""
+        rng = self.consumers
+        for group in _FAILING.get(record.topic, ()):
+            if rng.random() < group.fail_share:
+                self._consume_later(record, _Failure(group, rng.randint(1, group.max_fails)), now)
+
+    def _consume_later(self, record: AppendResult, failure: _Failure, now: int) -> None:
+        traffic = self.traffic
+        due = now + self.consumers.randrange(20, 3000)
+        heapq.heappush(traffic.consumes, (due, traffic.ticket(), record, failure))
+
+    def _consume(self, record: AppendResult, failure: _Failure, now: int) -> None:
+        """The group consumes `record`: success, or a send-back (to the schedule topic or the DLQ)."""
+        group = failure.group
+        if self.tracer is not None:
+            self.tracer(self.writer, DemoEvent(now, record, group.name, ok=failure.fails_left == 0))
+        if failure.fails_left == 0:
+            return
+        back = self.writer.send_back(record, group.name, max_reconsume_times=group.max_reconsume_times,
+                                     store_timestamp=now)
+        if back.topic == SCHEDULE_TOPIC:
+            level = min(3 + failure.attempt, MAX_DELAY_LEVEL)
+            retry = _Failure(group, failure.fails_left - 1, failure.attempt + 1)
+            heapq.heappush(self.traffic.undelivered,
+                           (now + DEFAULT_DELAY_LEVEL_TABLE[level], self.traffic.ticket(), back, retry))
 
 
-def _set_consumer_offsets(writer: StoreWriter, rng: random.Random) -> None:
-    """Groups at different distances from the head: caught up, lagging a little, lagging a lot."""
-    lag_fraction = {
-        ("OrderEvents", "cg-orders"): 0.0,
-        ("OrderEvents", "cg-analytics"): 0.25,
-        ("UserActivity", "cg-analytics"): 0.4,
-        ("PaymentTopic", "cg-payments"): 0.02,
-        ("InventoryUpdates", "cg-inventory"): 0.9,
-        ("%RETRY%cg-orders", "cg-orders"): 0.0,
-    }
-    for (topic, group), fraction in lag_fraction.items():
-        for queue_topic, queue_id in writer.queues():
-            if queue_topic != topic:
-                continue
-            head = writer.queue_max_offset(topic, queue_id)
-            lag = int(head * fraction * rng.uniform(0.5, 1.0)) if fraction else 0
-            writer.set_consumer_offset(topic, group, queue_id, head - lag)
+def _set_consumer_offsets(writer: StoreWriter, rng: random.Random, pending: list) -> None:
+    """Each group about `lag` behind the head of its topics' queues; on its retry topic at its first
+    retry not consumed yet (`pending`: the consumes still due), or at the head (0 when empty)."""
+    unconsumed: dict[tuple[str, int], int] = {}
+    for _, _, record, _ in pending:
+        queue = (record.topic, record.queue_id)
+        unconsumed[queue] = min(unconsumed.get(queue, record.queue_offset), record.queue_offset)
+    queues = writer.queues()
+    for group in GROUPS:
+        for topic in group.topics:
+            for queue_topic, queue_id in queues:
+                if queue_topic == topic:
+                    head = writer.queue_max_offset(topic, queue_id)
+                    lag = int(head * group.lag * rng.uniform(0.5, 1.0)) if group.lag else 0
+                    writer.set_consumer_offset(topic, group.name, queue_id, head - lag)
+        retry = RETRY_PREFIX + group.name
+        head = writer.queue_max_offset(retry, 0)
+        writer.set_consumer_offset(retry, group.name, 0, unconsumed.get((retry, 0), head))

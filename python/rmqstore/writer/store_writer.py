@@ -1,8 +1,9 @@
 """`StoreWriter`: writes a broker store directory byte for byte as a broker would.
 
 It plays producer and broker at once: producer-side fields (UNIQ_KEY, compression, KEYS, TAGS,
-DELAY) and the broker's rewrites (schedule topic §2.10, transaction half/commit/op records,
-batches split into consecutive records §2.11), then dispatches every record to the consume queues
+DELAY, TIMER_DELIVER_MS) and the broker's rewrites (schedule and timer topics, consumer send-backs to
+retry and dead-letter topics, transaction half/commit/op records §2.10, batches split into
+consecutive records §2.11), then dispatches every record to the consume queues
 (§4.1) and index files (§5.4-5.7), and on close writes the checkpoint (§6.1), `config/` JSON
 (§1.4) and, for a clean shutdown, no `abort` file (§6.2).
 """
@@ -33,6 +34,7 @@ from rmqstore.format.record import (
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
     SCHEDULE_TOPIC,
+    decode_record,
     encode_record,
 )
 from rmqstore.writer.commitlog import CommitLogWriter
@@ -50,6 +52,24 @@ PROPERTY_WAIT = "WAIT"
 PROPERTY_CLUSTER = "CLUSTER"
 PROPERTY_TRAN_MSG = "TRAN_MSG"
 PROPERTY_PRODUCER_GROUP = "PGROUP"
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+DEFAULT_MAX_RECONSUME_TIMES = 16
+"""`SubscriptionGroupConfig.retryMaxTimes`; a 3.4.9+ consumer sends its own `maxReconsumeTimes`."""
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
+PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"
+PROPERTY_TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+PROPERTY_TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+TIMER_PRECISION_MS = 1000
+"""`timerPrecisionMs`: a timer message's TIMER_OUT_MS is its delivery time cut to this grid."""
+TIMER_MAX_DELAY_MS = 3 * 24 * 3_600_000
+"""`timerMaxDelaySec` (3 days): the broker refuses timer messages due later."""
+_TIMER_REQUESTS = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_DELAY_MS, PROPERTY_TIMER_DELAY_SEC)
 OP_REMOVE_TAG = "d"
 """Tag of a transaction op record: the half message at the offset in the body is done."""
 MAX_DELAY_LEVEL = 18
@@ -189,14 +209,9 @@ class StoreWriter:
     # ------------------------------------------------------------------ appends
 
     def append(self, spec: MessageSpec) -> AppendResult:
-        """Store one message; a delay level sends it to the schedule topic (§2.10)."""
-        planned = self._plan(spec)
-        if spec.delay_level > 0 and planned.has_queue_offset:
-            planned = self._to_schedule_topic(planned, spec.delay_level)
-        (result,) = self._write_block([planned])
-        if planned.topic == SCHEDULE_TOPIC:
-            self._pending_delayed[result.physical_offset] = planned
-        return result
+        """Store one message; a delay level sends it to the schedule topic, a future TIMER_DELIVER_MS
+        (or TIMER_DELAY_MS / TIMER_DELAY_SEC) property to the 5.x timer topic (§2.10)."""
+        return self._put(self._plan(spec), spec.delay_level)
 
     def append_batch(self, specs: Sequence[MessageSpec]) -> list[AppendResult]:
         """Store a producer batch: one record per message, contiguous, consecutive queue offsets (§2.11).
@@ -229,23 +244,79 @@ class StoreWriter:
         return self._write_block(planned)
 
     def deliver_delayed(self, scheduled: AppendResult, *, store_timestamp: int | None = None) -> AppendResult:
-        """The schedule service's second record: the message in its real topic and queue, no DELAY (§2.10)."""
+        """The second record of a schedule- or timer-topic record: the message in its real topic and queue.
+
+        The schedule service (`messageTimeUp`) stores the properties as they were, DELAY, REAL_TOPIC,
+        REAL_QID and WAIT included (it clears them after encoding them); the timer store (`convert`,
+        `convertMessage`) adds TIMER_ENQUEUE_MS and TIMER_DEQUEUE_MS and keeps the rest the same way (§2.10).
+        """
         planned = self._pending_delayed.pop(scheduled.physical_offset, None)
         if planned is None:
-            raise ValueError(f"no undelivered schedule-topic record at offset {scheduled.physical_offset}")
-        properties = {k: v for k, v in planned.properties.items() if k != PROPERTY_DELAY}
+            raise ValueError(f"no undelivered schedule- or timer-topic record at offset "
+                             f"{scheduled.physical_offset}")
+        now = self._store_time(store_timestamp)
+        properties = dict(planned.properties)
+        if planned.topic == TIMER_TOPIC:
+            properties[PROPERTY_TIMER_ENQUEUE_MS] = str(planned.store_timestamp)
+            properties[PROPERTY_TIMER_DEQUEUE_MS] = str(now)
         delivered = replace(
             planned,
             topic=properties[PROPERTY_REAL_TOPIC],
             queue_id=int(properties[PROPERTY_REAL_QID]),
             properties=properties,
-            store_timestamp=self._store_time(store_timestamp),
+            store_timestamp=now,
             delay_level=0,
         )
         (result,) = self._write_block([delivered])
         level = planned.delay_level
-        self._counters.delivered_per_level[level] = self._counters.delivered_per_level.get(level, 0) + 1
+        if planned.topic == SCHEDULE_TOPIC:
+            self._counters.delivered_per_level[level] = self._counters.delivered_per_level.get(level, 0) + 1
         return result
+
+    def send_back(
+        self,
+        consumed: AppendResult,
+        group: str,
+        *,
+        max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES,
+        delay_level: int = 0,
+        store_timestamp: int | None = None,
+    ) -> AppendResult:
+        """A consumer group's send-back of the record at `consumed` after a failed consumption (§2.10).
+
+        As `consumerSendMsgBack`: the record is read back from the log (body and sysFlag as stored), gets
+        RETRY_TOPIC (its topic, unless set), WAIT=false, ORIGIN_MESSAGE_ID (its offsetMsgId, unless set)
+        and reconsumeTimes + 1, and goes to `%RETRY%<group>` queue 0 through the schedule topic at delay
+        level `delay_level` or else 3 + reconsumeTimes; once its reconsumeTimes reached
+        `max_reconsume_times` (or `delay_level` < 0) to `%DLQ%<group>` queue 0 with DELAY=0. Both topics
+        are created with one queue. Returns the stored record (schedule topic or DLQ).
+        """
+        record = decode_record(self._commitlog.read(consumed.physical_offset, consumed.store_size), 0,
+                               decompress=False)
+        properties = dict(record.properties)
+        properties.setdefault(PROPERTY_RETRY_TOPIC, record.topic)
+        properties[PROPERTY_WAIT] = "false"
+        dead = record.reconsume_times >= max_reconsume_times or delay_level < 0
+        topic = (DLQ_PREFIX if dead else RETRY_PREFIX) + group
+        if topic not in self._topics:
+            self.declare_topic(topic, 1)
+        level = 0 if dead else delay_level or 3 + record.reconsume_times
+        properties[PROPERTY_DELAY] = str(level)
+        origin = properties.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip()
+        properties[PROPERTY_ORIGIN_MESSAGE_ID] = origin or record.msg_id
+        planned = _Planned(
+            topic=topic,
+            queue_id=0,
+            body=record.body,
+            properties=properties,
+            flag=record.flag,
+            sys_flag=record.sys_flag,
+            born_timestamp=record.born_timestamp,
+            store_timestamp=self._store_time(store_timestamp),
+            born_host=record.born_host,
+            reconsume_times=record.reconsume_times + 1,
+        )
+        return self._put(planned, level)
 
     def begin_transaction(self, spec: MessageSpec, *, producer_group: str = "PID_TXN") -> AppendResult:
         """The half message: stored in RMQ_SYS_TRANS_HALF_TOPIC queue 0, type reset to NOT (§2.10)."""
@@ -408,9 +479,54 @@ class StoreWriter:
             reconsume_times=spec.reconsume_times,
         )
 
+    def _put(self, planned: _Planned, delay_level: int) -> AppendResult:
+        """Store one record after the broker's put hooks (`HookUtils.handleScheduleMessage`, §2.10)."""
+        if planned.has_queue_offset:
+            if delay_level > 0:
+                planned = self._to_schedule_topic(planned, delay_level)
+            elif self._is_timer_request(planned):
+                planned = self._to_timer_topic(planned)
+        (result,) = self._write_block([planned])
+        if planned.topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
+            self._pending_delayed[result.physical_offset] = planned
+        return result
+
+    @staticmethod
+    def _is_timer_request(planned: _Planned) -> bool:
+        """`checkIfTimerMessage` for a record without a delay level."""
+        properties = planned.properties
+        if planned.topic == TIMER_TOPIC or PROPERTY_TIMER_OUT_MS in properties:
+            return False
+        return any(name in properties for name in _TIMER_REQUESTS)
+
+    def _to_timer_topic(self, planned: _Planned) -> _Planned:
+        """`transformTimerMessage`: a delivery time past the store time sends the record to the timer topic
+        queue 0 with TIMER_OUT_MS (cut to the timer precision), REAL_TOPIC and REAL_QID."""
+        now, properties = planned.store_timestamp, dict(planned.properties)
+        if PROPERTY_TIMER_DELAY_SEC in properties:
+            deliver = now + int(properties[PROPERTY_TIMER_DELAY_SEC]) * 1000
+        elif PROPERTY_TIMER_DELAY_MS in properties:
+            deliver = now + int(properties[PROPERTY_TIMER_DELAY_MS])
+        else:
+            deliver = int(properties[PROPERTY_TIMER_DELIVER_MS])
+        if deliver <= now:
+            return planned
+        if deliver - now > TIMER_MAX_DELAY_MS:
+            raise ValueError(f"timer message due {deliver - now} ms after its store time: the broker refuses "
+                             f"more than {TIMER_MAX_DELAY_MS} ms (timerMaxDelaySec)")
+        deliver = deliver - TIMER_PRECISION_MS if deliver % TIMER_PRECISION_MS == 0 else (
+            deliver // TIMER_PRECISION_MS * TIMER_PRECISION_MS)
+        properties[PROPERTY_TIMER_OUT_MS] = str(deliver)
+        properties[PROPERTY_REAL_TOPIC] = planned.topic
+        properties[PROPERTY_REAL_QID] = str(planned.queue_id)
+        if TIMER_TOPIC not in self._topics:
+            self.declare_topic(TIMER_TOPIC, 1)
+        return replace(planned, topic=TIMER_TOPIC, queue_id=0, properties=properties)
+
     def _to_schedule_topic(self, planned: _Planned, delay_level: int) -> _Planned:
+        """`transformDelayLevelMessage`; a delay level drops the timer properties (`checkIfTimerMessage`)."""
         level = min(delay_level, MAX_DELAY_LEVEL)
-        properties = dict(planned.properties)
+        properties = {k: v for k, v in planned.properties.items() if k not in _TIMER_REQUESTS}
         properties[PROPERTY_DELAY] = str(level)
         properties[PROPERTY_REAL_TOPIC] = planned.topic
         properties[PROPERTY_REAL_QID] = str(planned.queue_id)
