@@ -11,8 +11,9 @@ from rmqstore.spark.engine import served_by
 from rmqstore.spark.jar import connector_jar
 from rmqstore.spark.lag import lag
 from rmqstore.spark.session import session
+from rmqstore.spark.trace import trace_records
 
-__all__ = ["RmqStoreDataSource", "connector_jar", "lag", "served_by", "session"]
+__all__ = ["RmqStoreDataSource", "connector_jar", "lag", "served_by", "session", "trace_records"]
 
 
 def __getattr__(name: str) -> Any:
