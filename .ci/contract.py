@@ -417,9 +417,12 @@ def _trace_field(name: str, section: dict[str, Any]) -> str:
     """The select item taking a column's text from its position in the record's variant."""
     if name == "traceType":
         return "get(f, 0) AS traceType"
-    whens = " ".join(f"WHEN '{v['type']}/{len(v['at'])}' THEN get(f, {v['at'].index(name)})"
-                     for v in section["variant"] if name in v["at"])
-    return f"CASE variant {whens} END AS {name}"
+    at: dict[int, list[str]] = {}  # position -> the variants having the column there
+    for v in section["variant"]:
+        if name in v["at"]:
+            at.setdefault(v["at"].index(name), []).append(_sql_text(f"{v['type']}/{len(v['at'])}"))
+    whens = " ".join(f"WHEN variant IN ({', '.join(vs)}) THEN get(f, {i})" for i, vs in at.items())
+    return f"CASE {whens} END AS {name}"
 
 
 def trace_sql(section: dict[str, Any]) -> dict[str, Any]:
