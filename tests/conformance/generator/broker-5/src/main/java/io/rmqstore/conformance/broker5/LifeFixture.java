@@ -51,17 +51,7 @@ public final class LifeFixture {
 
     /** {@code <fixtures output directory>}; exits the JVM (broker and held consumer threads are not daemons). */
     public static void main(String[] args) {
-        int status = 0;
-        try {
-            if (args.length != 1) {
-                throw new IllegalArgumentException("usage: <fixtures output directory>");
-            }
-            generate(Path.of(args[0]).toAbsolutePath().resolve(NAME));
-        } catch (Throwable e) {
-            e.printStackTrace();
-            status = 1;
-        }
-        System.exit(status);
+        BrokerFixture.run(args, NAME, LifeFixture::generate);
     }
 
     static void generate(Path dir) throws Exception {
