@@ -45,12 +45,16 @@ public final class LifeFixture {
     static final long TRANSACTION_TIMEOUT_MILLIS = 2_000;
     static final long TRANSACTION_CHECK_INTERVAL_MILLIS = 3_000;
     static final long SETTLE_TIMEOUT_MILLIS = 60_000;
+    static final long REBALANCE_MILLIS = 1_000;
 
     private LifeFixture() {
     }
 
     /** {@code <fixtures output directory>}; exits the JVM (broker and held consumer threads are not daemons). */
     public static void main(String[] args) {
+        // the clients' RebalanceService reads it once; every 20 s by default, a retry queue routed after a
+        // consumer started would wait that long to be pulled
+        System.setProperty("rocketmq.client.rebalance.waitInterval", String.valueOf(REBALANCE_MILLIS));
         BrokerFixture.run(args, NAME, LifeFixture::generate);
     }
 
