@@ -28,6 +28,9 @@ Wall-clock fixtures (oracle.json has "wallClock": true: the broker fixture, writ
 and producer over loopback) differ run to run in times, ports and client ids, and - because the
 UNIQ_KEY is 32 or 56 hex characters depending on whether the client's address is IPv4 or IPv6 - in
 record sizes and hence every physical offset. They are compared semantically (WALL_CLOCK_RULES).
+The life fixture (oracle.json "lifecycle": true: traced producers and consumers, retries, timers and
+transactions running concurrently) also differs in the order of its records and in how the trace
+dispatchers batched trace contexts into trace-topic records: it is compared as multisets (LIFE_RULES).
 Prints one line per difference and exits 1 if there is any.
 """
 
@@ -60,6 +63,29 @@ Wall-clock fixture rules (records are identified by their ordinal n in commit-lo
     config/*.json parsed without "dataVersion"; consume queue files,
     checkpoint, commit log and index contents are not byte-compared (offsets, delivery times).
 """
+
+LIFE_RULES = """\
+Life fixture rules (oracle.json "lifecycle": true; a record outside the trace topic is named by its
+consume-queue position "topic/queueId/queueOffset", the same in every run because each send and each
+broker-side delivery is awaited before the next; a UNIQ_KEY by "uniq:<KEYS>" of the first such record
+carrying it; trace-topic records, whose count and order follow the trace dispatchers' batching, only
+through the trace contexts they hold):
+  * records outside the trace topic: by name, every field but commitLogOffset, storeSize, msgId, times
+    and ports; preparedTransactionOffset and ORIGIN_MESSAGE_ID as record names; timer times
+    (TIMER_*_MS) not compared;
+  * traceRecords: the multiset of contexts (traceType, groupName, success, regionId, and per bean topic,
+    tags, keys, msgId, offsetMsgId as a record name, retryTimes, bodyLength, msgType, transactionState,
+    fromTransactionCheck, store host address); not compared: times, costTime, requestId, contextCode,
+    clientHost, the carrying record;
+  * sent, messageTrack (trackType per group), consumeStats (brokerOffset, consumerOffset, pullOffset per
+    queue; not consumeTps, lastTimestamp), consumerOffsets, queues (but the trace topic's), config,
+    minPhyOffset, abortPresent: equal; queries and msgIdQueries outside the trace topic: matches as
+    record names;
+  * files: as WALL_CLOCK_RULES, without the trace topic's consume queue and the index file count (trace
+    records carry every traced message's id as a key).
+"""
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+TIMER_TIME_PROPERTIES = {"TIMER_DELIVER_MS", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS"}
 
 
 def _fastjson(text: str) -> Any:
@@ -297,6 +323,86 @@ def semantic_oracle(oracle: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class _LifeRefs:
+    """Run-independent names of the life fixture's records (LIFE_RULES)."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        own = sorted((r for r in records if r["topic"] != TRACE_TOPIC),
+                     key=lambda r: (r["topic"], r["queueId"], r["queueOffset"]))
+        self.name = {r["commitLogOffset"]: f"{r['topic']}/{r['queueId']}/{r['queueOffset']}" for r in own}
+        self.msg = {r["msgId"]: self.name[r["commitLogOffset"]] for r in own}
+        self.uniq: dict[str, str] = {}
+        for r in own:
+            if r["uniqKey"] is not None:
+                self.uniq.setdefault(r["uniqKey"], f"uniq:{r['key']}")
+
+    def value(self, value: Any) -> Any:
+        return self.uniq.get(value) or self.msg.get(value) or value if isinstance(value, str) else value
+
+    def offsets(self, offsets: list[int]) -> list[str]:
+        return sorted(self.name.get(o, f"not a record outside the trace topic: {o}") for o in offsets)
+
+
+def _life_record(record: dict[str, Any], refs: _LifeRefs) -> dict[str, Any]:
+    dropped = {"commitLogOffset", "storeSize", "msgId", "bornTimestamp", "storeTimestamp"}
+    out = {k: refs.value(v) for k, v in record.items() if k not in dropped}
+    out["name"] = refs.name[record["commitLogOffset"]]
+    out["preparedTransactionOffset"] = refs.name.get(record["preparedTransactionOffset"], 0)
+    out["bornHost"] = _host_address(record["bornHost"])
+    out["storeHost"] = _host_address(record["storeHost"])
+    out["properties"] = {k: ("<time>" if k in TIMER_TIME_PROPERTIES else refs.value(v))
+                         for k, v in record["properties"].items()}
+    return out
+
+
+def _trace_context(context: dict[str, Any], refs: _LifeRefs) -> str:
+    kept = ("traceType", "groupName", "success", "regionId")
+    bean_kept = ("topic", "tags", "keys", "msgId", "offsetMsgId", "retryTimes", "bodyLength", "msgType",
+                 "transactionState", "fromTransactionCheck")
+    beans = [{**{k: refs.value(b[k]) for k in bean_kept},
+              "storeHost": b["storeHost"] and _host_address(b["storeHost"])} for b in context["traceBeans"]]
+    return json.dumps({**{k: context[k] for k in kept}, "traceBeans": beans}, sort_keys=True)
+
+
+def _life_msg_id_query(query: dict[str, Any], refs: _LifeRefs) -> dict[str, Any]:
+    """A msgId lookup of a record by its name; a probe that names no record only by whether it was found."""
+    if query["msgId"] not in refs.msg:
+        return {"msgId": refs.value(query["msgId"]), "found": bool(query.get("found"))}
+    return {"msgId": refs.msg[query["msgId"]], "offset": refs.offsets([query["offset"]]),
+            "found": query.get("found"), "error": query.get("error")}
+
+
+def semantic_life_oracle(oracle: dict[str, Any]) -> dict[str, Any]:
+    """The run-independent content of the life fixture's oracle (LIFE_RULES)."""
+    records = oracle["records"]
+    refs = _LifeRefs(records)
+    last_end = max((r["commitLogOffset"] + r["storeSize"] for r in records), default=0)
+    own = sorted((r for r in records if r["topic"] != TRACE_TOPIC),
+                 key=lambda r: (r["topic"], r["queueId"], r["queueOffset"]))
+    same = ("fixture", "rocketmqVersion", "writtenBy", "config", "minPhyOffset", "consumerOffsets",
+            "abortPresent")
+    return {
+        **{k: oracle[k] for k in same},
+        "recoveredToLastRecordEnd": oracle["maxPhyOffset"] == oracle["recoveredMaxPhyOffset"] == last_end,
+        "records": [_life_record(r, refs) for r in own],
+        "queues": [q for q in oracle["queues"] if q["topic"] != TRACE_TOPIC],
+        "queries": sorted(
+            json.dumps({"kind": q["kind"], "topic": q["topic"], "key": refs.value(q["key"]),
+                        "matchesAll": refs.offsets(q["matchesAll"])}, sort_keys=True)
+            for q in oracle["queries"] if q["topic"] != TRACE_TOPIC),
+        "msgIdQueries": sorted(
+            json.dumps(_life_msg_id_query(q, refs), sort_keys=True)
+            for q in oracle["msgIdQueries"] if q["msgId"] in refs.msg or q.get("storeHost") is None),
+        "sent": [{k: refs.value(v) for k, v in s.items()} for s in oracle["sent"]],
+        "messageTrack": [{k: refs.offsets([v]) if k == "commitLogOffset" else refs.value(v)
+                          for k, v in t.items()} for t in oracle["messageTrack"]],
+        "consumeStats": {group: [{k: q[k] for k in ("topic", "queueId", "brokerOffset", "consumerOffset",
+                                                     "pullOffset")} for q in stats["queues"]]
+                         for group, stats in oracle["consumeStats"].items()},
+        "traceRecords": sorted(_trace_context(c, refs) for c in oracle["traceRecords"]),
+    }
+
+
 def _first_difference(path: str, a: Any, b: Any) -> str | None:
     """Where two JSON values first differ (for a readable report)."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -326,22 +432,21 @@ def compare_wall_clock(committed: Path, generated: Path) -> list[str]:
     old_oracle = json.loads((committed / "oracle.json").read_text(encoding="utf-8"))
     new_oracle = json.loads((generated / "oracle.json").read_text(encoding="utf-8"))
     problems = []
-    difference = _first_difference(name, semantic_oracle(old_oracle), semantic_oracle(new_oracle))
+    life = bool(old_oracle.get("lifecycle"))
+    semantic = semantic_life_oracle if life else semantic_oracle
+    difference = _first_difference(name, semantic(old_oracle), semantic(new_oracle))
     if difference:
         problems.append(f"oracle differs semantically at {difference}")
 
     def layout(root: Path) -> tuple[set[str], int]:
         files = _files(root)
         index = [k for k in files if k.startswith("store/index/")]
-        plain = {
-            k
-            for k in files
-            if k not in index and not k.startswith("store/commitlog/") and not k.endswith(".bak")
-        }
+        skipped = ("store/commitlog/", *([f"store/consumequeue/{TRACE_TOPIC}/"] if life else []))
+        plain = {k for k in files if k not in index and not k.startswith(skipped) and not k.endswith(".bak")}
         return plain, len(index)
 
     (old_plain, old_index), (new_plain, new_index) = layout(committed), layout(generated)
-    if old_index != new_index:
+    if old_index != new_index and not life:
         problems.append(f"{name}: index file count {old_index} != {new_index}")
     for missing in sorted(old_plain - new_plain):
         problems.append(f"missing in regenerated: {name}/{missing}")
@@ -357,6 +462,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         print(__doc__)
         print(WALL_CLOCK_RULES)
+        print(LIFE_RULES)
         return 2
     problems = compare_tree(Path(argv[1]), Path(argv[2]))
     for line in problems:

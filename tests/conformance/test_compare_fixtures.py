@@ -63,6 +63,53 @@ def test_fixed_clock_byte_change_is_reported(regenerated: Path) -> None:
     ]
 
 
+LIFE = "rmq-5.5.0-life"
+
+
+def _edit_oracle(fixtures: Path, name: str, edit) -> None:
+    path = fixtures / name / "oracle.json"
+    oracle = json.loads(path.read_text(encoding="utf-8"))
+    edit(oracle)
+    path.write_text(json.dumps(oracle), encoding="utf-8")
+
+
+def test_life_record_order_and_trace_batching_are_timing_not_content(regenerated: Path) -> None:
+    """Another interleaving of the concurrent writers, other trace-topic records carrying the contexts, other
+    times: the same life."""
+    def reorder(oracle: dict) -> None:
+        oracle["records"].reverse()
+        oracle["traceRecords"].reverse()
+        for context in oracle["traceRecords"]:
+            context.update(commitLogOffset=0, timeStamp=1, costTime=2, requestId="other")
+        for stats in oracle["consumeStats"].values():
+            stats["consumeTps"] = 0.5
+            for queue in stats["queues"]:
+                queue["lastTimestamp"] += 1000
+
+    _edit_oracle(regenerated, LIFE, reorder)
+    assert compare_tree(FIXTURES, regenerated) == []
+
+
+@pytest.mark.parametrize(("section", "field", "value"), [
+    ("traceRecords", "groupName", "another-group"),
+    ("messageTrack", "tracks", []),
+    ("sent", "queueOffset", 99),
+])
+def test_life_answer_change_is_reported(regenerated: Path, section: str, field: str, value: object) -> None:
+    _edit_oracle(regenerated, LIFE, lambda oracle: oracle[section][0].update({field: value}))
+    (problem,) = compare_tree(FIXTURES, regenerated)
+    assert problem.startswith(f"oracle differs semantically at {LIFE}.{section}")
+
+
+def test_life_consumer_progress_change_is_reported(regenerated: Path) -> None:
+    def consume_one_less(oracle: dict) -> None:
+        oracle["consumeStats"]["life-hold"]["queues"][-1]["consumerOffset"] -= 1
+
+    _edit_oracle(regenerated, LIFE, consume_one_less)
+    (problem,) = compare_tree(FIXTURES, regenerated)
+    assert problem.startswith(f"oracle differs semantically at {LIFE}.consumeStats.life-hold")
+
+
 ROCKSDB = "rmq-5.3.3-rocksdb"
 
 

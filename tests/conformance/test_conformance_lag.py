@@ -18,6 +18,7 @@ import pytest
 from chispa import assert_df_equality
 from oracle import MAIN, ORACLES, TRANSACTION_TYPE_MASK, open_store, store_dir
 from pyspark.sql import SparkSession
+from pyspark.sql.functions import col
 
 from rmqstore import Store
 from rmqstore.cli import main as cli_main
@@ -28,6 +29,8 @@ from rmqstore.spark.lag import LAG_SCHEMA
 
 PREPARED_OR_ROLLBACK = (0x04, 0x0C)
 """Transaction types of records in no consume queue (docs/format.md §2.5)."""
+LIFE = [name for name in MAIN if "consumeStats" in ORACLES[name]]
+"""Fixtures with RocketMQ's own lag answer: `examineConsumeStats` per group, taken on the running broker."""
 RETAINED = "rmq-4.9.8"
 """Its 8 KiB segments: deleting the first one leaves TopicTest queues starting after committed offsets."""
 
@@ -67,6 +70,13 @@ def expected_lag(oracle: dict[str, Any]) -> tuple[int | None, list[dict[str, Any
     return end, rows
 
 
+def consumer_progress(oracle: dict[str, Any]) -> list[tuple[str, str, int, int]]:
+    """(group, topic, queueId, brokerOffset - consumerOffset) of every queue `examineConsumeStats` reports:
+    mqadmin consumerProgress's diff."""
+    return sorted((group, q["topic"], q["queueId"], q["brokerOffset"] - q["consumerOffset"])
+                  for group, stats in oracle["consumeStats"].items() for q in stats["queues"])
+
+
 def retained_store(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     """A copy of `RETAINED` without its first commit-log segment, and its oracle: the records and queue
     units of that segment gone, as after the broker's retention (`deleteExpiredFile`, then the queues' min
@@ -92,6 +102,18 @@ def test_lag_is_what_rocketmq_stored(name: str) -> None:
     end, rows = expected_lag(ORACLES[name])
     assert report.log_end_time == end
     assert [q.to_json() for q in report.queues] == rows
+
+
+@pytest.mark.parametrize("name", LIFE)
+def test_lag_is_rocketmqs_consumer_progress(name: str) -> None:
+    """Per (group, topic, queue) of the groups the broker served: rmqstore's lag is consumerProgress's diff
+    (a queue held by a blocked listener, retry topics, the transaction topic included)."""
+    expected = consumer_progress(ORACLES[name])
+    groups = {group for group, *_ in expected}
+    with open_store(name) as store:
+        report = consumer_lag(store)
+    got = sorted((q.group, q.topic, q.queue_id, q.messages) for q in report.queues if q.group in groups)
+    assert got == expected and any(lag > 0 for *_, lag in expected)
 
 
 def test_lag_of_retained_away_offsets(tmp_path: Path) -> None:
@@ -139,6 +161,18 @@ def _frame_rows(end: int | None, rows: list[dict[str, Any]]) -> list[tuple]:
 
     return [(*{**r, "oldestStoreTimestamp": time(r["oldestStoreTimestamp"])}.values(), time(end))
             for r in rows]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", LIFE)
+def test_lag_frame_of_both_engines_is_rocketmqs_consumer_progress(spark: SparkSession, engine: str,
+                                                                  name: str) -> None:
+    expected = consumer_progress(ORACLES[name])
+    groups = sorted({group for group, *_ in expected})
+    frame = lag(spark, str(store_dir(name)), engine=engine).where(col("group").isin(groups))
+    schema = "group string, topic string, queueId int, lagMessages long"
+    assert_df_equality(frame.select("group", "topic", "queueId", "lagMessages"),
+                       spark.createDataFrame(expected, schema), ignore_row_order=True, ignore_nullable=True)
 
 
 @pytest.mark.spark

@@ -34,8 +34,10 @@ import pyarrow.compute as pc
 from rmqstore.cli.options import add_output_arguments, add_store_arguments, open_store, progress
 from rmqstore.cli.output import print_fields, print_json
 from rmqstore.format.consumequeue import (
+    DEFAULT_DELAY_LEVEL_TABLE,
     is_ext_address,
     is_filler,
+    parse_delay_levels,
     record_tags_code,
 )
 from rmqstore.format.indexfile import INDEX_HEADER_SIZE, TAG_INDEX_PREFIX, IndexFileView, index_key
@@ -78,6 +80,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verify", help="CRCs, consume queues and index against the commit log; exit 1 if unsound"
     )
     add_store_arguments(parser)
+    parser.add_argument(
+        "--delay-levels",
+        type=parse_delay_levels,
+        default=DEFAULT_DELAY_LEVEL_TABLE,
+        metavar="SPEC",
+        help="the broker's messageDelayLevel, e.g. '1s 1s 1s 2h' (default RocketMQ's): SCHEDULE_TOPIC_XXXX "
+        "tagsCodes are delivery times computed with it (§4.2)",
+    )
     add_output_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -266,7 +276,7 @@ def _check_tail(store: Store, findings: Findings) -> None:
 
 
 def _expected_units(
-    store: Store, records: LogRecords
+    store: Store, records: LogRecords, delay_levels: dict[int, int]
 ) -> dict[tuple[str, int], dict[int, tuple[int, int, int]]]:
     """(topic, queueId) -> queueOffset -> (phy, size, tagsCode) for every NOT/COMMIT record (§4.1)."""
     schedule_rows = [i for i, t in enumerate(records.topic) if t == SCHEDULE_TOPIC]
@@ -284,7 +294,7 @@ def _expected_units(
             continue
         topic = records.topic[i]
         if topic == SCHEDULE_TOPIC:
-            code = record_tags_code(topic, schedule_props.get(phy, {}), records.store_ms[i])
+            code = record_tags_code(topic, schedule_props.get(phy, {}), records.store_ms[i], delay_levels)
         else:
             tags = records.tags[i]
             code = codes.get(tags)
@@ -298,8 +308,10 @@ def _expected_units(
     return expected
 
 
-def check_consume_queues(store: Store, records: LogRecords, findings: Findings) -> None:
-    expected = _expected_units(store, records)
+def check_consume_queues(
+    store: Store, records: LogRecords, findings: Findings, delay_levels: dict[int, int]
+) -> None:
+    expected = _expected_units(store, records, delay_levels)
     queues = {(t, q) for t in store.topics() for q in store.queue_ids(t)} | set(expected)
     units_checked = 0
     for topic, queue_id in sorted(queues):
@@ -460,7 +472,7 @@ def check_index(store: Store, records: LogRecords, findings: Findings, args: arg
 def verify(store: Store, args: argparse.Namespace) -> Findings:
     findings = Findings(crashed=store.abort_present)
     records = check_commit_log(store, findings, args)
-    check_consume_queues(store, records, findings)
+    check_consume_queues(store, records, findings, getattr(args, "delay_levels", DEFAULT_DELAY_LEVEL_TABLE))
     check_index(store, records, findings, args)
     findings.report_damage()
     return findings

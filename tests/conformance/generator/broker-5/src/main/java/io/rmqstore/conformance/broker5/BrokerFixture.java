@@ -48,12 +48,22 @@ public final class BrokerFixture {
 
     /** {@code <fixtures output directory>}; exits the JVM (broker threads are not daemons). */
     public static void main(String[] args) {
+        run(args, NAME, BrokerFixture::generate);
+    }
+
+    /** Writes one fixture into its directory. */
+    interface Writer {
+        void generate(Path dir) throws Exception;
+    }
+
+    /** A fixture's main: {@code args} = the fixtures output directory; writes {@code name} there, exits the JVM. */
+    static void run(String[] args, String name, Writer writer) {
         int status = 0;
         try {
             if (args.length != 1) {
                 throw new IllegalArgumentException("usage: <fixtures output directory>");
             }
-            generate(Path.of(args[0]).toAbsolutePath().resolve(NAME));
+            writer.generate(Path.of(args[0]).toAbsolutePath().resolve(name));
         } catch (Throwable e) {
             e.printStackTrace();
             status = 1;
@@ -90,14 +100,9 @@ public final class BrokerFixture {
     /** Produces, waits for the delayed delivery and dispatch, and records RocketMQ's answers (broker still up). */
     private static Map<String, Object> runAndAsk(LoopbackCluster cluster, StoreSettings settings) throws Exception {
         Rmq5Driver store = Rmq5Driver.attachedTo(cluster.store());
-        DefaultMQProducer producer = new DefaultMQProducer("conformance-producer");
-        producer.setNamesrvAddr(cluster.namesrvAddr());
-        producer.setInstanceName("conformance-producer");
-        producer.setVipChannelEnabled(false);
-        DefaultMQAdminExt admin = new DefaultMQAdminExt("conformance-admin");
-        admin.setNamesrvAddr(cluster.namesrvAddr());
-        admin.setInstanceName("conformance-admin");
-        admin.setVipChannelEnabled(false);
+        DefaultMQProducer producer = cluster.client(new DefaultMQProducer("conformance-producer"),
+            "conformance-producer");
+        DefaultMQAdminExt admin = cluster.client(new DefaultMQAdminExt("conformance-admin"), "conformance-admin");
         producer.start();
         admin.start();
         try {
@@ -140,19 +145,14 @@ public final class BrokerFixture {
      * Waits until ScheduleMessageService has put the delay-level-1 message back into its real queue (the only write
      * after the last send; the send itself went to SCHEDULE_TOPIC_XXXX).
      */
-    private static void awaitDelivery(Rmq5Driver store, long realQueueEnd) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + DELIVERY_TIMEOUT_MILLIS;
-        while (store.maxOffsetInQueue(BrokerScenario.TOPIC, BrokerScenario.DELIVERED_QUEUE_ID) <= realQueueEnd) {
-            if (System.currentTimeMillis() > deadline) {
-                throw new IllegalStateException("the delay-level-" + BrokerScenario.DELIVERED_DELAY_LEVEL
-                    + " message was not delivered within " + DELIVERY_TIMEOUT_MILLIS + " ms");
-            }
-            Thread.sleep(50);
-        }
+    private static void awaitDelivery(Rmq5Driver store, long realQueueEnd) throws Exception {
+        LoopbackCluster.await("delivery of the delay-level-" + BrokerScenario.DELIVERED_DELAY_LEVEL + " message",
+            DELIVERY_TIMEOUT_MILLIS,
+            () -> store.maxOffsetInQueue(BrokerScenario.TOPIC, BrokerScenario.DELIVERED_QUEUE_ID) > realQueueEnd);
     }
 
     /** Every SendResult's offsetMsgId (one per record, comma-joined for batches) names a walked record. */
-    private static void checkWalkHasEverySend(Oracle.Walk walk, List<SendResult> results) {
+    static void checkWalkHasEverySend(Oracle.Walk walk, List<SendResult> results) {
         Set<String> walked = new HashSet<>();
         walk.records().forEach(d -> walked.add(d.stored().getMsgId()));
         for (SendResult r : results) {
@@ -166,12 +166,18 @@ public final class BrokerFixture {
 
     /** mqadmin updateTopic for the scenario's topics, then waits until the name server routes them. */
     private static void createTopics(DefaultMQAdminExt admin, LoopbackCluster cluster) throws Exception {
-        List<String> topics = List.of(BrokerScenario.TOPIC, BrokerScenario.HOT_TOPIC);
-        for (String topic : topics) {
-            admin.createAndUpdateTopicConfig(cluster.brokerAddr(), new TopicConfig(topic, BrokerScenario.QUEUES,
-                BrokerScenario.QUEUES, PermName.PERM_READ | PermName.PERM_WRITE));
+        createTopics(admin, cluster, Map.of(BrokerScenario.TOPIC, BrokerScenario.QUEUES, BrokerScenario.HOT_TOPIC,
+            BrokerScenario.QUEUES));
+    }
+
+    /** mqadmin updateTopic for every topic (name -> queue count), then waits until the name server routes them. */
+    static void createTopics(DefaultMQAdminExt admin, LoopbackCluster cluster, Map<String, Integer> queues)
+        throws Exception {
+        for (Map.Entry<String, Integer> topic : queues.entrySet()) {
+            admin.createAndUpdateTopicConfig(cluster.brokerAddr(), new TopicConfig(topic.getKey(), topic.getValue(),
+                topic.getValue(), PermName.PERM_READ | PermName.PERM_WRITE));
         }
-        awaitRoutes(admin, cluster, topics);
+        awaitRoutes(admin, cluster, queues.keySet());
     }
 
     /**
@@ -179,7 +185,7 @@ public final class BrokerFixture {
      * until the name server routes every one of {@code topics}, so the admin answers do not depend on when that
      * periodic task last ran.
      */
-    private static void awaitRoutes(DefaultMQAdminExt admin, LoopbackCluster cluster, Collection<String> topics)
+    static void awaitRoutes(DefaultMQAdminExt admin, LoopbackCluster cluster, Collection<String> topics)
         throws InterruptedException {
         long deadline = System.currentTimeMillis() + ROUTE_TIMEOUT_MILLIS;
         cluster.broker().registerBrokerAll(true, false, true);

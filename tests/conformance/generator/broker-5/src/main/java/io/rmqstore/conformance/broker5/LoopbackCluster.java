@@ -4,7 +4,9 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Path;
+import java.util.function.Consumer;
 import org.apache.rocketmq.broker.BrokerController;
+import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.namesrv.NamesrvConfig;
@@ -25,6 +27,7 @@ final class LoopbackCluster {
     static final String CLUSTER_NAME = "ConformanceCluster";
     static final String BROKER_NAME = "broker-e2e";
     static final long REGISTRATION_TIMEOUT_MILLIS = 10_000;
+    static final int ROUTE_POLL_MILLIS = 1000;
 
     private final NamesrvController namesrv;
     private final BrokerController broker;
@@ -38,6 +41,12 @@ final class LoopbackCluster {
 
     /** Starts a name server (its kv/config files under {@code workDir}) and a broker on {@code storeConfig}. */
     static LoopbackCluster start(MessageStoreConfig storeConfig, Path workDir) throws Exception {
+        return start(storeConfig, workDir, brokerConfig -> { });
+    }
+
+    /** {@link #start(MessageStoreConfig, Path)} with broker settings of a scenario ({@code brokerSettings}). */
+    static LoopbackCluster start(MessageStoreConfig storeConfig, Path workDir, Consumer<BrokerConfig> brokerSettings)
+        throws Exception {
         NamesrvConfig namesrvConfig = new NamesrvConfig();
         namesrvConfig.setRocketmqHome(workDir.toString());
         namesrvConfig.setKvConfigPath(workDir.resolve("namesrv-kvConfig.json").toString());
@@ -59,6 +68,7 @@ final class LoopbackCluster {
         brokerConfig.setBrokerIP2(LOOPBACK);
         brokerConfig.setListenPort(brokerPort);
         brokerConfig.setNamesrvAddr(namesrvAddr);
+        brokerSettings.accept(brokerConfig);
         storeConfig.setHaListenPort(freePort());
         BrokerController broker = new BrokerController(brokerConfig, loopbackServer(brokerPort),
             new NettyClientConfig(), storeConfig);
@@ -93,6 +103,31 @@ final class LoopbackCluster {
     private static boolean registered(NamesrvController namesrv) {
         BrokerData data = namesrv.getRouteInfoManager().getAllClusterInfo().getBrokerAddrTable().get(BROKER_NAME);
         return data != null && data.getBrokerAddrs().containsKey(MixAll.MASTER_ID);
+    }
+
+    /** A client of this cluster: its name server, {@code instanceName}, no VIP channel, routes polled every second. */
+    <T extends ClientConfig> T client(T config, String instanceName) {
+        config.setNamesrvAddr(namesrvAddr);
+        config.setInstanceName(instanceName);
+        config.setVipChannelEnabled(false);
+        config.setPollNameServerInterval(ROUTE_POLL_MILLIS);
+        return config;
+    }
+
+    /** A condition polled by {@link #await}; may throw. */
+    interface Condition {
+        boolean holds() throws Exception;
+    }
+
+    /** Polls {@code condition} every 50 ms until it holds; fails naming {@code what} after {@code timeoutMillis}. */
+    static void await(String what, long timeoutMillis, Condition condition) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutMillis;
+        while (!condition.holds()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException(what + " did not happen within " + timeoutMillis + " ms");
+            }
+            Thread.sleep(50);
+        }
     }
 
     String namesrvAddr() {
