@@ -376,10 +376,11 @@ def _sql_text(text: str) -> str:
     return f"'{text}'"
 
 
-def _trace_typed(name: str, kind: str, msg_types: list[str]) -> str:
+def _trace_typed(name: str, kind: str, msg_types: list[str], separator: str) -> str:
     """The select item turning a column's text into its value."""
     if kind == "keys":
-        return f"CAST(filter(split(key, ' '), k -> k != '') AS ARRAY<STRING>) AS {name}"  # as the table's keys
+        split = f"split(key, {_sql_text(separator)})"  # empty tokens dropped, as the table's keys
+        return f"CAST(filter({split}, k -> k != '') AS ARRAY<STRING>) AS {name}"
     if kind == "bool":
         return f"(lower({name}) = 'true') AS {name}"
     if kind == "millis":
@@ -437,7 +438,8 @@ def trace_sql(section: dict[str, Any]) -> dict[str, Any]:
         [*kept, "f", "concat(get(f, 0), '/', CAST(size(f) AS STRING)) AS variant"],
         [*kept, "variant", "size(f) AS fieldCount",
          *(_trace_field(name, section) for name, kind in columns.items() if kind != "keys")],
-        [*kept, *(_trace_typed(name, kind, section["msg_types"]) for name, kind in columns.items()),
+        [*kept, *(_trace_typed(name, kind, section["msg_types"], section["key_separator"])
+                  for name, kind in columns.items()),
          _trace_problem(section)],
     ]
     where = ("concat('rmqstore: trace message at commitLogOffset ', CAST(commitLogOffset AS STRING), ' of ', "
@@ -460,7 +462,8 @@ def _trace_constants(section: dict[str, Any]) -> list[tuple[str, Any, str]]:
         ("KEY_SEPARATOR", section["key_separator"], "`MessageConst.KEY_SEPARATOR` separates keys."),
         ("MSG_TYPES", section["msg_types"], "`MessageType` names by ordinal."),
         ("COLUMNS", [[n, k] for n, k in section["columns"].items()], "The record's columns and their kinds."),
-        ("VARIANTS", [[v["type"], v["at"], v["rocketmq"], v.get("current", False)] for v in section["variant"]],
+        ("VARIANTS", [[v["type"], v["at"], v["rocketmq"], v.get("current", False)]
+                      for v in section["variant"]],
          "(type, the column at each field position, the RocketMQ versions writing it, written by 5.3.2+)."),
         ("STAGES", sql["stages"], "The decoder: select lists applied in turn to the rmqstore table's rows."),
         ("FAILFAST_CHECK", sql["failfast"], "Filter after the stages in FAILFAST: fails naming the offset."),
@@ -470,28 +473,20 @@ def _trace_constants(section: dict[str, Any]) -> list[tuple[str, Any, str]]:
     ]
 
 
-def _py_value(value: Any, indent: str = "") -> str:
-    """A Python literal; lists become tuples, one item a line."""
+def _nested(value: Any, indent: str, scala: bool) -> str:
+    """A literal of `value`; lists become tuples (Python) or IndexedSeqs (Scala), one item a line."""
     if not isinstance(value, list):
-        return py_literal(value)
-    inner = indent + "    "
-    items = "".join(f"{inner}{_py_value(v, inner)},\n" for v in value)
-    return f"(\n{items}{indent})"
-
-
-def _scala_value(value: Any, indent: str = "  ") -> str:
-    """A Scala literal; lists become IndexedSeqs, one item a line."""
-    if not isinstance(value, list):
-        return scala_literal(value)
-    inner = indent + "  "
-    items = ",\n".join(f"{inner}{_scala_value(v, inner)}" for v in value)
-    return f"IndexedSeq(\n{items}\n{indent})"
+        return scala_literal(value) if scala else py_literal(value)
+    inner = indent + ("  " if scala else "    ")
+    items = ",\n".join(f"{inner}{_nested(v, inner, scala)}" for v in value)
+    mixed = len({type(v) for v in value}) > 1  # a Scala tuple, typed, not an IndexedSeq[Any]
+    return f"{'IndexedSeq' if scala and not mixed else ''}(\n{items}{'' if scala else ','}\n{indent})"
 
 
 def trace_python(section: dict[str, Any]) -> str:
     out = [*_py_doc(f"{section['doc']} {HEADER}"), "", "from __future__ import annotations", ""]
     for name, value, doc in _trace_constants(section):
-        out += [f"{name} = {_py_value(value)}", *_py_doc(doc)]
+        out += [f"{name} = {_nested(value, '', scala=False)}", *_py_doc(doc)]
     return "\n".join(out) + "\n"
 
 
@@ -499,7 +494,7 @@ def trace_scala(section: dict[str, Any]) -> str:
     out = [f"package io.rmqstore.spark.{section['module']}", "", f"// {HEADER}", "",
            *_scala_doc(section["doc"], ""), f"object {section['scala']} {{"]
     for name, value, doc in _trace_constants(section):
-        out += ["", *_scala_doc(doc), f"  val {camel(name)} = {_scala_value(value)}"]
+        out += ["", *_scala_doc(doc), f"  val {camel(name)} = {_nested(value, '  ', scala=True)}"]
     return "\n".join([*out, "}"]) + "\n"
 
 

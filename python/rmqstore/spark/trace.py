@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rmqstore.format import contract_trace as ct
+from rmqstore.spark.compat import require_python_engine
 from rmqstore.spark.contract_options import KEYS, TOPICS
 from rmqstore.spark.engine import ENGINES, has_connector
 from rmqstore.spark.options import parse_options
@@ -32,6 +33,7 @@ def trace_records(spark: SparkSession, path_or_paths: str | Sequence[str], msg_i
     paths = [path_or_paths] if isinstance(path_or_paths, str) else list(path_or_paths)
     if engine == "jvm" or (engine == "auto" and has_connector(spark)):
         return _jvm_trace_records(spark, paths, msg_id, key, options)
+    require_python_engine()
     from rmqstore.spark.source import RmqStorePythonDataSource
 
     spark.dataSource.register(RmqStorePythonDataSource)

@@ -25,7 +25,8 @@ def trace_record(values: TraceValues, field_count: int | None = None) -> str:
     chosen = [at for at, current in variants if (len(at) == field_count if field_count else current)]
     if not chosen:
         raise ValueError(f"RocketMQ writes no {trace_type} record of {field_count} fields")
-    return chr(ct.FIELD_SEPARATOR).join(_text(name, values.get(name)) for name in chosen[0]) + chr(ct.RECORD_END)
+    fields = (_text(name, values.get(name)) for name in chosen[0])
+    return chr(ct.FIELD_SEPARATOR).join(fields) + chr(ct.RECORD_END)
 
 
 def _text(name: str, value: object) -> str:

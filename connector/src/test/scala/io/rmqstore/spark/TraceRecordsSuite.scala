@@ -52,7 +52,7 @@ class TraceRecordsSuite extends AnyFunSuite with BeforeAndAfterAll {
     (topic, vector.get("body").asText, vector.get("records").elements.asScala.map(_.get("msgId").asText).mkString(" "))
 
   private def frame(root: Path, msgId: String = null, options: Map[String, String] = Map.empty) =
-    RmqTraceRecords.frame(spark, java.util.List.of(root.toString), msgId, null, options.asJava)
+    RmqTraceRecords.frame(spark, java.util.Collections.singletonList(root.toString), msgId, null, options.asJava)
 
   /** The row's value of `column` as the vectors spell it (timestamp in epoch ms), null when null. */
   private def value(row: Row, column: String): Any = row.getAs[Any](column) match {
@@ -86,7 +86,8 @@ class TraceRecordsSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("a malformed body fails in FAILFAST naming its offset and cause, PERMISSIVE drops it") {
     val malformed = vectors.get("malformed").get(0)
-    val (root, offsets) = store(Seq(message("T", vectors.get("vectors").get(3)), ("T", malformed.get("body").asText, "")))
+    val (root, offsets) =
+      store(Seq(message("T", vectors.get("vectors").get(3)), ("T", malformed.get("body").asText, "")))
     val error = intercept[Exception](frame(root, options = Map("topics" -> "T")).collect())
     assert(error.getMessage.contains(s"trace message at commitLogOffset ${offsets(1)} "), error.getMessage)
     assert(error.getMessage.contains(malformed.get("problem").asText), error.getMessage)

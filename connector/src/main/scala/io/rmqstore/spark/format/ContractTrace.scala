@@ -122,7 +122,7 @@ object ContractTrace {
 
   /** (type, the column at each field position, the RocketMQ versions writing it, written by 5.3.2+). */
   val Variants = IndexedSeq(
-    IndexedSeq(
+    (
       "Pub",
       IndexedSeq(
         "traceType",
@@ -142,7 +142,7 @@ object ContractTrace {
       "clients before 4.4.0 (no offsetMsgId): read by TraceDataEncoder's decoder, written by no Apache release",
       false
     ),
-    IndexedSeq(
+    (
       "Pub",
       IndexedSeq(
         "traceType",
@@ -163,7 +163,7 @@ object ContractTrace {
       "4.4.0-4.7.1, 4.9.0 and later, 5.x",
       true
     ),
-    IndexedSeq(
+    (
       "Pub",
       IndexedSeq(
         "traceType",
@@ -185,7 +185,7 @@ object ContractTrace {
       "4.8.0 (clientHost appended)",
       false
     ),
-    IndexedSeq(
+    (
       "SubBefore",
       IndexedSeq(
         "traceType",
@@ -200,7 +200,7 @@ object ContractTrace {
       "4.4.0-4.7.1, 4.9.0 and later, 5.x",
       true
     ),
-    IndexedSeq(
+    (
       "SubBefore",
       IndexedSeq(
         "traceType",
@@ -216,7 +216,7 @@ object ContractTrace {
       "4.8.0 (clientHost appended)",
       false
     ),
-    IndexedSeq(
+    (
       "SubAfter",
       IndexedSeq(
         "traceType",
@@ -230,7 +230,7 @@ object ContractTrace {
       "4.4.0-4.7.1, 4.9.1; 5.1.4-5.3.0 with AccessChannel.CLOUD (those also omit the record end)",
       false
     ),
-    IndexedSeq(
+    (
       "SubAfter",
       IndexedSeq(
         "traceType",
@@ -245,7 +245,7 @@ object ContractTrace {
       "5.3.1 and later with AccessChannel.CLOUD (contextCode, then an empty field)",
       false
     ),
-    IndexedSeq(
+    (
       "SubAfter",
       IndexedSeq(
         "traceType",
@@ -261,7 +261,7 @@ object ContractTrace {
       "4.8.0, 4.9.0, 4.9.2 and later, 5.x (timeStamp and groupName appended)",
       true
     ),
-    IndexedSeq(
+    (
       "EndTransaction",
       IndexedSeq(
         "traceType",
@@ -281,7 +281,7 @@ object ContractTrace {
       "4.9.0 and later, 5.x",
       true
     ),
-    IndexedSeq(
+    (
       "Recall",
       IndexedSeq(
         "traceType",
