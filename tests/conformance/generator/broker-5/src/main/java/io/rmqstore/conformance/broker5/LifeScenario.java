@@ -108,7 +108,9 @@ final class LifeScenario {
     void sendAll() throws Exception {
         for (int i = 0; i < ORDERS; i++) {
             String keys = i == 5 ? "order-5 customer-42" : "order-" + i;
-            send(message(TOPIC, TAGS[i % TAGS.length], keys, "order event " + i), i % QUEUES);
+            // order-9's body is over compressMsgBodyOverHowmuch (4 KiB): the producer stores it zlib-compressed
+            String body = i == 9 ? "order event 9, line after line. ".repeat(150) : "order event " + i;
+            send(message(TOPIC, TAGS[i % TAGS.length], keys, body), i % QUEUES);
         }
         Message delivered = message(TOPIC, "Reminder", "delay-delivered", "delivered after one second");
         delivered.setDelayTimeLevel(DELIVERED_DELAY_LEVEL);
