@@ -101,7 +101,7 @@ public final class LifeFixture {
             "life-producer");
         TransactionMQProducer txProducer = cluster.client(new TransactionMQProducer(null, "life-tx-producer", null,
             true, null), "life-tx-producer");
-        txProducer.setTransactionListener(LifeScenario.transactionListener());
+        LifeScenario scenario = new LifeScenario(producer, txProducer, store);
         List<LifeConsumer> consumers = List.of(
             new LifeConsumer(cluster, GROUP_ALL, LifeConsumer.Behaviour.ALL,
                 List.of(LifeScenario.TOPIC, LifeScenario.TX_TOPIC)),
@@ -120,7 +120,6 @@ public final class LifeFixture {
                 .toList());
             producer.start();
             txProducer.start();
-            LifeScenario scenario = new LifeScenario(producer, txProducer, store);
             scenario.sendAll();
             settle(cluster, store, settings.root(), consumers, scenario);
             store.awaitDispatched();
@@ -148,13 +147,13 @@ public final class LifeFixture {
             oracle.put("queries", Oracle.queries(store, walk, List.of()));
             List<String> msgIds = new ArrayList<>();
             walk.records().forEach(d -> msgIds.add(d.stored().getMsgId()));
-            msgIds.add((String) scenario.sent().get(0).get("msgId")); // a client id, not an offsetMsgId
+            msgIds.add((String) scenario.sent(walk).get(0).get("msgId")); // a client id, not an offsetMsgId
             msgIds.add("not-a-msg-id");
             oracle.put("msgIdQueries", Oracle.msgIdQueries(store, msgIds));
-            oracle.put("sent", scenario.sent());
+            oracle.put("sent", scenario.sent(walk));
             LifeOracle life = new LifeOracle(admin);
             oracle.put("consumeStats", life.consumeStats(List.of(GROUP_ALL, GROUP_HOLD, GROUP_RETRY)));
-            oracle.put("messageTrack", life.messageTrack(scenario.sent()));
+            oracle.put("messageTrack", life.messageTrack(scenario.sent(walk)));
             oracle.put("traceRecords", LifeOracle.traceRecords(walk, TRACE_TOPIC));
             return oracle;
         } finally {
