@@ -357,6 +357,148 @@ def options_markdown(contract: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# trace: the message-trace decoder as Spark SQL (docs/format.md §10)
+
+_TRACE_SQL_TYPES = {"string": "STRING", "millis": "TIMESTAMP", "int": "INT", "bool": "BOOLEAN",
+                    "msg_type": "STRING", "keys": "ARRAY<STRING>"}
+_TRACE_STORED_TYPES = {"broker": "STRING", "traceTopic": "STRING", "commitLogOffset": "BIGINT",
+                       "recordIndex": "INT NOT NULL"}
+_TRACE_NUMBERS = {"int": "INT", "millis": "BIGINT", "msg_type": "INT"}
+"""Kinds whose text must parse as a number (Integer.parseInt / Long.parseLong), and as what."""
+_Q = '"'
+"""Quotes a record's text in a problem."""
+
+
+def _sql_text(text: str) -> str:
+    """A Spark SQL string literal of `text` (the contract's texts hold no quote or backslash)."""
+    if "'" in text or "\\" in text:
+        raise ValueError(f"trace contract text {text!r} has a quote or backslash")
+    return f"'{text}'"
+
+
+def _trace_typed(name: str, kind: str, msg_types: list[str], separator: str) -> str:
+    """The select item turning a column's text into its value."""
+    if kind == "keys":
+        split = f"split(key, {_sql_text(separator)})"  # empty tokens dropped, as the table's keys
+        return f"CAST(filter({split}, k -> k != '') AS ARRAY<STRING>) AS {name}"
+    if kind == "bool":
+        return f"(lower({name}) = 'true') AS {name}"
+    if kind == "millis":
+        return f"timestamp_millis(try_cast({name} AS BIGINT)) AS {name}"
+    if kind == "int":
+        return f"try_cast({name} AS INT) AS {name}"
+    if kind == "msg_type":
+        whens = " ".join(f"WHEN {i} THEN {_sql_text(t)}" for i, t in enumerate(msg_types))
+        return f"CASE try_cast({name} AS INT) {whens} END AS {name}"
+    return name
+
+
+def _trace_problem(section: dict[str, Any]) -> str:
+    """Why a record is not one RocketMQ writes, NULL when it is one: its type and field count, numbers."""
+    counts: dict[str, list[str]] = {}
+    for v in section["variant"]:
+        counts.setdefault(v["type"], []).append(str(len(v["at"])))
+    variants = ", ".join(_sql_text(f"{t}/{n}") for t, ns in counts.items() for n in ns)
+    by_type = " ".join(f"WHEN {_sql_text(t)} THEN concat({_sql_text(t + ' record of ')}, CAST(fieldCount AS "
+                       f"STRING), {_sql_text(' fields (RocketMQ writes ' + ', '.join(ns) + ')')})"
+                       for t, ns in counts.items())
+    unknown = f"concat('unknown trace type {_Q}', substr(traceType, 1, 64), '{_Q}')"
+    whens = [f"WHEN variant NOT IN ({variants}) THEN CASE traceType {by_type} ELSE {unknown} END"]
+    for name, kind in section["columns"].items():
+        if kind in _TRACE_NUMBERS:
+            whens.append(f"WHEN {name} IS NOT NULL AND try_cast({name} AS {_TRACE_NUMBERS[kind]}) IS NULL "
+                         f"THEN concat('{name} {_Q}', substr({name}, 1, 64), '{_Q} is not a number')")
+        if kind == "msg_type":
+            whens.append(f"WHEN try_cast({name} AS INT) NOT BETWEEN 0 AND {len(section['msg_types']) - 1} "
+                         f"THEN concat('{name} ', {name}, ' is no MessageType ordinal')")
+    return "CASE " + " ".join(whens) + " END AS problem"
+
+
+def _trace_field(name: str, section: dict[str, Any]) -> str:
+    """The select item taking a column's text from its position in the record's variant."""
+    if name == "traceType":
+        return "get(f, 0) AS traceType"
+    at: dict[int, list[str]] = {}  # position -> the variants having the column there
+    for v in section["variant"]:
+        if name in v["at"]:
+            at.setdefault(v["at"].index(name), []).append(_sql_text(f"{v['type']}/{len(v['at'])}"))
+    whens = " ".join(f"WHEN variant IN ({', '.join(vs)}) THEN get(f, {i})" for i, vs in at.items())
+    return f"CASE {whens} END AS {name}"
+
+
+def trace_sql(section: dict[str, Any]) -> dict[str, Any]:
+    """The decoder's stages (select lists), checks, output columns and schema, from the variants."""
+    columns = section["columns"]
+    kept = [*section["stored"], "recordIndex"]
+    records = f"split(CAST(body AS STRING), char({section['record_end']}))"
+    stages = [
+        [*(f"{source} AS {name}" for name, source in section["stored"].items()),
+         f"posexplode(array_remove({records}, '')) AS (recordIndex, record)"],
+        [*kept, f"split(record, char({section['field_separator']})) AS f"],
+        [*kept, "f", "concat(get(f, 0), '/', CAST(size(f) AS STRING)) AS variant"],
+        [*kept, "variant", "size(f) AS fieldCount",
+         *(_trace_field(name, section) for name, kind in columns.items() if kind != "keys")],
+        [*kept, *(_trace_typed(name, kind, section["msg_types"], section["key_separator"])
+                  for name, kind in columns.items()),
+         _trace_problem(section)],
+    ]
+    where = ("concat('rmqstore: trace message at commitLogOffset ', CAST(commitLogOffset AS STRING), ' of ', "
+             "broker, ' (topic ', traceTopic, '), record ', CAST(recordIndex AS STRING), ': ', problem)")
+    output = [*columns, *kept]
+    types = {**{n: _TRACE_SQL_TYPES[k] for n, k in columns.items()}, **_TRACE_STORED_TYPES}
+    return {"stages": stages, "output": output, "schema": ", ".join(f"{n} {types[n]}" for n in output),
+            "failfast": f"CASE WHEN problem IS NULL THEN true ELSE raise_error({where}) END"}
+
+
+def _trace_constants(section: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    """(NAME, value, doc) of the trace contract's generated constants."""
+    sql = trace_sql(section)
+    return [
+        ("DEFAULT_TOPIC", section["default_topic"],
+         "`TopicValidator.RMQ_SYS_TRACE_TOPIC`: where clients send trace messages by default (§10)."),
+        ("RECORD_END", section["record_end"], "`TraceConstants.FIELD_SPLITOR` (a char code) ends a record."),
+        ("FIELD_SEPARATOR", section["field_separator"],
+         "`TraceConstants.CONTENT_SPLITOR` (a char code) separates a record's fields."),
+        ("KEY_SEPARATOR", section["key_separator"], "`MessageConst.KEY_SEPARATOR` separates keys."),
+        ("MSG_TYPES", section["msg_types"], "`MessageType` names by ordinal."),
+        ("COLUMNS", [[n, k] for n, k in section["columns"].items()], "The record's columns and their kinds."),
+        ("VARIANTS", [[v["type"], v["at"], v["rocketmq"], v.get("current", False)]
+                      for v in section["variant"]],
+         "(type, the column at each field position, the RocketMQ versions writing it, written by 5.3.2+)."),
+        ("STAGES", sql["stages"], "The decoder: select lists applied in turn to the rmqstore table's rows."),
+        ("FAILFAST_CHECK", sql["failfast"], "Filter after the stages in FAILFAST: fails naming the offset."),
+        ("PERMISSIVE_CHECK", "problem IS NULL", "Filter after the stages in PERMISSIVE: drops bad records."),
+        ("OUTPUT", sql["output"], "The trace-record DataFrame's columns, selected after the check."),
+        ("SCHEMA", sql["schema"], "The trace-record DataFrame's schema (DDL)."),
+    ]
+
+
+def _nested(value: Any, indent: str, scala: bool) -> str:
+    """A literal of `value`; lists become tuples (Python) or IndexedSeqs (Scala), one item a line."""
+    if not isinstance(value, list):
+        return scala_literal(value) if scala else py_literal(value)
+    inner = indent + ("  " if scala else "    ")
+    items = ",\n".join(f"{inner}{_nested(v, inner, scala)}" for v in value)
+    mixed = len({type(v) for v in value}) > 1  # a Scala tuple, typed, not an IndexedSeq[Any]
+    return f"{'IndexedSeq' if scala and not mixed else ''}(\n{items}{'' if scala else ','}\n{indent})"
+
+
+def trace_python(section: dict[str, Any]) -> str:
+    out = [*_py_doc(f"{section['doc']} {HEADER}"), "", "from __future__ import annotations", ""]
+    for name, value, doc in _trace_constants(section):
+        out += [f"{name} = {_nested(value, '', scala=False)}", *_py_doc(doc)]
+    return "\n".join(out) + "\n"
+
+
+def trace_scala(section: dict[str, Any]) -> str:
+    out = [f"package io.rmqstore.spark.{section['module']}", "", f"// {HEADER}", "",
+           *_scala_doc(section["doc"], ""), f"object {section['scala']} {{"]
+    for name, value, doc in _trace_constants(section):
+        out += ["", *_scala_doc(doc), f"  val {camel(name)} = {_nested(value, '  ', scala=True)}"]
+    return "\n".join([*out, "}"]) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def generated(contract: dict[str, Any]) -> dict[Path, str]:
@@ -366,6 +508,9 @@ def generated(contract: dict[str, Any]) -> dict[Path, str]:
         section = contract[key]
         files[PYTHON / section["module"] / f"{section['python']}.py"] = constants_python(section)
         files[SCALA / section["module"] / f"{section['scala']}.scala"] = constants_scala(section)
+    trace = contract["trace"]
+    files[PYTHON / trace["module"] / f"{trace['python']}.py"] = trace_python(trace)
+    files[SCALA / trace["module"] / f"{trace['scala']}.scala"] = trace_scala(trace)
     options = contract["options"]
     files[PYTHON / options["module"] / f"{options['python']}.py"] = options_python(contract)
     files[SCALA / f"{options['scala']}.scala"] = options_scala(contract)

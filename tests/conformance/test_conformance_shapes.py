@@ -16,6 +16,11 @@ from oracle import MAIN, ORACLES, QUEUE_SHAPES, getmessage_rows, open_store, sto
 from pyspark.sql import DataFrameReader, SparkSession
 
 from rmqstore.cli import main as cli_main
+from rmqstore.format.consumequeue import (
+    DEFAULT_DELAY_LEVEL_TABLE,
+    DEFAULT_MESSAGE_DELAY_LEVEL,
+    parse_delay_levels,
+)
 
 SHAPES = QUEUE_SHAPES
 LMQ = [n for n in SHAPES if n.endswith("-lmq")]
@@ -57,6 +62,22 @@ def test_verify_finds_healthy_stores_sound(name: str, capsys: pytest.CaptureFixt
     status = cli_main(["verify", str(store_dir(name)), "--json", "--no-progress", *delay_levels])
     report = json.loads(capsys.readouterr().out)
     assert status == 0 and report["sound"], report
+
+
+@pytest.mark.parametrize("name", [name for name in MAIN if ORACLES[name].get("config", {}).get(
+    "messageDelayLevel", DEFAULT_MESSAGE_DELAY_LEVEL) != DEFAULT_MESSAGE_DELAY_LEVEL])
+def test_verify_checks_schedule_units_against_the_brokers_delay_levels(
+        name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Schedule-topic tagsCodes are store time + the broker's delay for the level: with RocketMQ's default
+    levels instead of the broker's, every scheduled unit whose delay differs is reported."""
+    assert cli_main(["verify", str(store_dir(name)), "--json", "--no-progress"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    broker = parse_delay_levels(ORACLES[name]["config"]["messageDelayLevel"])
+    levels = [int(r["properties"]["DELAY"])
+              for r in ORACLES[name]["records"] if r["topic"] == "SCHEDULE_TOPIC_XXXX"]
+    differing = [level for level in levels if broker[level] != DEFAULT_DELAY_LEVEL_TABLE[level]]
+    assert differing and report["errors"] == {"consume queues": len(differing)}
+    assert all("SCHEDULE_TOPIC_XXXX/" in text for text in report["errorExamples"]["consume queues"])
 
 
 @pytest.mark.parametrize("name", SHAPES)

@@ -67,8 +67,9 @@ def test_isal_is_the_inflater() -> None:
 
 def test_rocketmq_fixtures_inflate_identically(isal_calls: list[int]) -> None:
     """Every zlib body (type 3 and legacy bit-0-only) that RocketMQ's compressors wrote, including
-    the real producer's in rmq-5.5.0-broker (the -crc fixtures, the 5.4.0 queue-shape fixtures and the
-    5.3.3 rdb fixture, which holds the LMQ scenario's records, send plain bodies and hold none)."""
+    the real producers' in rmq-5.5.0-broker and rmq-5.5.0-life (the -crc fixtures, the 5.4.0
+    queue-shape fixtures and the 5.3.3 rdb fixture, which holds the LMQ scenario's records, send
+    plain bodies and hold none)."""
     seen: dict[str, int] = {}
     for store_dir in sorted(glob.glob(os.path.join(FIXTURES, "*", "store"))):
         name = os.path.basename(os.path.dirname(store_dir))

@@ -47,13 +47,16 @@ class RmqScan(
 
   override def description(): String =
     s"rmqstore [${options.paths.mkString(", ")}] PushedFilters: ${RmqScan.pushedText(pushed)}" +
-      limit.fold("")(n => s" PushedLimit: $n")
+      limit.fold("")(n => s" PushedLimit: $n") + keysProbe.fold("")(k => s" KeysProbe: $k")
 
   override def getMetaData(): Map[String, String] = Map(
     "Format" -> "rmqstore",
     "PushedFilters" -> RmqScan.pushedText(pushed),
     "ReadSchema" -> readSchema.catalogString
-  ) ++ limit.map(n => "PushedLimit" -> n.toString)
+  ) ++ limit.map(n => "PushedLimit" -> n.toString) ++ keysProbe.map("KeysProbe" -> _)
+
+  /** The `keys` option's index probe (KEYS tokens), shown by explain() beside the pushed filters. */
+  private def keysProbe: Option[String] = options.keys.map(_.mkString("[", ", ", "]"))
 
   /** The Hadoop configuration of the read (the session's plus the S3A settings of the options). */
   private lazy val hadoopConf: Configuration =

@@ -48,12 +48,22 @@ public final class BrokerFixture {
 
     /** {@code <fixtures output directory>}; exits the JVM (broker threads are not daemons). */
     public static void main(String[] args) {
+        run(args, NAME, BrokerFixture::generate);
+    }
+
+    /** Writes one fixture into its directory. */
+    interface Writer {
+        void generate(Path dir) throws Exception;
+    }
+
+    /** A fixture's main: {@code args} = the fixtures output directory; writes {@code name} there, exits the JVM. */
+    static void run(String[] args, String name, Writer writer) {
         int status = 0;
         try {
             if (args.length != 1) {
                 throw new IllegalArgumentException("usage: <fixtures output directory>");
             }
-            generate(Path.of(args[0]).toAbsolutePath().resolve(NAME));
+            writer.generate(Path.of(args[0]).toAbsolutePath().resolve(name));
         } catch (Throwable e) {
             e.printStackTrace();
             status = 1;

@@ -45,23 +45,17 @@ public final class LifeFixture {
     static final long TRANSACTION_TIMEOUT_MILLIS = 2_000;
     static final long TRANSACTION_CHECK_INTERVAL_MILLIS = 3_000;
     static final long SETTLE_TIMEOUT_MILLIS = 60_000;
+    static final long REBALANCE_MILLIS = 1_000;
 
     private LifeFixture() {
     }
 
     /** {@code <fixtures output directory>}; exits the JVM (broker and held consumer threads are not daemons). */
     public static void main(String[] args) {
-        int status = 0;
-        try {
-            if (args.length != 1) {
-                throw new IllegalArgumentException("usage: <fixtures output directory>");
-            }
-            generate(Path.of(args[0]).toAbsolutePath().resolve(NAME));
-        } catch (Throwable e) {
-            e.printStackTrace();
-            status = 1;
-        }
-        System.exit(status);
+        // the clients' RebalanceService reads it once; every 20 s by default, a retry queue routed after a
+        // consumer started would wait that long to be pulled
+        System.setProperty("rocketmq.client.rebalance.waitInterval", String.valueOf(REBALANCE_MILLIS));
+        BrokerFixture.run(args, NAME, LifeFixture::generate);
     }
 
     static void generate(Path dir) throws Exception {
@@ -107,7 +101,7 @@ public final class LifeFixture {
             "life-producer");
         TransactionMQProducer txProducer = cluster.client(new TransactionMQProducer(null, "life-tx-producer", null,
             true, null), "life-tx-producer");
-        txProducer.setTransactionListener(LifeScenario.transactionListener());
+        LifeScenario scenario = new LifeScenario(producer, txProducer, store);
         List<LifeConsumer> consumers = List.of(
             new LifeConsumer(cluster, GROUP_ALL, LifeConsumer.Behaviour.ALL,
                 List.of(LifeScenario.TOPIC, LifeScenario.TX_TOPIC)),
@@ -126,7 +120,6 @@ public final class LifeFixture {
                 .toList());
             producer.start();
             txProducer.start();
-            LifeScenario scenario = new LifeScenario(producer, txProducer, store);
             scenario.sendAll();
             settle(cluster, store, settings.root(), consumers, scenario);
             store.awaitDispatched();
@@ -154,13 +147,13 @@ public final class LifeFixture {
             oracle.put("queries", Oracle.queries(store, walk, List.of()));
             List<String> msgIds = new ArrayList<>();
             walk.records().forEach(d -> msgIds.add(d.stored().getMsgId()));
-            msgIds.add((String) scenario.sent().get(0).get("msgId")); // a client id, not an offsetMsgId
+            msgIds.add((String) scenario.sent(walk).get(0).get("msgId")); // a client id, not an offsetMsgId
             msgIds.add("not-a-msg-id");
             oracle.put("msgIdQueries", Oracle.msgIdQueries(store, msgIds));
-            oracle.put("sent", scenario.sent());
+            oracle.put("sent", scenario.sent(walk));
             LifeOracle life = new LifeOracle(admin);
             oracle.put("consumeStats", life.consumeStats(List.of(GROUP_ALL, GROUP_HOLD, GROUP_RETRY)));
-            oracle.put("messageTrack", life.messageTrack(scenario.sent()));
+            oracle.put("messageTrack", life.messageTrack(scenario.sent(walk)));
             oracle.put("traceRecords", LifeOracle.traceRecords(walk, TRACE_TOPIC));
             return oracle;
         } finally {

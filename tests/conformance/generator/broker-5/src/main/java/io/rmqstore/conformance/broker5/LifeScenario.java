@@ -1,11 +1,14 @@
 package io.rmqstore.conformance.broker5;
 
+import io.rmqstore.conformance.Oracle;
 import io.rmqstore.conformance.rmq5.Rmq5Driver;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.hook.EndTransactionContext;
 import org.apache.rocketmq.client.hook.EndTransactionHook;
@@ -18,6 +21,7 @@ import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /**
@@ -52,12 +56,17 @@ final class LifeScenario {
     private final Rmq5Driver store;
     private final List<Map<String, Object>> sent = new ArrayList<>();
     private final AtomicInteger transactionEnds = new AtomicInteger();
+    private final Map<String, List<String>> checkAnswers = new ConcurrentHashMap<>();
 
-    /** Producers started; counts the ends of transaction after the trace hook has seen them. */
+    /**
+     * Producers not started yet: sets the transaction listener and counts the ends of transaction (the trace hook,
+     * registered by start(), appends its context right after each count).
+     */
     LifeScenario(DefaultMQProducer producer, TransactionMQProducer txProducer, Rmq5Driver store) {
         this.producer = producer;
         this.txProducer = txProducer;
         this.store = store;
+        txProducer.setTransactionListener(transactionListener());
         txProducer.getDefaultMQProducerImpl().registerEndTransactionHook(new EndTransactionHook() {
             @Override
             public String hookName() {
@@ -71,8 +80,11 @@ final class LifeScenario {
         });
     }
 
-    /** The local transaction of the key names its outcome: tx-commit, tx-rollback, tx-check (UNKNOW, then checked). */
-    static TransactionListener transactionListener() {
+    /**
+     * The local transaction of the key names its state: tx-commit, tx-rollback, tx-check (UNKNOW, then COMMIT when the
+     * broker checks); each answer to a check is kept per key.
+     */
+    private TransactionListener transactionListener() {
         return new TransactionListener() {
             @Override
             public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
@@ -85,13 +97,27 @@ final class LifeScenario {
 
             @Override
             public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                checkAnswers.computeIfAbsent(msg.getKeys(), k -> new CopyOnWriteArrayList<>())
+                    .add(LocalTransactionState.COMMIT_MESSAGE.name());
                 return LocalTransactionState.COMMIT_MESSAGE;
             }
         };
     }
 
-    /** Oracle section {@code sent}: what every send returned, in send order. */
-    List<Map<String, Object>> sent() {
+    /**
+     * Oracle section {@code sent}: what every send returned, in send order; for a transaction also the producer's
+     * answers to the broker's checks and its outcome in {@code walk} (COMMIT: a record of it in TX_TOPIC).
+     */
+    List<Map<String, Object>> sent(Oracle.Walk walk) {
+        for (Map<String, Object> s : sent) {
+            if (s.containsKey("localTransactionState")) {
+                s.put("checkAnswers", List.copyOf(checkAnswers.getOrDefault((String) s.get("keys"), List.of())));
+                boolean committed = walk.records().stream().map(Oracle.Decoded::stored)
+                    .anyMatch(m -> m.getTopic().equals(TX_TOPIC) && s.get("msgId").equals(
+                        m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)));
+                s.put("outcome", committed ? "COMMIT" : "ROLLBACK");
+            }
+        }
         return sent;
     }
 
@@ -108,7 +134,9 @@ final class LifeScenario {
     void sendAll() throws Exception {
         for (int i = 0; i < ORDERS; i++) {
             String keys = i == 5 ? "order-5 customer-42" : "order-" + i;
-            send(message(TOPIC, TAGS[i % TAGS.length], keys, "order event " + i), i % QUEUES);
+            // order-9's body is over compressMsgBodyOverHowmuch (4 KiB): the producer stores it zlib-compressed
+            String body = i == 9 ? "order event 9, line after line. ".repeat(150) : "order event " + i;
+            send(message(TOPIC, TAGS[i % TAGS.length], keys, body), i % QUEUES);
         }
         Message delivered = message(TOPIC, "Reminder", "delay-delivered", "delivered after one second");
         delivered.setDelayTimeLevel(DELIVERED_DELAY_LEVEL);
