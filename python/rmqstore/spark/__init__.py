@@ -14,7 +14,9 @@ from rmqstore.spark.life import message_life
 from rmqstore.spark.session import session
 from rmqstore.spark.trace import trace_records
 
-__all__ = ["RmqStoreDataSource", "connector_jar", "lag", "message_life", "served_by", "session", "trace_records"]
+__all__ = [
+    "RmqStoreDataSource", "connector_jar", "lag", "message_life", "served_by", "session", "trace_records",
+]
 
 
 def __getattr__(name: str) -> Any:
