@@ -5,10 +5,11 @@ on a demo store of about 2.2 GB:
 
 The store is written once under ~/.cache/rmqstore/bench-aggregates (override: RMQSTORE_BENCH_DIR); a
 `RMQSTORE_BENCH_STORE` directory is read instead. Both reads set verifyCrc=false (metadata answers only then:
-a scan with it on checks every body); the default scan (verifyCrc=true) is printed too. The first pushed query
-decides the coverage verdicts (design §3.2, cached); the timed runs are the median of five after one warm-up
-each. Target (issue #20): at least 20x faster, printed beside the ratio; only the rows are asserted (a
-benchmark is never a timed test).
+a scan with it on checks every body); today's default query (verifyCrc=true: a scan, one run) is printed too,
+with the pushed query's ratio against it (issue #20 says "faster than today"). The first pushed query in the JVM
+tallies the queues (design §3.2, kept per JVM); the timed runs are the median of five after one warm-up each.
+Target (issue #20): at least 20x faster than the same query scanned, printed beside the ratio; only the rows are
+asserted (a benchmark is never a timed test).
 """
 
 from __future__ import annotations
@@ -62,10 +63,10 @@ def test_group_by_topic_counts_from_metadata() -> None:
         default, default_rows = _timed(spark, store)
     finally:
         spark.stop()
-    ratio = scanned / pushed
     print(f"\n{store}: {log_bytes / 1e9:.2f} GB of log, {len(pushed_rows)} topics, "
           f"{sum(r.n for r in pushed_rows)} rows")
-    print(f"pushed (metadata): {pushed:.3f} s (first, deciding coverage: {first:.2f} s); "
-          f"scanned: {scanned:.2f} s; default scan (verifyCrc on): {default:.2f} s; ratio {ratio:.1f}x "
-          f"(target {TARGET:g}x)")
+    print(f"pushed (metadata): {pushed:.3f} s (first in this JVM: {first:.2f} s); "
+          f"scanned (pushdown=false): {scanned:.2f} s; default scan (verifyCrc on): {default:.2f} s")
+    print(f"ratio against the same query scanned: {scanned / pushed:.1f}x (target {TARGET:g}x); "
+          f"against today's default query (verifyCrc=true, a scan): {default / pushed:.1f}x")
     assert pushed_rows == scanned_rows == default_rows

@@ -78,7 +78,8 @@ private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Cove
     for (topic <- queues.topics; queueId <- queues.queueIds(topic)) {
       val lmq = topic.startsWith(MultiDispatch.LmqPrefix)
       lazy val tally = out.getOrElseUpdate((topic, queueId), new Tally)
-      for (u <- queues.queue(topic, queueId).unitsFrom(log.minOffset))
+      val queue = queues.queue(topic, queueId)
+      for (u <- queue.units(queue.minOffset, queue.maxOffset)) // streamed: a queue can hold millions of units
         if (u.phyOffset >= log.minOffset && !Census.inside(gaps, gapStarts, u.phyOffset)) {
           if (lmq) copies += u.phyOffset
           else {
