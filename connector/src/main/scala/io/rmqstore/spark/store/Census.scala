@@ -59,7 +59,7 @@ private[spark] final class Census(
       case _ => return tally((_, _, _, _) => true, all)
     }
     val key = (log.segments.map(s => (s.path, s.size, s.modifiedMs)), log.minOffset, log.end, files)
-    val disk = cache.map(new CensusCache(_))
+    lazy val disk = cache.map(new CensusCache(_)) // its file name hashes the real paths: only on a miss here
     Option(Census.kept.get(key))
       .orElse(disk.flatMap(_.load(key)).map { stored =>
         val found = stored.map((_, ScanStats()))
