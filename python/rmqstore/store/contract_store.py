@@ -23,3 +23,6 @@ LOGEND_CACHE_VERSION = 2
 TIMELINE_CACHE_KIND = "timeline"
 """Store-time runs per segment (docs/design.md §8.3)."""
 TIMELINE_CACHE_VERSION = 2
+CENSUS_CACHE_KIND = "census"
+"""The JVM's tallies of every queue for aggregates answered from metadata (docs/design.md §8.3)."""
+CENSUS_CACHE_VERSION = 1

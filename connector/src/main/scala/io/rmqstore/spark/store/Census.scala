@@ -38,11 +38,18 @@ final class Tally extends Serializable { // kept tallies (`Census.whole`) are on
   * (headers and all, FAILFAST: damage there raises `StoreCorruptionException`). A service of the store facade
   * (docs/design.md §1); the caller refuses the queue shapes where a unit is not one row (BatchCQ, §4.5).
   */
-private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Coverage, records: RecordReader) {
+private[spark] final class Census(
+    log: CommitLog,
+    queues: Queues,
+    coverage: Coverage,
+    records: RecordReader,
+    cache: Option[CacheIdentity]
+) {
 
-  /** `tally` of every record of the log, kept per JVM while the log's segments and valid end and every queue file
-    * (path, size, modification time) are the same: a later query lists the queue files and reads none of them
-    * (empty stats). Queues kept in RocksDB (§4.7) are tallied every time.
+  /** `tally` of every record of the log, kept per JVM and on disk where the store has a cache identity
+    * (`CensusCache`) while the log's segments and valid end and every queue file (path, size, modification time)
+    * are the same: a later query, in this JVM or a new one, lists the queue files and reads none of them (empty
+    * stats). Queues kept in RocksDB (§4.7) are tallied every time.
     */
   def whole(): Option[(Map[(String, Int), Tally], ScanStats)] = {
     val all = IndexedSeq((log.minOffset, log.end))
@@ -52,11 +59,20 @@ private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Cove
       case _ => return tally((_, _, _, _) => true, all)
     }
     val key = (log.segments.map(s => (s.path, s.size, s.modifiedMs)), log.minOffset, log.end, files)
-    Option(Census.kept.get(key)).map(_.map { case (tallies, _) => (tallies, ScanStats()) }).getOrElse {
-      val found = tally((_, _, _, _) => true, all)
-      Census.kept.put(key, found)
-      found
-    }
+    lazy val disk = cache.map(new CensusCache(_)) // its file name hashes the real paths: only on a miss here
+    Option(Census.kept.get(key))
+      .orElse(disk.flatMap(_.load(key)).map { stored =>
+        val found = stored.map((_, ScanStats()))
+        Census.kept.put(key, found)
+        found
+      })
+      .map(_.map { case (tallies, _) => (tallies, ScanStats()) })
+      .getOrElse {
+        val found = tally((_, _, _, _) => true, all)
+        Census.kept.put(key, found)
+        disk.foreach(_.save(key, found.map(_._1)))
+        found
+      }
   }
 
   /** Tallies per (topic, queueId) of the records inside `ranges` (sorted, disjoint physical ranges) that
@@ -78,7 +94,8 @@ private[spark] final class Census(log: CommitLog, queues: Queues, coverage: Cove
     for (topic <- queues.topics; queueId <- queues.queueIds(topic)) {
       val lmq = topic.startsWith(MultiDispatch.LmqPrefix)
       lazy val tally = out.getOrElseUpdate((topic, queueId), new Tally)
-      for (u <- queues.queue(topic, queueId).unitsFrom(log.minOffset))
+      val queue = queues.queue(topic, queueId)
+      for (u <- queue.units(queue.minOffset, queue.maxOffset)) // streamed: a queue can hold millions of units
         if (u.phyOffset >= log.minOffset && !Census.inside(gaps, gapStarts, u.phyOffset)) {
           if (lmq) copies += u.phyOffset
           else {
@@ -106,7 +123,7 @@ private[store] object Census {
   /** Stores whose `whole` tallies are kept per JVM (least recently used dropped first). */
   final val KeptStores = 16
 
-  private val kept = java.util.Collections.synchronizedMap(
+  private[store] val kept = java.util.Collections.synchronizedMap(
     new java.util.LinkedHashMap[AnyRef, Option[(Map[(String, Int), Tally], ScanStats)]](16, 0.75f, true) {
       override def removeEldestEntry(
           eldest: java.util.Map.Entry[AnyRef, Option[(Map[(String, Int), Tally], ScanStats)]]

@@ -33,6 +33,10 @@ trait ContractStore {
   /** Store-time runs per segment (docs/design.md §8.3). */
   final val TimelineCacheKind = "timeline"
   final val TimelineCacheVersion = 2
+
+  /** The JVM's tallies of every queue for aggregates answered from metadata (docs/design.md §8.3). */
+  final val CensusCacheKind = "census"
+  final val CensusCacheVersion = 1
 }
 
 object ContractStore extends ContractStore

@@ -72,7 +72,7 @@ final class Store private (
   private[spark] val lostUnits = new LostUnits(log, coverage, index, queues)
   private[spark] val sideIndex = new SideIndex(log, records, index, coverage, cacheIdentity)
   private[spark] lazy val timeline = new Timeline(log, cacheIdentity)
-  private[spark] val census = new Census(log, queues, coverage, records)
+  private[spark] val census = new Census(log, queues, coverage, records, cacheIdentity)
 
   // ---- the log ------------------------------------------------------------------------------------
 

@@ -66,4 +66,26 @@ class CensusSuite extends AnyFunSuite {
     val (recounted, reread) = whole()
     assert(found(recounted) == found(first) && reread.bytesRead == read.bytesRead)
   }
+
+  test("whole tallies are kept on disk outside the store: a new JVM reads no unit, a changed store is counted again") {
+    val dir = java.nio.file.Files.createTempDirectory("census-disk")
+    val root = Oracle.copy("rmq-5.5.0", dir)
+    def whole() = {
+      Census.kept.clear() // as a new JVM
+      val store = Store.open(StoreLocation(root.toString), null, Some(geometry("rmq-5.5.0")))
+      try store.census.whole().get
+      finally store.close()
+    }
+    val (first, read) = whole()
+    val file = new CensusCache(CacheIdentity.local(root.toString, root.resolve("commitlog").toString)).path
+    assert(java.nio.file.Files.exists(file) && !file.startsWith(root) && read.bytesRead > 0)
+    val (again, none) = whole()
+    assert(found(again) == found(first) && found(again) == expected(records("rmq-5.5.0")) && none.bytesRead == 0)
+    val segment = java.nio.file.Files.list(root.resolve("commitlog")).findFirst.get
+    java.nio.file.Files.setLastModifiedTime(segment, java.nio.file.attribute.FileTime.fromMillis(1000L))
+    val (recounted, reread) = whole()
+    assert(found(recounted) == found(first) && reread.bytesRead == read.bytesRead)
+    java.nio.file.Files.write(file, "{\"version\": 1, \"key\": 0".getBytes) // torn: counted again
+    assert(whole()._2.bytesRead == read.bytesRead)
+  }
 }
