@@ -20,8 +20,8 @@ from test_conformance_lag import retained_store
 
 from rmqstore import Store
 from rmqstore.cli import main as cli_main
+from rmqstore.format import contract_trace as ct
 from rmqstore.format.msgid import decode_offset_msg_id
-from rmqstore.plan.life import TraceRecord
 from rmqstore.plan.life_store import message_life
 from rmqstore.spark import message_life as spark_message_life
 from rmqstore.spark.life import events_frame
@@ -135,7 +135,34 @@ def _assert_life(name: str, key: str, events: list[dict[str, Any]]) -> None:
                                               f"{record['queueId'] + 1})")
     states = {(e["group"], e["commitLogOffset"]): e["event"] for e in events if e["event"] in STATE_EVENTS}
     assert expected_states(name, copies).items() <= states.items()
-    assert not [e for e in events if e["event"] not in COPY_EVENTS | STATE_EVENTS]
+    traced = [_trace_fields(e) for e in events if e["event"] == "trace"]
+    assert sorted(traced, key=str) == expected_trace(name, copies)
+    assert not [e for e in events if e["event"] not in COPY_EVENTS | STATE_EVENTS | {"trace"}]
+
+
+_CARRIES = {t: at for t, at, _, current in ct.VARIANTS if current}
+"""The columns each trace type's record carries as RocketMQ 5.x writes it (the oracle's decoder fills the
+rest with defaults)."""
+
+
+def _trace_fields(event: dict[str, Any]) -> tuple:
+    return tuple(event[f] for f in ("time", "topic", "msgId", "uniqKey", "group", "detail"))
+
+
+def expected_trace(name: str, copies: list[dict[str, Any]]) -> list[tuple]:
+    """The oracle's `traceRecords` (RocketMQ's TraceDataEncoder decoding the trace topic) whose msgId is one
+    of the copies' UNIQ_KEYs, as `trace` events: time, topic, offsetMsgId, UNIQ_KEY, group, and a detail of
+    the type, the outcome and the cost where the record carries them."""
+    uniq = {c["uniqKey"] for c in copies} - {None}
+    expected = []
+    for t in ORACLES[name].get("traceRecords", ()):
+        carries = _CARRIES[t["traceType"]]
+        outcome = (" ok" if t["success"] else " failed") if "success" in carries else ""
+        cost = f", {t['costTime']} ms" if "costTime" in carries else ""
+        expected += [(t["timeStamp"], b["topic"] or None, b["offsetMsgId"] or None, b["msgId"],
+                      t["groupName"], f"{t['traceType']}{outcome}{cost}")
+                     for b in t["traceBeans"] if b["msgId"] in uniq]
+    return sorted(expected, key=str)
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -181,23 +208,22 @@ def test_group_states_agree_with_rocketmq_message_track() -> None:
 
 
 def test_trace_records_join_the_copies() -> None:
-    """The trace records RocketMQ's TraceDataEncoder decoded from the life fixture's trace topic (oracle
-    `traceRecords`) join the message's copies as `trace` events, all in time order: the seam for a decoder
-    of `RMQ_SYS_TRACE_TOPIC` rows."""
+    """The life fixture's trace messages, decoded by `rmqstore.format.trace`, join the message's copies as
+    `trace` events (the oracle's records, checked for every message by the test above): Pub, SubBefore,
+    SubAfter (a retried message's consumptions failed) and EndTransaction, all in time order."""
     oracle = ORACLES[LIFE]
     retried = next(r for r in oracle["records"] if r["topic"] == "%DLQ%life-retry")["uniqKey"]
-    trace = [TraceRecord(t["timeStamp"], t["traceType"], None, b["topic"] or None, t["groupName"],
-                         b["clientHost"], t["costTime"], t["success"], b["offsetMsgId"] or None, b["msgId"])
-             for t in oracle["traceRecords"] for b in t["traceBeans"] if b["msgId"] == retried]
-    assert {t.kind for t in trace} == {"Pub", "SubBefore", "SubAfter"}
+    committed = next(r for r in oracle["records"] if r["sysFlag"] & 0xC == 0x8)["uniqKey"]
     with open_store(LIFE) as store:
-        events = [e.to_json() for e in message_life({"b": store}, "uniqKey", retried, trace)]
+        events = [e.to_json() for e in message_life({"b": store}, "uniqKey", retried)]
+        ended = [e.to_json() for e in message_life({"b": store}, "uniqKey", committed)]
+    traced = [e for e in events if e["event"] == "trace"]
+    assert {e["detail"].split(" ")[0].rstrip(",") for e in traced} == {"Pub", "SubBefore", "SubAfter"}
     timed = [e for e in events if e["time"] is not None]
-    assert sorted(e["time"] for e in timed if e["event"] == "trace") == sorted(t.time for t in trace)
     assert [e["time"] for e in timed] == sorted(e["time"] for e in timed)
-    failed = [e for e in timed if e["event"] == "trace" and "failed" in e["detail"]]
-    assert {e["group"] for e in failed} == {"life-retry"}
-    assert len(failed) == sum(1 for t in trace if t.success is False)
+    failed = [e for e in traced if "failed" in e["detail"]]
+    assert failed and {e["group"] for e in failed} == {"life-retry"}
+    assert "EndTransaction" in {e["detail"] for e in ended if e["event"] == "trace"}
 
 
 @pytest.mark.parametrize("name", ["rmq-4.9.8-crash", "rmq-5.5.0-crash"])
@@ -247,17 +273,25 @@ def test_trace_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no stored copy has uniqKey NO-SUCH-ID" in capsys.readouterr().err
     assert cli_main(["trace", *paths, "--brokers", "a", "--key", key]) == 2
     assert "--brokers needs one non-empty name per store (2)" in capsys.readouterr().err
+    retried = next(r for r in ORACLES[LIFE]["records"] if r["topic"] == "%DLQ%life-retry")
+    assert cli_main(["trace", str(store_dir(LIFE)), "--uniq-key", retried["uniqKey"], "--json"]) == 0
+    events = json.loads(capsys.readouterr().out)["events"]
+    traced = sorted((_trace_fields(e) for e in events if e["event"] == "trace"), key=str)
+    assert traced and traced == expected_trace(LIFE, expected_copies(ORACLES[LIFE]["records"],
+                                                                     retried["properties"]["KEYS"]))
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize(("name", "key", "access"), [
     ("rmq-4.9.8", "txn-half", {"key-index", "queues"}),  # KEYS, UNIQ_KEY, the op-half topic's queue
     ("rmq-4.9.8", "back-16", {"key-index", "offsets"}),  # KEYS, UNIQ_KEY, ORIGIN_MESSAGE_ID as msgId
+    (LIFE, "order-3", {"key-index"}),  # KEYS, UNIQ_KEY, the trace topic's messages by the UNIQ_KEY
 ])
 def test_message_life_frame(spark: SparkSession, engine: str, tmp_path: Path, name: str, key: str,
                             access: set[str]) -> None:
-    """The DataFrame is the plan's answer on both engines, its copies read through pushed-down lookups
-    (the reads' `statsDir` plans: index, offsets and queue reads, never a scan)."""
+    """The DataFrame is the plan's answer on both engines (the life fixture's with its trace records, which
+    `test_life_of_every_message_with_copies` holds to the oracle's), its copies and trace messages read
+    through pushed-down lookups (the reads' `statsDir` plans: index, offsets, queue reads, never a scan)."""
     stats = tmp_path / "stats"
     frame = spark_message_life(spark, [str(store_dir(name))], key=key, engine=engine, brokerNames="b",
                                statsDir=str(stats), indexHashSlots=str(index_geometry(name)[0]),
@@ -265,6 +299,7 @@ def test_message_life_frame(spark: SparkSession, engine: str, tmp_path: Path, na
     with open_store(name) as store:
         expected = events_frame(spark, message_life({"b": store}, "keys", key))
     assert_df_equality(frame, expected)
+    assert (name == LIFE) == (frame.where("event = 'trace'").count() > 0)
     plans = [json.loads(line) for path in stats.glob("*.jsonl") for line in path.open()]
     plans = [p for p in plans if p["event"] == "plan"]
     assert {a for p in plans for a in p["access"]} == access, plans

@@ -8,12 +8,16 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from helpers.spark_stores import explain_text, read_stats
+from rmqstore import Store
 from rmqstore.format import contract_trace as ct
+from rmqstore.format.trace import decode_body
 from rmqstore.spark import trace_records
 from rmqstore.spark.trace import read_options
 from rmqstore.writer import MessageSpec, StoreWriter
@@ -128,3 +132,26 @@ def test_permissive_drops_the_malformed_records(spark: SparkSession, engine: str
     got = trace_records(spark, str(path), engine=engine, topics=topics, mode="PERMISSIVE")
     expected = _expected(spark, path, [(VALID, at, 0) for at in bad], "BAD0").drop("traceTopic")
     assert_df_equality(got.drop("traceTopic"), expected, ignore_row_order=True)
+
+
+def test_python_decoder_gives_the_sql_rows(spark: SparkSession, engine: str, engine_format: str,
+                                           trace_store) -> None:
+    """`rmqstore.format.trace` (the CLI's decoder) and the contract's SQL agree on every record of every
+    vector and malformed body, problem included."""
+    path, _, bad = trace_store
+    topics = ",".join([ct.DEFAULT_TOPIC, *(f"BAD{n}" for n in range(len(bad)))])
+    table = spark.read.format(engine_format).option("topics", topics).load(str(path))
+    for stage in ct.STAGES:
+        table = table.selectExpr(*stage)
+    columns = [*ct.OUTPUT, "problem"]
+    selected = [F.unix_millis(c).alias(c) if c == "timestamp" else c for c in columns]
+    got = {(r.commitLogOffset, r.recordIndex): tuple(r) for r in table.select(*selected).collect()}
+    with Store.open(path) as store:
+        messages = pa.Table.from_batches(store.scan(columns=["topic", "commitLogOffset", "body"])).to_pylist()
+    expected = {}
+    for m in (m for m in messages if m["topic"] in topics.split(",")):
+        for row in decode_body(m["body"]):
+            row |= {"broker": str(path), "traceTopic": m["topic"], "commitLogOffset": m["commitLogOffset"]}
+            expected[(row["commitLogOffset"], row["recordIndex"])] = tuple(row[c] for c in columns)
+    assert got == expected
+    assert {row[-1] for row in expected.values()} >= {v["problem"] for v in VECTORS["malformed"]}

@@ -17,9 +17,19 @@ from rmqstore.format.layout import (
     TRANSACTION_ROLLBACK,
 )
 from rmqstore.format.record import SCHEDULE_TOPIC
-from rmqstore.writer.demo import DEMO_SPAN_MS, GROUPS, LONG_RETRY_TOPIC, DemoEvent, create_demo_store
+from rmqstore.format.trace import decode_body
+from rmqstore.writer.demo import (
+    DEMO_SPAN_MS,
+    GROUPS,
+    LONG_RETRY_TOPIC,
+    TRACED_PRODUCERS,
+    DemoEvent,
+    create_demo_store,
+)
+from rmqstore.writer.trace import TracedClients
 
 SLOTS, ENTRIES = 997, 1500
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +37,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list, list[D
     path = tmp_path_factory.mktemp("demo") / "store"
     events: list[DemoEvent] = []
     create_demo_store(path, target_bytes=3 << 20, seed=7, index_hash_slots=SLOTS, index_entries=ENTRIES,
-                      tracer=lambda _, event: events.append(event))
+                      tracer=TracedClients(7, TRACED_PRODUCERS, observer=events.append))
     return path, walk_log(path)[0], events
 
 
@@ -116,12 +126,39 @@ def test_demo_tracer_sees_every_send_and_the_modelled_consumes(traced) -> None:
     _, records, events = traced
     sends = [e for e in events if e.group is None]
     sent = {e.record.physical_offset for e in sends}
-    assert sent == {r.commit_log_offset for r in records if not _broker_copy(r)}
+    assert sent == {r.commit_log_offset for r in records if not _broker_copy(r) and r.topic != TRACE_TOPIC}
     consumes = [e for e in events if e.group is not None]
     assert {e.group for e in consumes} == {g.name for g in GROUPS if g.fail_share}
     assert any(not e.ok for e in consumes) and any(e.ok for e in consumes)
     times = [e.at_ms for e in events]
     assert times == sorted(times)
+
+
+def test_demo_trace_messages_trace_the_traced_clients(traced) -> None:
+    """A Pub per send of the traced producer (where it was stored), a SubBefore / SubAfter pair per
+    consume (ok or failed as modelled), in trace messages whose KEYS are their msgIds and keys (§10)."""
+    _, records, events = traced
+    messages = [r for r in records if r.topic == TRACE_TOPIC]
+    bodies = [decode_body(m.body) for m in messages]
+    assert not [row for rows in bodies for row in rows if row["problem"] is not None]
+    for message, rows in zip(messages, bodies, strict=True):  # keys written "null" are no KEYS
+        ids = {r["msgId"] for r in rows}
+        assert ids <= set(message.properties["KEYS"].split(" ")) <= ids | {k for r in rows for k in r["keys"]}
+    assert max(len(rows) for rows in bodies) > 1
+    rows = [row for rows in bodies for row in rows]
+    pubs = {(r["msgId"], r["offsetMsgId"], r["timestamp"], r["topic"]) for r in rows
+            if r["traceType"] == "Pub"}
+    assert pubs == {(e.record.uniq_key, e.record.msg_id, e.at_ms, e.spec.topic) for e in events
+                    if e.group is None and e.spec.born_host in TRACED_PRODUCERS and e.record.uniq_key}
+    before = {r["requestId"]: r for r in rows if r["traceType"] == "SubBefore"}
+    after = {r["requestId"]: r for r in rows if r["traceType"] == "SubAfter"}
+    assert before.keys() == after.keys()
+    consumed = sorted((e.at_ms, e.group, e.record.uniq_key, e.ok) for e in events
+                      if e.group and e.record.uniq_key)
+    assert consumed and sorted((b["timestamp"], b["groupName"], b["msgId"], after[k]["success"])
+                               for k, b in before.items()) == consumed
+    assert {r["msgType"] for r in rows if r["traceType"] == "Pub"} == {"Normal_Msg", "Delay_Msg",
+                                                                        "Trans_Msg_Half"}
 
 
 def _broker_copy(r) -> bool:

@@ -1,6 +1,6 @@
 """`rmqstore trace STORE... (--key K | --uniq-key U | --msg-id M) [--brokers a,b]`: every stored copy of a
-message across brokers' stores in time order, labelled with what RocketMQ did, then each consumer group's
-state (§3.4, `rmqstore.plan.life`)."""
+message across brokers' stores in time order, labelled with what RocketMQ did, with its message-trace records
+(§10), then each consumer group's state (§3.4, `rmqstore.plan.life`)."""
 
 from __future__ import annotations
 

@@ -149,6 +149,14 @@ class TraceRecord:
     msg_id: str | None
     uniq_key: str | None
 
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TraceRecord:
+        """A trace-record row (docs/format.md §10; `timestamp` in epoch ms): the trace's msgId is the
+        traced message's UNIQ_KEY, its offsetMsgId (Pub only) the stored record's msgId."""
+        return cls(row["timestamp"], row["traceType"], None, row.get("topic"), row.get("groupName"),
+                   row.get("clientHost"), row.get("costTime"), row.get("success"), row.get("offsetMsgId"),
+                   row.get("msgId"))
+
 
 @dataclass(frozen=True)
 class BrokerState:
@@ -270,6 +278,20 @@ def collect_copies(lookup: CopyLookup, column: str, value: str) -> Found:
     return Found(sorted(kept, key=_copy_order), missing, sorted(set(past_end), key=lambda p: (p[1], p[2])))
 
 
+def traced_ids(found: Found) -> list[str]:
+    """The UNIQ_KEYs of the copies: the msgIds their trace records carry and their trace messages' KEYS
+    hold (§10.1)."""
+    return sorted({c.uniq_key for c in found.copies if c.uniq_key is not None})
+
+
+def about(found: Found, rows: Iterable[Mapping[str, Any]]) -> list[TraceRecord]:
+    """The trace records of `rows` (decoded trace-record rows) about the found message: those whose msgId
+    is one of its UNIQ_KEYs (a key lookup also finds records of other messages with that key). A record
+    without a timestamp (a SubAfter before 4.8.0, §10.2) places no event in time and is left out."""
+    ids = set(traced_ids(found))
+    return [TraceRecord.from_row(r) for r in rows if r["msgId"] in ids and r["timestamp"] is not None]
+
+
 def _copy_order(copy: Copy) -> tuple[int, str, int]:
     return copy.store_time, copy.broker, copy.commit_log_offset
 
@@ -359,8 +381,9 @@ def _origin(copy: Copy) -> str:
 def _trace_event(record: TraceRecord) -> Event:
     outcome = "" if record.success is None else (" ok" if record.success else " failed")
     cost = "" if record.cost_ms is None else f", {record.cost_ms} ms"
+    by = "" if record.client is None else f" by {record.client}"
     return Event(record.time, Label.TRACE, record.broker, record.topic, None, None, None, record.msg_id,
-                 record.uniq_key, record.group, None, f"{record.kind}{outcome} by {record.client}{cost}")
+                 record.uniq_key, record.group, None, f"{record.kind}{outcome}{by}{cost}")
 
 
 def _gone(found: Found, states: Mapping[str, BrokerState]) -> list[Event]:

@@ -1,7 +1,7 @@
 """A message's life read from open stores (§3.4): the `CopyLookup` of `rmqstore.plan.life` over the
 stores' index-backed lookups (`rmqstore.plan.lookup`: planned, read and confirmed like a Spark read, a
-scan only when the index cannot answer), and each broker's `BrokerState` (log bounds, the committed
-offsets the lag service reads).
+scan only when the index cannot answer), each broker's `BrokerState` (log bounds, the committed
+offsets the lag service reads), and the trace records of the message's UNIQ_KEYs (§10).
 """
 
 from __future__ import annotations
@@ -11,15 +11,18 @@ from collections.abc import Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqstore.format.trace import TraceRow, decode_body
 from rmqstore.plan.life import (
     COPY_COLUMNS,
     OP_TOPIC,
+    TRACE_TOPIC,
     BrokerState,
     Copy,
     Event,
-    TraceRecord,
+    about,
     collect_copies,
     life_events,
+    traced_ids,
 )
 from rmqstore.plan.lookup import find
 from rmqstore.plan.predicates import InSet, KeysContainAny, Predicate
@@ -84,9 +87,26 @@ def broker_state(broker: str, store: Store) -> BrokerState:
     return BrokerState(broker, store.min_offset, store.max_offset, store.consumer_offsets())
 
 
-def message_life(stores: Mapping[str, Store], column: str, value: str,
-                 trace: Iterable[TraceRecord] = ()) -> list[Event]:
+def trace_rows(stores: Mapping[str, Store], ids: Sequence[str]) -> list[TraceRow]:
+    """The records of the trace messages (`RMQ_SYS_TRACE_TOPIC`) whose KEYS hold one of `ids`, decoded by
+    `rmqstore.format.trace` (§10); a record that is no trace record fails naming its offset (FAILFAST)."""
+    rows = []
+    predicates = (InSet("topic", (TRACE_TOPIC,)), KeysContainAny(tuple(ids)))
+    for broker, store in stores.items():
+        offsets = find(store, predicates).offsets if ids else []
+        messages = store.read_offsets(offsets, ("commitLogOffset", "body"), strict=False).to_pylist()
+        for at, body in ((m["commitLogOffset"], m["body"]) for m in messages):
+            for row in decode_body(body):
+                if row["problem"] is not None:
+                    raise ValueError(f"rmqstore: trace message at commitLogOffset {at} of {broker}, record "
+                                     f"{row['recordIndex']}: {row['problem']}")
+                rows.append(row)
+    return rows
+
+
+def message_life(stores: Mapping[str, Store], column: str, value: str) -> list[Event]:
     """The life of the message whose `column` ("keys", "uniqKey" or "msgId") is `value`, across the stores
-    (broker name -> Store)."""
+    (broker name -> Store), with the trace records of its UNIQ_KEYs."""
     found = collect_copies(StoreLookup(stores), column, value)
+    trace = about(found, trace_rows(stores, traced_ids(found)))
     return life_events(found, [broker_state(b, s) for b, s in stores.items()], trace)

@@ -1,7 +1,8 @@
 """A message's life as a DataFrame (§3.4): `message_life(spark, paths, key=..., uniq_key=..., msg_id=...)`.
 
 The copies come from Spark reads of the stores with pushdown (the `keys` option, `uniqKey` / `msgId`
-filters, the op-half topic's queue), so either engine serves them (`engine`); the driver then applies
+filters, the op-half topic's queue), and so are the trace records of its UNIQ_KEYs (`trace_records`, §10),
+so either engine serves them (`engine`); the driver then applies
 `rmqstore.plan.life`'s rule, with each broker's log bounds and committed offsets read from its store, and
 returns the same events as `rmqstore trace --json`.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,15 +24,17 @@ from rmqstore.plan.life import (
     OP_TOPIC,
     Copy,
     Event,
-    TraceRecord,
+    about,
     collect_copies,
     life_events,
+    traced_ids,
 )
 from rmqstore.plan.life_store import broker_state, index_past_end
 from rmqstore.spark.engine import ENGINES
 from rmqstore.spark.jar import PROVIDER_CLASS
 from rmqstore.spark.options import RmqOptions, parse_options
 from rmqstore.spark.stores import open_store
+from rmqstore.spark.trace import trace_records
 
 _TYPES = {"time": TimestampType(), "queueId": IntegerType(), "reconsumeTimes": IntegerType(),
           "queueOffset": LongType(), "commitLogOffset": LongType()}
@@ -80,24 +83,29 @@ def _bytes(value: bytearray | bytes | None) -> bytes | None:
 
 def message_life(spark: SparkSession, paths: str | Sequence[str], key: str | None = None,
                  uniq_key: str | None = None, msg_id: str | None = None, *, engine: str = "auto",
-                 trace: Iterable[TraceRecord] = (), **options: str) -> DataFrame:
+                 **options: str) -> DataFrame:
     """Every stored copy of the message with KEYS token `key`, UNIQ_KEY `uniq_key` or offsetMsgId `msg_id`
-    (exactly one) on the brokers' stores `paths`, labelled, then each consumer group's state (§3.4); one row
-    per `rmqstore.plan.life.Event`. `engine`: "jvm", "python", or "auto" (the session's `rmqstore`);
-    `trace`: already-decoded trace records to merge in; `options`: read options (`brokerNames`, s3.*, ...)."""
+    (exactly one) on the brokers' stores `paths`, labelled, with the trace records of its UNIQ_KEYs
+    (`trace_records`, §10), then each consumer group's state (§3.4); one row per
+    `rmqstore.plan.life.Event`. `engine`: "jvm", "python", or "auto" (the session's `rmqstore`);
+    `options`: read options (`brokerNames`, s3.*, ...)."""
     if engine not in ENGINES:
         raise ValueError(f"rmqstore: engine {engine!r} is not one of {', '.join(ENGINES)}")
     asked = [(c, v) for c, v in (("keys", key), ("uniqKey", uniq_key), ("msgId", msg_id)) if v is not None]
     if len(asked) != 1:
         raise ValueError("rmqstore: message_life needs exactly one of key, uniq_key, msg_id")
-    raw = {**options, "paths": json.dumps([paths] if isinstance(paths, str) else list(paths))}
+    listed = [paths] if isinstance(paths, str) else list(paths)
+    raw = {**options, "paths": json.dumps(listed)}
     parsed = parse_options(raw)
     found = collect_copies(SparkLookup(spark, _FORMATS[engine], raw, parsed), *asked[0])
+    rows = [row.asDict() for uniq in traced_ids(found) for row in trace_records(
+        spark, listed, msg_id=uniq, engine=engine, **options).withColumn(
+        "timestamp", F.unix_millis("timestamp")).collect()]
     states = []
     for broker, path in zip(parsed.broker_names, parsed.paths, strict=True):
         with open_store(parsed, path) as store:
             states.append(broker_state(broker, store))
-    return events_frame(spark, life_events(found, states, trace))
+    return events_frame(spark, life_events(found, states, about(found, rows)))
 
 
 def events_frame(spark: SparkSession, events: Sequence[Event]) -> DataFrame:

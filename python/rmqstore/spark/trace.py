@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from rmqstore.format import contract_trace as ct
 from rmqstore.spark.compat import require_python_engine
-from rmqstore.spark.contract_options import KEYS, TOPICS
+from rmqstore.spark.contract_options import KEYS, PATHS, TOPICS
 from rmqstore.spark.engine import ENGINES, has_connector
 from rmqstore.spark.options import parse_options
 
@@ -38,7 +38,7 @@ def trace_records(spark: SparkSession, path_or_paths: str | Sequence[str], msg_i
 
     spark.dataSource.register(RmqStorePythonDataSource)
     read = read_options(options, msg_id, key)
-    mode = parse_options(read, require_path=False).mode
+    mode = parse_options({**read, PATHS: json.dumps(paths)}, require_path=False).mode  # brokerNames: per path
     table = spark.read.format(RmqStorePythonDataSource.name()).options(**read).load(paths)
     return decode(table, mode, msg_id, key)
 

@@ -7,8 +7,8 @@ back, open) plus raw PREPARED/ROLLBACK records, producer batches, IPv6 producers
 caught up, lagging, and failing: their send-backs go through the schedule topic to `%RETRY%<group>`
 (one group's name makes a topic long enough for v2 records) and, past the group's
 maxReconsumeTimes, to `%DLQ%<group>` (§2.10). Deterministic for a given seed; sized by the
-commit-log bytes it writes. A `tracer` sees every send and every modelled consume (the seam where
-trace records, RMQ_SYS_TRACE_TOPIC, are appended).
+commit-log bytes it writes. A `tracer` sees every send and every modelled consume; the default one
+(`rmqstore.writer.trace.TracedClients`) appends the clients' trace messages to RMQ_SYS_TRACE_TOPIC.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from rmqstore.writer.store_writer import (
     RETRY_PREFIX,
     StoreWriter,
 )
+from rmqstore.writer.trace import TracedClients
 
 DEMO_START_MS = 1_710_057_600_000
 """2024-03-10T08:00:00Z: first store time of a demo store."""
@@ -52,6 +53,8 @@ PRODUCERS = (
     "[2001:db8:0:1::15]:41000",
     "[fe80::a00:27ff:fe4e:66a1]:50555",
 )
+TRACED_PRODUCERS = PRODUCERS[1:2]
+"""The producer with message trace on (the consumers all have it; few clients do, trace costs a send)."""
 COMPRESSIONS = (COMPRESSION_ZLIB, COMPRESSION_LZ4, COMPRESSION_ZSTD, COMPRESSION_LEGACY_ZLIB)
 LONG_GROUP = "cg-" + "reconciliation-" * 9
 LONG_RETRY_TOPIC = RETRY_PREFIX + LONG_GROUP
@@ -94,6 +97,8 @@ class DemoEvent:
     record: AppendResult
     group: str | None = None
     ok: bool = True
+    spec: MessageSpec | None = None
+    """The message the producer sent (a send's)."""
 
 
 Tracer = Callable[[StoreWriter, DemoEvent], None]
@@ -337,8 +342,10 @@ def create_demo_store(
 
     `progress` is called with the number of commit-log bytes added since its previous call.
     Index geometry defaults to the broker's (so readers need no options); segment size defaults to
-    `default_segment_size(target_bytes)`. `tracer` sees every `DemoEvent` as it happens.
+    `default_segment_size(target_bytes)`. `tracer` sees every `DemoEvent` as it happens; by default
+    `TracedClients` writes the clients' trace messages (RMQ_SYS_TRACE_TOPIC, §10).
     """
+    tracer = TracedClients(seed, TRACED_PRODUCERS) if tracer is None else tracer
     rng = random.Random(seed)
     traffic = _Traffic(rng, _text_pool(rng))
     writer = StoreWriter(
@@ -369,6 +376,8 @@ def create_demo_store(
         if progress is not None and writer.position - reported >= 1 << 20:
             progress(writer.position - reported)
             reported = writer.position
+    if isinstance(tracer, TracedClients):
+        tracer.flush(writer)
     _set_consumer_offsets(writer, rng, traffic.consumes + traffic.stalled)
     writer.close()
     if progress is not None:
@@ -396,34 +405,35 @@ class _Scenario:
         rng = traffic.rng
         roll = rng.random()
         if roll < 0.05:
-            for record in writer.append_batch(traffic.inventory_batch(now)):
-                self._sent(record, now)
+            batch = traffic.inventory_batch(now)
+            for spec, record in zip(batch, writer.append_batch(batch), strict=True):
+                self._sent(record, now, spec)
         elif roll < 0.07:
             level = min(rng.choice((1, 2, 3, 4, 5, 9, 14, 18)), MAX_DELAY_LEVEL)
-            scheduled = self._sent(writer.append(replace(traffic.order_message(now), delay_level=level)), now)
+            scheduled = self._send(replace(traffic.order_message(now), delay_level=level), now)
             heapq.heappush(traffic.undelivered,
                            (now + DEFAULT_DELAY_LEVEL_TABLE[level], traffic.ticket(), scheduled, None))
         elif roll < 0.08:
-            half = writer.begin_transaction(traffic.payment_message(now), producer_group="PID_payments")
-            self._sent(half, now)
+            payment = traffic.payment_message(now)
+            half = self._sent(writer.begin_transaction(payment, producer_group="PID_payments"), now, payment)
             due = now + rng.randrange(500, 20_000)
             heapq.heappush(traffic.open_transactions, (due, traffic.ticket(), half))
         elif roll < 0.085:
-            self._sent(writer.append(traffic.legacy_transaction_record(now)), now)
+            self._send(traffic.legacy_transaction_record(now), now)
         elif roll < 0.10:
             spec, due = traffic.cart_timeout(now)
-            timer = self._sent(writer.append(spec), now)
+            timer = self._send(spec, now)
             if timer.topic != spec.topic:
                 due += rng.randrange(5, 60)
                 heapq.heappush(traffic.undelivered, (due, traffic.ticket(), timer, None))
         elif roll < 0.13:
-            self._arrived(self._sent(writer.append(traffic.audit_message(now)), now), now)
+            self._arrived(self._send(traffic.audit_message(now), now), now)
         elif roll < 0.23:
-            self._arrived(self._sent(writer.append(traffic.payment_message(now)), now), now)
+            self._arrived(self._send(traffic.payment_message(now), now), now)
         elif roll < 0.55:
-            self._sent(writer.append(traffic.activity_message(now)), now)
+            self._send(traffic.activity_message(now), now)
         else:
-            self._arrived(self._sent(writer.append(traffic.order_message(now)), now), now)
+            self._arrived(self._send(traffic.order_message(now), now), now)
 
     def settle(self, now: int) -> None:
         """Deliver due delayed, timer and retry messages, end due transactions (some stay open), run due
@@ -449,9 +459,12 @@ class _Scenario:
             else:
                 self._consume(record, failure, now)
 
-    def _sent(self, record: AppendResult, now: int) -> AppendResult:
+    def _send(self, spec: MessageSpec, now: int) -> AppendResult:
+        return self._sent(self.writer.append(spec), now, spec)
+
+    def _sent(self, record: AppendResult, now: int, spec: MessageSpec) -> AppendResult:
         if self.tracer is not None:
-            self.tracer(self.writer, DemoEvent(now, record))
+            self.tracer(self.writer, DemoEvent(now, record, spec=spec))
         return record
 
     def _arrived(self, record: AppendResult, now: int) -> None:

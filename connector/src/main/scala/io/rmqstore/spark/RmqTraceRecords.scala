@@ -31,7 +31,8 @@ object RmqTraceRecords {
   ): DataFrame = {
     val given = Option(options).fold(Map.empty[String, String])(_.asScala.toMap)
     val read = readOptions(given, Option(msgId), Option(key))
-    val mode = RmqOptions.parse(read.asJava, requirePath = false).mode
+    val listed = new ObjectMapper().writeValueAsString(paths.asScala.toArray)
+    val mode = RmqOptions.parse((read + (ContractOptions.Name.Paths -> listed)).asJava, requirePath = false).mode
     val table = spark.read.format(classOf[RmqStoreProvider].getName).options(read).load(paths.asScala.toSeq: _*)
     decode(table, mode, Option(msgId), Option(key))
   }
