@@ -6,12 +6,16 @@ import os
 import sys
 from pathlib import Path
 
-DEMO_STORE = Path(os.environ.get("RMQSTORE_DEMO_STORE", Path.home() / ".cache" / "rmqstore" / "demo-store"))
+from rmqstore.writer.demo import DEMO_SCENARIO
+
+DEMO_STORE = Path(os.environ.get("RMQSTORE_DEMO_STORE",
+                                 Path.home() / ".cache" / "rmqstore" / f"demo-store-v{DEMO_SCENARIO}"))
 DEMO_BYTES = 64 * 1024 * 1024
 
 
 def demo_store(path: Path = DEMO_STORE) -> str:
-    """The demo store path, writing a 64 MiB demo store there first if it does not exist."""
+    """The demo store path, writing a 64 MiB demo store there first if it does not exist (the path names the
+    scenario version, so a store an older rmqstore wrote is not taken for today's)."""
     if not (path / "commitlog").is_dir():
         from tqdm import tqdm
 

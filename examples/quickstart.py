@@ -1,6 +1,6 @@
 """Quickstart: a demo RocketMQ store read with Spark — a key lookup, a time window, a dead letter's life.
 
-    python examples/quickstart.py            # creates ~/.cache/rmqstore/demo-store on first run
+    python examples/quickstart.py            # creates ~/.cache/rmqstore/demo-store-v2 on first run
     python examples/quickstart.py /path/to/broker/store
 """
 

@@ -45,6 +45,10 @@ DEMO_START_MS = 1_710_057_600_000
 DEMO_SPAN_MS = 6 * 3_600_000
 """Store times of a demo store spread over six hours."""
 DEMO_STORE_HOST = "10.0.0.5:10911"
+DEMO_SCENARIO = 2
+"""Version of what a demo store holds; bump it when the scenario changes, since stores written by an older
+scenario are kept by name (`examples/_common.py`) and would lack what the examples look for (2: retries,
+dead letters, timers, traced clients)."""
 
 PRODUCERS = (
     "10.0.1.15:51234",
