@@ -37,11 +37,12 @@ class TraceRecordsSuite extends AnyFunSuite with BeforeAndAfterAll {
   private def store(messages: Seq[(String, String, String)]): (Path, Seq[Long]) = {
     val root = Files.createTempDirectory("rmqstore-trace-suite")
     val segment = ByteBuffer.allocate(64 * 1024)
-    val offsets = messages.map { case (topic, body, keys) =>
-      val at = segment.position().toLong
-      val props = Encode.properties("KEYS" -> keys)
-      segment.put(Encode.record(topic = topic, body = body.getBytes(UTF_8), props = props, phy = at))
-      at
+    val offsets = messages.toList.map {
+      case (topic, body, keys) => // strict: each record written before the file
+        val at = segment.position().toLong
+        val props = Encode.properties("KEYS" -> keys)
+        segment.put(Encode.record(topic = topic, body = body.getBytes(UTF_8), props = props, phy = at))
+        at
     }
     Files.write(Files.createDirectories(root.resolve("commitlog")).resolve(f"${0}%020d"), segment.array)
     (root, offsets)
@@ -70,7 +71,7 @@ class TraceRecordsSuite extends AnyFunSuite with BeforeAndAfterAll {
   }.orNull
 
   test("every vector's records decode to their columns") {
-    val bodies = vectors.get("vectors").elements.asScala.toSeq
+    val bodies = vectors.get("vectors").elements.asScala.toList
     val (root, offsets) = store(bodies.map(message(ContractTrace.DefaultTopic, _)))
     val rows = frame(root).collect()
     assert(rows.length == bodies.map(_.get("records").size).sum)
