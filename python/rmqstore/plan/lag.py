@@ -15,14 +15,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqstore.format.record import RETRY_PREFIX
 from rmqstore.store.errors import PERMISSIVE, UnknownNameError
 from rmqstore.store.queues import Queue
 from rmqstore.store.store import Store
 
 UNIT_WINDOW = 1 << 20
 """Queue offsets whose units are read at once (28 MiB) when summing a backlog's bytes."""
-RETRY_PREFIX = "%RETRY%"
-"""`MixAll.RETRY_GROUP_TOPIC_PREFIX`: a group's retry topic `%RETRY%<group>` counts for that group."""
 
 LAG_COLUMNS = ("group", "topic", "queueId", "state", "committedOffset", "minOffset", "maxOffset",
                "lagMessages", "lagBytes", "oldestStoreTimestamp", "lagMs")

@@ -21,25 +21,28 @@ from rmqstore.format.contract_layout import (
     TRANSACTION_PREPARED,
     TRANSACTION_ROLLBACK,
 )
+from rmqstore.format.contract_trace import DEFAULT_TOPIC as TRACE_TOPIC
 from rmqstore.format.msgid import decode_offset_msg_id
-from rmqstore.format.record import KEY_SEPARATOR, PROPERTY_DELAY, PROPERTY_KEYS, SCHEDULE_TOPIC
-from rmqstore.plan.lag import RETRY_PREFIX
+from rmqstore.format.record import (
+    DLQ_PREFIX,
+    KEY_SEPARATOR,
+    PROPERTY_DELAY,
+    PROPERTY_KEYS,
+    RETRY_PREFIX,
+    SCHEDULE_TOPIC,
+    TIMER_TOPIC,
+)
+from rmqstore.format.record import PROPERTY_ORIGIN_MESSAGE_ID as ORIGIN_MESSAGE_ID
+from rmqstore.format.record import PROPERTY_REAL_QID as REAL_QID
+from rmqstore.format.record import PROPERTY_REAL_TOPIC as REAL_TOPIC
+from rmqstore.format.record import PROPERTY_RETRY_TOPIC as RETRY_TOPIC
+from rmqstore.format.record import PROPERTY_TIMER_DELIVER_MS as TIMER_DELIVER_MS
+from rmqstore.format.record import PROPERTY_TIMER_OUT_MS as TIMER_OUT_MS
+from rmqstore.format.record import TRANS_HALF_TOPIC as HALF_TOPIC
+from rmqstore.format.record import TRANS_OP_HALF_TOPIC as OP_TOPIC
 
-DLQ_PREFIX = "%DLQ%"
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-"""`TopicValidator.RMQ_SYS_TRACE_TOPIC`: trace records, whose KEYS list the traced messages' ids and keys
-(§3.4); they are no copies (decoded elsewhere, they join as `TraceRecord`s)."""
-HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 OP_REMOVE_TAG = "d"
 """`TransactionalMessageUtil.REMOVE_TAG`: the tag of an op record that closes half messages (§3.4)."""
-ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-RETRY_TOPIC = "RETRY_TOPIC"
-REAL_TOPIC = "REAL_TOPIC"
-REAL_QID = "REAL_QID"
-TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-TIMER_OUT_MS = "TIMER_OUT_MS"
 TRANSACTION_ID = "__transactionId__"
 TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
 

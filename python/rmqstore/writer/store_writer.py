@@ -29,11 +29,22 @@ from rmqstore.format.layout import (
 )
 from rmqstore.format.msgid import offset_msg_id
 from rmqstore.format.record import (
+    DLQ_PREFIX,
     PROPERTY_DELAY,
     PROPERTY_KEYS,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_REAL_QID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_RETRY_TOPIC,
     PROPERTY_TAGS,
+    PROPERTY_TIMER_DELIVER_MS,
+    PROPERTY_TIMER_OUT_MS,
     PROPERTY_UNIQ_KEY,
+    RETRY_PREFIX,
     SCHEDULE_TOPIC,
+    TIMER_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
     decode_record,
     encode_record,
 )
@@ -44,25 +55,14 @@ from rmqstore.writer.files import ensure_empty_store_dir
 from rmqstore.writer.indexes import IndexWriter
 from rmqstore.writer.message import AppendResult, MessageSpec, UniqKeyGenerator
 
-TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-PROPERTY_REAL_TOPIC = "REAL_TOPIC"
-PROPERTY_REAL_QID = "REAL_QID"
 PROPERTY_WAIT = "WAIT"
 PROPERTY_CLUSTER = "CLUSTER"
 PROPERTY_TRAN_MSG = "TRAN_MSG"
 PROPERTY_PRODUCER_GROUP = "PGROUP"
-PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
-PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 DEFAULT_MAX_RECONSUME_TIMES = 16
 """`SubscriptionGroupConfig.retryMaxTimes`; a 3.4.9+ consumer sends its own `maxReconsumeTimes`."""
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
 PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
 PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
-PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"
 PROPERTY_TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
 PROPERTY_TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 TIMER_PRECISION_MS = 1000
