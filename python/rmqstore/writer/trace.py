@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rmqstore.format import contract_trace as ct
+from rmqstore.format.record import TRANS_HALF_TOPIC
 from rmqstore.writer.message import MessageSpec
-from rmqstore.writer.store_writer import TRANS_HALF_TOPIC, StoreWriter
+from rmqstore.writer.store_writer import StoreWriter
 
 TraceValues = Mapping[str, object]
 """A record's column values (the trace-record DataFrame's names; `timestamp` in epoch milliseconds)."""
@@ -96,19 +97,18 @@ class TracedClients:
             self.observer(event)
         record, spec = event.record, event.spec
         uniq = record.uniq_key
-        if event.group is None and (uniq is None or spec.born_host not in self.producers):
-            pass
-        elif event.group is None:
-            self.keys[uniq] = spec.keys_property()
-            half = spec.transaction or record.topic == TRANS_HALF_TOPIC
-            delayed = record.topic != spec.topic
-            msg_type = "Trans_Msg_Half" if half else "Delay_Msg" if delayed else "Normal_Msg"
-            self._add(writer, spec.topic, {
-                "traceType": "Pub", "timestamp": event.at_ms, "regionId": REGION,
-                "groupName": f"PID_{spec.topic}", "topic": spec.topic, "msgId": uniq, "tags": spec.tags,
-                "key": spec.keys_property(), "storeHost": writer.store_host, "bodyLength": len(spec.body),
-                "costTime": self.rng.randrange(1, 20), "msgType": msg_type, "offsetMsgId": record.msg_id,
-                "success": True})
+        if event.group is None:
+            if uniq is not None and spec.born_host in self.producers:
+                self.keys[uniq] = spec.keys_property()
+                half = spec.transaction or record.topic == TRANS_HALF_TOPIC
+                delayed = record.topic != spec.topic
+                msg_type = "Trans_Msg_Half" if half else "Delay_Msg" if delayed else "Normal_Msg"
+                self._add(writer, spec.topic, {
+                    "traceType": "Pub", "timestamp": event.at_ms, "regionId": REGION,
+                    "groupName": f"PID_{spec.topic}", "topic": spec.topic, "msgId": uniq, "tags": spec.tags,
+                    "key": spec.keys_property(), "storeHost": writer.store_host, "bodyLength": len(spec.body),
+                    "costTime": self.rng.randrange(1, 20), "msgType": msg_type, "offsetMsgId": record.msg_id,
+                    "success": True})
         elif uniq is not None:
             self.requests += 1
             attempt = self.attempts.get((event.group, uniq), 0)
